@@ -1,0 +1,99 @@
+"""FastAPI app: POST /api/retrieve, GET /api/strategies, GET /api/examples, the debugger page at /."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..retrieve.config import MAX_CHUNK_CHARS, STRATEGIES, ConfigError, RetrieveConfig, check_strategy
+from ..retrieve.pipeline import ChunkError, Retriever
+from ..retrieve.types import RetrieveResult
+from ..store.db import StoreError, StoreUnavailable
+
+try:
+    from fastapi import Body, FastAPI
+    from fastapi.responses import FileResponse, JSONResponse
+    from fastapi.staticfiles import StaticFiles
+    from pydantic import BaseModel, Field
+except ImportError as e:  # pragma: no cover - depends on the extra
+    raise ImportError("the HTTP API needs the 'serve' extra: pip install 'godot-rag[serve]'") from e
+
+STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
+REFERENCE_CHUNK = (
+    "func _process(delta):\n\tvar velocity = Vector2.ZERO\n\tif Input.is_action_pressed(&\"move_right\"):\n"
+    "\t\tvelocity.x += 1\n\tif Input.is_action_pressed(&\"move_left\"):\n\t\tvelocity.x -= 1\n\n"
+    "\tif velocity.length() > 0:\n\t\tvelocity = velocity.normalized() * speed\n\t\t$AnimatedSprite2D.play()\n"
+    "\telse:\n\t\t$AnimatedSprite2D.stop()\n\n\tposition += velocity * delta\n"
+    "\tposition = position.clamp(Vector2.ZERO, screen_size)"
+)
+
+
+class RetrieveRequest(BaseModel):
+    chunkText: str = Field(..., description="The raw GDScript chunk, exactly as in the .gd file.")
+    strategy: str = Field("F", description="A-F; see GET /api/strategies.")
+    k: int = Field(10, ge=1, le=100, description="Results per table.")
+    tables: list[str] | None = Field(None, description="Tables to search (default all three).")
+    explain: bool = Field(True, description="Per-term BM25 explanations.")
+    config: dict[str, Any] | None = Field(None, description="Other retrieval settings by name.")
+
+
+def _error(status: int, message: str, **extra) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error": message, **extra})
+
+
+def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = False) -> FastAPI:
+    app = FastAPI(title="godot-rag", version="0.1.0",
+                  description="Evidence retrieval for raw GDScript chunks, with a trace for every score.")
+
+    @app.on_event("startup")
+    def _warm() -> None:
+        if warm:
+            try:
+                retriever.warm()
+            except StoreError:
+                pass  # requests will answer 503 with the reason
+
+    @app.post("/api/retrieve", response_model=RetrieveResult,
+              responses={400: {"description": "unknown strategy or setting"}, 413: {"description": "chunk too long"},
+                         422: {"description": "empty chunk"}, 503: {"description": "database unreachable"}})
+    def api_retrieve(req: RetrieveRequest = Body(...)):
+        try:
+            strategy = check_strategy(req.strategy)
+        except ConfigError as e:
+            return _error(400, str(e), valid_strategies=list(STRATEGIES))
+        try:
+            settings = dict(req.config or {})
+            settings["k"] = req.k
+            if req.tables:
+                settings["tables"] = req.tables
+            if llm_optional:
+                settings.setdefault("llm_optional", True)
+            cfg = RetrieveConfig.from_mapping(settings)
+        except (ConfigError, TypeError) as e:
+            return _error(400, str(e))
+        try:
+            result = retriever.retrieve(req.chunkText, strategy, cfg, explain=req.explain)
+        except ChunkError as e:
+            return _error(e.status, str(e), max_chars=MAX_CHUNK_CHARS)
+        except StoreUnavailable as e:
+            return _error(503, f"database unavailable: {e}")
+        except StoreError as e:
+            return _error(503, str(e))
+        except ConfigError as e:
+            return _error(400, str(e))
+        return JSONResponse(content=result.model_dump(mode="json"))
+
+    @app.get("/api/strategies")
+    def api_strategies():
+        return {"strategies": STRATEGIES, "default": "F", "settings": RetrieveConfig().to_dict(),
+                "max_chunk_chars": MAX_CHUNK_CHARS}
+
+    @app.get("/api/examples")
+    def api_examples():
+        return {"examples": [{"name": "reference: first 2D game _process", "chunkText": REFERENCE_CHUNK}]}
+
+    @app.get("/", include_in_schema=False)
+    def index():
+        return FileResponse(STATIC / "index.html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app

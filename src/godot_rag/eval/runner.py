@@ -1,0 +1,184 @@
+"""`godot-rag eval`: every strategy on the same queries, side by side."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from tqdm import tqdm
+
+from ..retrieve.pipeline import Retriever
+from .metrics import dedupe_pages, mapping_counts, mrr, ndcg_at, page_of, percentile, recall_at
+from .queries import Query, read_queries
+from .report import write_outputs
+
+RENAME_PREFIX_SKIP = ("migration_guide", "gdscript_syntax")
+
+
+def mapping_triple(mapping_id: str) -> tuple[str, str, str] | None:
+    """`class_renames:AnimatedSprite->AnimatedSprite2D` -> the gold's (table, from, to); None for records
+    that do not come from the converter's tables (the gold cannot judge those)."""
+    table, _, rest = mapping_id.partition(":")
+    if table in RENAME_PREFIX_SKIP or "->" not in rest:
+        return None
+    src, _, dst = rest.partition("->")
+    return table, src, dst
+
+
+def first_rank(ids: list[str], page: str) -> int | None:
+    for i, cid in enumerate(ids, 1):
+        if page_of(cid) == page:
+            return i
+    return None
+
+
+def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
+    """One entry per relevant page or mapping that was missed, and per wrongly accepted mapping."""
+    out = []
+    docs = [c.id for c in result.by_table("docs_chunks")]
+    pages = dedupe_pages(docs)
+    ids = result.trace.get("candidate_ids", {}).get("docs_chunks", {})
+    rejected = {c.id: c for c in result.rejected if c.table == "docs_chunks"}
+    for page in q.relevant_pages:
+        rank = pages.index(page) + 1 if page in pages else None
+        if rank is not None and rank <= k:
+            continue
+        ranks = {stage: first_rank(lst, page) for stage, lst in ids.items()}
+        if strategy == "A":
+            stage = "no tsquery hit" if not docs else "ranked below k by ts_rank_cd"
+        elif not any(ranks.get(s) for s in ("bm25", "embedding")):
+            used = [s for s in ("bm25", "embedding") if s in ids]
+            stage = "never retrieved by " + " or ".join("BM25" if s == "bm25" else "embedding" for s in used)
+        elif ranks.get("union") is None or (ranks.get("union") or 0) > k and "rerank" not in ranks:
+            stage = "cut at the union"
+        elif "rerank" in ranks and (ranks["rerank"] is None or ranks["rerank"] > k):
+            stage = "reranked below k"
+        else:
+            rej = next((c for cid, c in rejected.items() if page_of(cid) == page), None)
+            stage = f"rejected by the validator: {rej.reason}" if rej else "ranked below k"
+        best = next((c for c in result.results + result.rejected if page_of(c.id) == page), None)
+        terms = []
+        if best is not None and "bm25" in best.trace:
+            terms = [t["term"] for t in best.trace["bm25"].get("matched_terms", [])[:10]]
+        out.append({"query": q.id, "file": q.file, "variant": q.variant, "strategy": strategy, "missed": page,
+                    "stage": stage, "final_page_rank": rank, "stage_ranks": ranks, "matched_terms": terms})
+    accepted = {mapping_triple(c.id) for c in result.by_table("api_mapping")} - {None}
+    gold = set(q.relevant_mappings)
+    for m in sorted(gold - accepted):
+        ids_m = result.trace.get("candidate_ids", {}).get("api_mapping", {})
+        mid = f"{m[0]}:{m[1]}->{m[2]}"
+        rej = next((c for c in result.rejected if c.id == mid), None)
+        stage = (f"rejected by the validator: {rej.reason}" if rej else
+                 "never retrieved" if not any(mid in lst for lst in ids_m.values()) else "ranked below k")
+        out.append({"query": q.id, "file": q.file, "strategy": strategy, "missed_mapping": list(m), "stage": stage})
+    for m in sorted(accepted - gold):
+        if gold or q.expect_no_mappings:
+            out.append({"query": q.id, "file": q.file, "strategy": strategy, "wrongly_accepted_mapping": list(m),
+                        "stage": "accepted without being in the gold"})
+    return out
+
+
+def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg, *, out_dir: Path | None = None,
+             limit: int | None = None, quiet: bool = False) -> dict:
+    query_sets = {Path(f).name: read_queries(Path(f), limit) for f in files}
+    per_query: list[dict] = []
+    failures: list[dict] = []
+    runs_trec: dict[tuple[str, str], list[str]] = defaultdict(list)
+    total = sum(len(v) for v in query_sets.values()) * len(strategies)
+    bar = tqdm(total=total, desc="eval", disable=quiet, file=sys.stderr, unit="query")
+    for strategy in strategies:
+        for fname, queries in query_sets.items():
+            for q in queries:
+                t = time.perf_counter()
+                result = retriever.retrieve(q.chunk_text, strategy, cfg, explain=True)
+                ms = (time.perf_counter() - t) * 1000
+                docs = [c.id for c in result.by_table("docs_chunks")]
+                pages = dedupe_pages(docs)
+                for rank, c in enumerate(result.by_table("docs_chunks"), 1):
+                    runs_trec[(fname, strategy)].append(f"{q.id} Q0 {c.id} {rank} {c.score:.6f} godot-rag-{strategy}")
+                accepted = {mapping_triple(c.id) for c in result.by_table("api_mapping")} - {None}
+                row = {"file": fname, "variant": q.variant, "strategy": strategy, "query": q.id, "ms": ms,
+                       "stages": _stage_ms(result), "zero": not docs,
+                       "n_results": len(result.results)}
+                if q.relevant_pages:
+                    row.update({"recall@1": recall_at(pages, q.relevant_pages, 1), "recall@5": recall_at(pages, q.relevant_pages, 5),
+                                "recall@10": recall_at(pages, q.relevant_pages, 10), "mrr": mrr(pages, q.relevant_pages),
+                                "ndcg@10": ndcg_at(pages, q.relevant_pages, 10)})
+                    if q.demoted_pages:
+                        best_rel = min((pages.index(p) for p in q.relevant_pages if p in pages), default=None)
+                        row["demoted_ok"] = all(p not in pages or (best_rel is not None and pages.index(p) > best_rel)
+                                                for p in q.demoted_pages)
+                tp, fp, fn = mapping_counts(accepted, set(q.relevant_mappings))
+                row.update({"map_tp": tp, "map_fp": fp, "map_fn": fn, "gold_mappings": len(q.relevant_mappings)})
+                if q.expect_no_mappings:
+                    row["false_migration"] = any(m[0] == "class_renames" for m in accepted)
+                per_query.append(row)
+                failures += diagnose(q, strategy, result, 10)
+                bar.update(1)
+    bar.close()
+    runs = aggregate(per_query, query_sets, strategies)
+    report = {"runs": runs}
+    report["markdown"] = write_outputs(out_dir, runs, per_query, failures, runs_trec) if out_dir else _markdown(runs)
+    return report
+
+
+def _stage_ms(result) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for s in result.trace.get("stages", []):
+        out[s["stage"].split(":")[0]] += s["ms"]
+    return dict(out)
+
+
+def aggregate(per_query: list[dict], query_sets: dict, strategies: list[str]) -> list[dict]:
+    runs = []
+    for fname in query_sets:
+        variants = sorted({r["variant"] for r in per_query if r["file"] == fname and r["variant"]})
+        for variant in variants + ["all"]:
+            for strategy in strategies:
+                rows = [r for r in per_query if r["file"] == fname and r["strategy"] == strategy
+                        and (variant == "all" or r["variant"] == variant)]
+                if rows:
+                    runs.append(summarise(rows, fname, variant, strategy))
+    return runs
+
+
+def _mean(rows, key):
+    vals = [r[key] for r in rows if key in r]
+    return round(sum(vals) / len(vals), 4) if vals else None
+
+
+def summarise(rows: list[dict], fname: str, variant: str, strategy: str) -> dict:
+    tp = sum(r["map_tp"] for r in rows)
+    fp = sum(r["map_fp"] for r in rows)
+    fn = sum(r["map_fn"] for r in rows)
+    has_gold = any(r["gold_mappings"] for r in rows)
+    fm = [r["false_migration"] for r in rows if "false_migration" in r]
+    ms = [r["ms"] for r in rows]
+    stage_tot: dict[str, float] = defaultdict(float)
+    for r in rows:
+        for s, v in r["stages"].items():
+            stage_tot[s] += v
+    total = sum(stage_tot.values()) or 1.0
+    return {
+        "queries": fname, "variant": variant, "strategy": strategy, "n": len(rows),
+        "recall@1": _mean(rows, "recall@1"), "recall@5": _mean(rows, "recall@5"), "recall@10": _mean(rows, "recall@10"),
+        "mrr": _mean(rows, "mrr"), "ndcg@10": _mean(rows, "ndcg@10"),
+        "mapping_precision": round(tp / (tp + fp), 4) if (tp + fp) and (has_gold or fp) else None,
+        "mapping_recall": round(tp / (tp + fn), 4) if has_gold else None,
+        "false_migration_rate": round(sum(fm) / len(fm), 4) if fm else None,
+        "demoted_ok_rate": _mean([{"d": float(r["demoted_ok"])} for r in rows if "demoted_ok" in r], "d"),
+        "zero_result_rate": round(sum(r["zero"] for r in rows) / len(rows), 4),
+        "latency_ms_p50": round(percentile(ms, 50), 2), "latency_ms_p95": round(percentile(ms, 95), 2),
+        "stage_share": {s: round(v / total, 3) for s, v in sorted(stage_tot.items(), key=lambda x: -x[1])},
+    }
+
+
+def _markdown(runs: list[dict]) -> str:
+    from .report import markdown_tables
+
+    return markdown_tables(runs)
+
+
+__all__ = ["run_eval", "mapping_triple", "json"]

@@ -1,0 +1,263 @@
+"""Cut a parsed page into `docs_chunks` records of about `target_chars` characters.
+
+Rules, in order:
+- a heading always starts a new chunk, except that sections shorter than
+  `min_chars` are joined to the next sibling so that headings with one line
+  of text do not become chunks of their own;
+- class-reference member entries (separated by rules) are packed together
+  up to the target, and a chunk holding one entry names that member in `symbol`;
+- a fenced code block is never cut, unless it alone is over the target:
+  then it is cut at line boundaries;
+- C# blocks stay in `code_blocks` (tagged `csharp`) but not in `content`,
+  so that a GDScript query is scored against GDScript and prose only.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from ..retrieve.tokenize import tokenize
+from .markdown import Block, Page, strip_links
+from .symbols import ApiVocabulary, extract_api_symbols, is_class_page
+
+DOC_VERSION = "4.7"
+DOCS_BASE_URL = "https://docs.godotengine.org/en/latest/"
+SEPARATE_LANGUAGES = {"csharp", "cs", "c#"}
+INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
+BOLD_NAME_RE = re.compile(r"\*\*(@?[A-Za-z_][A-Za-z0-9_]*)\*\*")
+
+
+@dataclass
+class Unit:
+    text: str  # as it goes into content
+    blocks: list[Block]
+    size: int
+
+
+@dataclass
+class Segment:
+    section_path: list[str]
+    member: str | None
+    units: list[Unit] = field(default_factory=list)
+    csharp: list[Block] = field(default_factory=list)
+    first_line: int = 0
+
+    @property
+    def size(self) -> int:
+        return sum(u.size for u in self.units)
+
+
+def doc_type_for(path: str) -> str:
+    if path.startswith("classes/"):
+        return "class_reference"
+    if path.startswith("tutorials/migrating/"):
+        return "migration_guide"
+    if path.startswith(("getting_started/", "tutorials/")):
+        return "tutorial"
+    return "manual"
+
+
+def version_tags_for(path: str) -> list[str]:
+    tags = ["4.x", DOC_VERSION]
+    m = re.search(r"upgrading_to_godot_(\d+)(?:\.(\d+))?$", path)
+    if m:
+        tags = ["4.x", f"{m.group(1)}.{m.group(2) or 0}"]
+        tags.insert(0, "3.x" if not m.group(2) else f"{m.group(1)}.{int(m.group(2)) - 1}")
+    return tags
+
+
+def _code_text(block: Block) -> str:
+    return f"```{block.language}\n{block.text}\n```"
+
+
+def _split_code(block: Block, limit: int) -> list[Block]:
+    """Cut an over-long code block at line boundaries."""
+    parts, cur, size = [], [], 0
+    for i, line in enumerate(block.text.split("\n")):
+        if cur and size + len(line) + 1 > limit:
+            parts.append(Block("code", "\n".join(cur), language=block.language, line=block.line + i - len(cur)))
+            cur, size = [], 0
+        cur.append(line)
+        size += len(line) + 1
+    if cur:
+        parts.append(Block("code", "\n".join(cur), language=block.language, line=block.line))
+    return parts
+
+
+TABLE_SEP_RE = re.compile(r"^\|?[\s|:+=-]*\|[\s|:+=-]*$")
+
+
+def compact_text(text: str) -> str:
+    """Squeeze the padding out of Markdown tables; drop their separator rows."""
+    lines = []
+    for line in text.split("\n"):
+        if line.lstrip().startswith("|"):
+            if TABLE_SEP_RE.match(line.strip()):
+                continue
+            line = re.sub(r"\s{2,}", " ", line.strip())
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _split_lines(text: str, limit: int) -> list[str]:
+    """Cut over-long prose at line ends, then at sentence ends, then at spaces."""
+    pieces: list[str] = []
+    for line in text.split("\n"):
+        while len(line) > limit:
+            cut = max(line.rfind(". ", 0, limit), line.rfind(" ", 0, limit))
+            cut = cut + 1 if cut > limit // 2 else limit
+            pieces.append(line[:cut])
+            line = line[cut:].lstrip()
+        pieces.append(line)
+    out, cur = [], ""
+    for piece in pieces:
+        if cur and len(cur) + len(piece) + 1 > limit:
+            out.append(cur)
+            cur = ""
+        cur = f"{cur}\n{piece}" if cur else piece
+    if cur:
+        out.append(cur)
+    return out
+
+
+def segments_of(page: Page, target_chars: int) -> list[Segment]:
+    trail: list[tuple[int, str]] = []
+    segments: list[Segment] = []
+    class_page = is_class_page(page.path)
+
+    def new_segment(member: str | None, line: int) -> Segment:
+        seg = Segment([t for _, t in trail], member, first_line=line)
+        segments.append(seg)
+        return seg
+
+    seg = new_segment(None, 1)
+    for block in page.blocks:
+        if block.kind == "heading":
+            while trail and trail[-1][0] >= block.level:
+                trail.pop()
+            trail.append((block.level, block.text))
+            seg = new_segment(None, block.line)
+            continue
+        if block.kind == "rule":
+            if class_page:
+                seg = new_segment(None, block.line)
+            continue
+        if block.kind == "code" and block.language in SEPARATE_LANGUAGES:
+            seg.csharp.append(block)
+            continue
+        if block.kind == "code":
+            pieces = [block] if len(block.text) <= target_chars else _split_code(block, target_chars)
+            for piece in pieces:
+                text = _code_text(piece)
+                seg.units.append(Unit(text, [piece], len(text)))
+            continue
+        text = compact_text(strip_links(block.text)[0])
+        if class_page and not seg.units and seg.member is None:
+            name = BOLD_NAME_RE.search(text.split("\n", 1)[0])
+            if name and seg.section_path and seg.section_path[-1] != page.title:
+                seg.member = name.group(1)
+        for piece in _split_lines(text, target_chars) if len(text) > target_chars else [text]:
+            seg.units.append(Unit(piece, [block], len(piece)))
+    return [s for s in segments if s.units or s.csharp]
+
+
+def _pack(segments: list[Segment], target: int, min_chars: int) -> list[list[tuple[Segment, list[Unit]]]]:
+    """Group (segment, units) pieces into chunks."""
+    chunks: list[list[tuple[Segment, list[Unit]]]] = []
+    for seg in segments:
+        prev = chunks[-1] if chunks else None
+        prev_size = sum(sum(u.size for u in units) for _, units in prev) if prev else 0
+        prev_seg = prev[-1][0] if prev else None
+        same_member_list = (
+            prev_seg is not None and seg.member is not None and prev_seg.member is not None
+            and prev_seg.section_path == seg.section_path
+        )
+        small_prev = prev is not None and prev_size < min_chars and seg.section_path[: len(prev_seg.section_path)] == prev_seg.section_path
+        if prev is not None and (same_member_list or small_prev) and prev_size + seg.size <= target:
+            prev.append((seg, list(seg.units)))
+            continue
+        # Cut the segment into pieces of at most `target`, balanced so the last is not a scrap.
+        total = seg.size
+        n = max(1, -(-total // target))
+        goal = total / n
+        cur: list[Unit] = []
+        cur_size = 0
+        for unit in seg.units:
+            if cur and cur_size + unit.size > target or (cur and cur_size >= goal and cur_size + unit.size > goal * 1.1):
+                chunks.append([(seg, cur)])
+                cur, cur_size = [], 0
+            cur.append(unit)
+            cur_size += unit.size
+        chunks.append([(seg, cur)])
+    return chunks
+
+
+def chunk_page(
+    page: Page,
+    vocab: ApiVocabulary,
+    *,
+    source_file: str,
+    source_sha256: str,
+    target_chars: int = 1800,
+    min_chars: int = 300,
+) -> list[dict]:
+    segments = segments_of(page, target_chars)
+    packed = _pack(segments, target_chars, min_chars)
+    records: list[dict] = []
+    class_page = is_class_page(page.path)
+    for pieces in packed:
+        seg0 = pieces[0][0]
+        units = [u for _, us in pieces for u in us]
+        csharp = []
+        # C# blocks travel with the first piece of their segment.
+        for seg, us in pieces:
+            if seg.units and us and us[0] is seg.units[0] or not seg.units:
+                csharp.extend(seg.csharp)
+        if not units and not csharp:
+            continue
+        content = "\n\n".join(u.text for u in units)
+        code = [b for u in units for b in u.blocks if b.kind == "code"]
+        code_blocks = [{"language": b.language, "code": b.text, "line": b.line} for b in code]
+        code_blocks += [{"language": "csharp", "code": b.text, "line": b.line} for b in csharp]
+        inline = [m.group(1) for u in units for b in u.blocks if b.kind == "text" for m in INLINE_CODE_RE.finditer(b.text)]
+        gd_code = [b.text for b in code if b.language in ("gdscript", "gd", "text", "")]
+        api_symbols = extract_api_symbols(gd_code + inline, vocab)
+        members = [seg.member for seg, _ in pieces if seg.member]
+        symbol = None
+        if class_page:
+            symbol = page.title
+            if len(members) == 1 and len(pieces) == 1:
+                symbol = f"{page.title}.{members[0]}"
+        languages = sorted({b["language"] for b in code_blocks})
+        lines = [b.line for u in units for b in u.blocks] + [b.line for b in csharp]
+        records.append({
+            "chunk_id": "",  # set below, once the page's chunk count is known
+            "doc_version": DOC_VERSION,
+            "source_url": DOCS_BASE_URL + page.path + ".html",
+            "source_file": source_file,
+            "source_sha256": source_sha256,
+            "doc_type": doc_type_for(page.path),
+            "symbol": symbol,
+            "section_path": seg0.section_path or [page.title],
+            "heading": (seg0.section_path or [page.title])[-1],
+            "content": content,
+            "code_blocks": code_blocks,
+            "language_tags": languages,
+            "godot_version_tags": version_tags_for(page.path),
+            "api_symbols": api_symbols,
+            "token_count": len(tokenize(content)),
+            "metadata": {
+                "page_path": page.path,
+                "page_title": page.title,
+                "members": members,
+                "line_start": min(lines) if lines else seg0.first_line,
+                "line_end": max(lines) if lines else seg0.first_line,
+                "content_sha256": hashlib.sha256(content.encode()).hexdigest(),
+            },
+        })
+    for i, rec in enumerate(records):
+        rec["chunk_id"] = f"{page.path}#{i:03d}"
+        rec["metadata"]["chunk_index"] = i
+        rec["metadata"]["chunk_count"] = len(records)
+    return records

@@ -1,0 +1,270 @@
+"""`api_mapping` records: the converter's rename pairs, plus the changes that the
+migration pages state in prose (`X's `a()` is now `b()``) and the GDScript syntax
+changes that are not renames (yield, export, onready, tool, setget, ...)."""
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from .symbols import ApiVocabulary
+
+CHANGE_TYPES = {
+    "class_renames": "class_rename",
+    "enum_renames": "enum_rename",
+    "builtin_types_renames": "builtin_type_rename",
+    "gdscript_function_renames": "method_rename",
+    "gdscript_properties_renames": "property_rename",
+    "gdscript_signals_renames": "signal_rename",
+    "csharp_function_renames": "csharp_method_rename",
+    "csharp_properties_renames": "csharp_property_rename",
+    "csharp_signals_renames": "csharp_signal_rename",
+    "project_settings_renames": "project_setting_rename",
+    "project_godot_renames": "project_godot_rename",
+    "input_map_renames": "input_map_rename",
+    "shaders_renames": "shader_rename",
+    "color_renames": "color_rename",
+    "theme_override_renames": "theme_override_rename",
+}
+GODOT_FROM, GODOT_TO = "3.x", "4.0"
+B = "(?<![A-Za-z0-9_])"  # identifier boundary, left
+E = "(?![A-Za-z0-9_])"  # identifier boundary, right
+MIGRATION_PAGE_PREFIX = "tutorials/migrating/upgrading_to_godot_4"
+
+
+def ident_pattern(name: str) -> str:
+    return B + re.escape(name) + E
+
+
+class RenameFileError(ValueError):
+    pass
+
+
+def read_renames(path: Path) -> list[dict]:
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise RenameFileError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+            for field in ("table", "from", "to"):
+                if not isinstance(rec.get(field), str) or not rec[field]:
+                    raise RenameFileError(f"{path}:{n}: field '{field}' must be a non-empty string")
+            if rec["table"] not in CHANGE_TYPES:
+                raise RenameFileError(f"{path}:{n}: field 'table': unknown rename table {rec['table']!r}")
+            out.append(rec)
+    return out
+
+
+class EvidenceIndex:
+    """Find the docs chunks that document a name or discuss it on the migration pages."""
+
+    def __init__(self, chunks: list[dict]):
+        self.by_symbol: dict[str, list[str]] = defaultdict(list)
+        self.by_member: dict[str, list[str]] = defaultdict(list)
+        self.migration: list[dict] = []
+        for c in chunks:
+            sym = c.get("symbol")
+            if sym:
+                self.by_symbol[sym].append(c["chunk_id"])
+                if "." in sym:
+                    self.by_member[sym.split(".", 1)[1]].append(c["chunk_id"])
+            if c["metadata"]["page_path"].startswith(MIGRATION_PAGE_PREFIX):
+                self.migration.append(c)
+        self.all_chunks = chunks
+
+    def class_chunk(self, cls: str) -> list[str]:
+        ids = self.by_symbol.get(cls, [])
+        return ids[:1]
+
+    def member_chunks(self, member: str, limit: int = 3) -> list[str]:
+        return self.by_member.get(member, [])[:limit]
+
+    def migration_chunks(self, pattern: str, limit: int = 3) -> list[str]:
+        rx = re.compile(pattern)
+        return [c["chunk_id"] for c in self.migration if rx.search(c["content"])][:limit]
+
+    def any_chunks(self, pattern: str, limit: int = 3, prefer: tuple[str, ...] = ()) -> list[str]:
+        rx = re.compile(pattern)
+        hits = [c for c in self.all_chunks if rx.search(c["content"])]
+        hits.sort(key=lambda c: not c["metadata"]["page_path"].startswith(prefer) if prefer else 0)
+        return [c["chunk_id"] for c in hits[:limit]]
+
+
+def _still_valid(name: str, vocab: ApiVocabulary) -> list[str]:
+    if name in vocab.classes:
+        return [name]
+    return sorted(f"{c}.{name}" for c in vocab.owners.get(name, ()))[:5]
+
+
+def rename_mappings(renames: list[dict], vocab: ApiVocabulary, evidence: EvidenceIndex) -> tuple[list[dict], list[str]]:
+    records, warnings, seen = [], [], set()
+    for r in renames:
+        table, src, dst = r["table"], r["from"], r["to"]
+        mapping_id = f"{table}:{src}->{dst}"
+        if mapping_id in seen:
+            warnings.append(f"duplicate rename pair {mapping_id}")
+            continue
+        seen.add(mapping_id)
+        change = CHANGE_TYPES[table]
+        negative = []
+        if src in dst and src != dst:
+            negative.append(ident_pattern(dst))
+        if change in ("method_rename", "signal_rename", "property_rename"):
+            keyword = {"method_rename": "func", "signal_rename": "signal", "property_rename": "var"}[change]
+            # The chunk declares its own member of that name: not a use of the Godot 3 API.
+            negative.append(rf"{keyword}\s+{re.escape(src)}{E}")
+        if change in ("class_rename", "builtin_type_rename"):
+            negative.append(rf"class_name\s+{re.escape(src)}{E}")
+        target_chunks = []
+        if change in ("class_rename", "builtin_type_rename"):
+            target_chunks = evidence.class_chunk(dst)
+        elif not change.startswith(("csharp", "project", "input", "shader", "color")):
+            target_chunks = evidence.member_chunks(dst)
+        discussed = evidence.migration_chunks(ident_pattern(src))
+        still = _still_valid(src, vocab)
+        notes = f"Renamed by the Godot 3->4 project converter ({table})."
+        confidence = 1.0
+        if still:
+            confidence = 0.6
+            notes += f" '{src}' is still a valid Godot 4 name ({', '.join(still)}), so a match is a candidate, not a verdict."
+        if change.startswith("csharp"):
+            notes += " Applies to C# code only."
+        records.append({
+            "mapping_id": mapping_id,
+            "source_api": src,
+            "target_api": dst,
+            "change_type": change,
+            "godot_from": GODOT_FROM,
+            "godot_to": GODOT_TO,
+            "confidence": confidence,
+            "evidence_chunk_ids": list(dict.fromkeys(target_chunks + discussed)),
+            "match_terms": [src],
+            "notes": notes,
+            "negative_patterns": negative,
+        })
+    return records, warnings
+
+
+# "AcceptDialog's `set_autowrap()` is now `set_autowrap_mode()`."  and similar sentences.
+PROSE_CHANGE_RE = re.compile(
+    r"(?:(?P<cls>[A-Z][A-Za-z0-9]+)(?: and [A-Z][A-Za-z0-9]+)?'s )?`(?P<src>[A-Za-z_][A-Za-z0-9_.]*)(?:\(\))?`"
+    r"(?: (?:method|property|signal))? (?:is now|was renamed to|was inverted and renamed to|was replaced by|"
+    r"should be converted to|is no longer used and should be converted to) "
+    r"`(?P<dst>[^`]+?)(?:\(\))?`"
+)
+
+
+def prose_mappings(chunks: list[dict], rename_ids: set[tuple[str, str]]) -> list[dict]:
+    """Changes stated in the migration pages' prose, each citing the chunk that states it."""
+    records: dict[str, dict] = {}
+    for c in chunks:
+        if not c["metadata"]["page_path"].startswith(MIGRATION_PAGE_PREFIX):
+            continue
+        for line in c["content"].split("\n"):
+            for m in PROSE_CHANGE_RE.finditer(line):
+                src, dst, cls = m.group("src"), m.group("dst"), m.group("cls")
+                if (src.split(".")[-1], dst.split(".")[-1].split("(")[0]) in rename_ids:
+                    continue  # the converter's table already has it
+                name = src.split(".")[-1]
+                mapping_id = f"migration_guide:{cls + '.' if cls else ''}{src}->{dst}"
+                if mapping_id in records:
+                    continue
+                kind = "method_change" if "(" in m.group(0).split("`")[2] or "()" in m.group(0) else "api_change"
+                records[mapping_id] = {
+                    "mapping_id": mapping_id,
+                    "source_api": name,
+                    "target_api": dst,
+                    "change_type": kind,
+                    "godot_from": GODOT_FROM,
+                    "godot_to": GODOT_TO,
+                    "confidence": 0.8 if cls else 0.6,
+                    "evidence_chunk_ids": [c["chunk_id"]],
+                    "match_terms": [name] + ([f"{cls}.{name}"] if cls else []),
+                    "notes": f"Stated on {c['metadata']['page_path']}: {line.strip()[:300]}",
+                    "negative_patterns": [rf"func\s+{re.escape(name)}{E}"],
+                }
+    return list(records.values())
+
+
+# GDScript syntax changes that no rename table covers. Each is located in the docs
+# by its own terms; the record cites the chunk that states it.
+SYNTAX_CHANGES = [
+    {
+        "id": "yield->await", "source_api": "yield", "target_api": "await",
+        "match": [r"(?<![A-Za-z0-9_@])yield\s*\("], "negative": [r"await\b"],
+        "locate": r"`yield`", "notes": "Coroutines: `yield(obj, \"signal\")` became `await obj.signal`.",
+    },
+    {
+        "id": "export->@export", "source_api": "export", "target_api": "@export",
+        "match": [r"(?m)^\s*export(?:\s*\([^)]*\))?\s+var\b"], "negative": [r"@export"],
+        "locate": r"@export", "notes": "The `export` keyword became the `@export` annotation family.",
+    },
+    {
+        "id": "onready->@onready", "source_api": "onready", "target_api": "@onready",
+        "match": [r"(?m)^\s*onready\s+var\b"], "negative": [r"@onready"],
+        "locate": r"@onready", "notes": "The `onready` keyword became the `@onready` annotation.",
+    },
+    {
+        "id": "tool->@tool", "source_api": "tool", "target_api": "@tool",
+        "match": [r"(?m)^\s*tool\s*$"], "negative": [r"@tool"],
+        "locate": r"`tool` keyword", "notes": "The `tool` keyword became the `@tool` annotation.",
+    },
+    {
+        "id": "setget->set/get", "source_api": "setget", "target_api": "set/get property syntax",
+        "match": [r"\bsetget\b"], "negative": [],
+        "locate": r"setter and getter syntax", "notes": "`var x setget setter, getter` became `var x: set = ..., get = ...`.",
+    },
+    {
+        "id": "move_and_slide(args)->move_and_slide()", "source_api": "move_and_slide",
+        "target_api": "velocity property + move_and_slide()",
+        "match": [r"move_and_slide\s*\(\s*[^)\s]"], "negative": [r"move_and_slide\s*\(\s*\)"],
+        "locate": r"move_and_slide", "notes": "CharacterBody's `move_and_slide()` takes no arguments in Godot 4; set `velocity` first.",
+    },
+    {
+        "id": "connect(string)->signal.connect", "source_api": "connect",
+        "target_api": "signal.connect(callable)",
+        "match": [r"(?<![A-Za-z0-9_.])connect\s*\(\s*\"[^\"]+\"\s*,\s*[A-Za-z_][A-Za-z0-9_]*\s*,\s*\""],
+        "negative": [r"\.connect\s*\(\s*[A-Za-z_]"],
+        "locate": r"signal connection syntax", "notes": "String-based `connect(\"signal\", target, \"method\")` became `signal.connect(callable)`.",
+    },
+]
+
+
+def syntax_mappings(evidence: EvidenceIndex) -> tuple[list[dict], list[str]]:
+    records, warnings = [], []
+    for change in SYNTAX_CHANGES:
+        cited = evidence.migration_chunks(change["locate"], limit=2)
+        where = "the migration pages"
+        if not cited:
+            cited = evidence.any_chunks(change["locate"], limit=2, prefer=("tutorials/scripting/gdscript/",))
+            where = "the GDScript reference pages"
+        if not cited:
+            warnings.append(f"syntax change {change['id']}: no chunk states it; record kept without evidence")
+        records.append({
+            "mapping_id": f"gdscript_syntax:{change['id']}",
+            "source_api": change["source_api"],
+            "target_api": change["target_api"],
+            "change_type": "syntax_change",
+            "godot_from": GODOT_FROM,
+            "godot_to": GODOT_TO,
+            "confidence": 0.9,
+            "evidence_chunk_ids": cited,
+            "match_terms": ["re:" + p for p in change["match"]],
+            "notes": f"{change['notes']} Stated in {where}.",
+            "negative_patterns": change["negative"],
+        })
+    return records, warnings
+
+
+def build_mappings(renames: list[dict], chunks: list[dict], vocab: ApiVocabulary) -> tuple[list[dict], list[str]]:
+    evidence = EvidenceIndex(chunks)
+    renamed, warnings = rename_mappings(renames, vocab, evidence)
+    pairs = {(r["from"], r["to"]) for r in renames}
+    prose = prose_mappings(chunks, pairs)
+    syntax, w2 = syntax_mappings(evidence)
+    return renamed + prose + syntax, warnings + w2

@@ -1,0 +1,120 @@
+"""Parse one converted Godot docs page into headings, prose paragraphs and fenced code blocks."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+FENCE_RE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w#+.-]*)\s*$")
+HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+LINK_RE = re.compile(r"\[([^\]]*)\]\(([^)\s]+)\)")
+# Class-reference member entries are separated by a horizontal rule of dashes.
+RULE_RE = re.compile(r"^-{20,}\s*$")
+
+
+@dataclass
+class Block:
+    kind: str  # "heading" | "text" | "code" | "rule"
+    text: str
+    level: int = 0
+    language: str = ""
+    line: int = 0  # 1-based line where the block starts
+    unclosed: bool = False
+
+
+@dataclass
+class Page:
+    path: str  # docs path, e.g. getting_started/first_2d_game/03.coding_the_player
+    file_name: str
+    sha8: str
+    blocks: list[Block] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        for b in self.blocks:
+            if b.kind == "heading":
+                return b.text
+        return self.path.rsplit("/", 1)[-1]
+
+
+PAGE_NAME_RE = re.compile(r"^(?P<stem>.+)__(?P<sha8>[0-9a-f]{8})\.md$")
+
+
+def page_path_from_file(file_name: str) -> tuple[str, str]:
+    """`a__b__c__1234abcd.md` -> (`a/b/c`, `1234abcd`)."""
+    m = PAGE_NAME_RE.match(file_name)
+    if not m:
+        raise ValueError(f"{file_name}: page file names must end in __<sha8>.md")
+    return m.group("stem").replace("__", "/"), m.group("sha8")
+
+
+def strip_links(text: str) -> tuple[str, list[str]]:
+    """Replace Markdown links by their text; return the link targets separately."""
+    targets: list[str] = []
+
+    def repl(m: re.Match) -> str:
+        targets.append(m.group(2))
+        return m.group(1)
+
+    return LINK_RE.sub(repl, text), targets
+
+
+def parse_page(file_name: str, text: str) -> Page:
+    path, sha8 = page_path_from_file(file_name)
+    page = Page(path=path, file_name=file_name, sha8=sha8)
+    lines = text.split("\n")
+    para: list[str] = []
+    para_start = 0
+
+    def flush_para() -> None:
+        nonlocal para
+        if para and any(p.strip() for p in para):
+            page.blocks.append(Block("text", "\n".join(para).strip("\n"), line=para_start))
+        para = []
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = FENCE_RE.match(line)
+        if fence:
+            flush_para()
+            marker, lang = fence.group(2), fence.group(3).lower()
+            start = i + 1
+            body: list[str] = []
+            i += 1
+            closed = False
+            while i < len(lines):
+                if lines[i].strip().startswith(marker[0] * len(marker)) and lines[i].strip().strip(marker[0]) == "":
+                    closed = True
+                    break
+                body.append(lines[i])
+                i += 1
+            block = Block("code", "\n".join(body), language=lang or "text", line=start, unclosed=not closed)
+            if not closed:
+                page.warnings.append(f"unclosed code fence opened at line {start}")
+            page.blocks.append(block)
+            i += 1
+            continue
+        heading = HEADING_RE.match(line)
+        if heading:
+            flush_para()
+            page.blocks.append(Block("heading", heading.group(2).strip(), level=len(heading.group(1)), line=i + 1))
+            i += 1
+            continue
+        if RULE_RE.match(line):
+            flush_para()
+            page.blocks.append(Block("rule", "", line=i + 1))
+            i += 1
+            continue
+        if not line.strip():
+            flush_para()
+            i += 1
+            continue
+        if not para:
+            para_start = i + 1
+        para.append(line)
+        i += 1
+    flush_para()
+    if not any(b.kind in ("text", "code") for b in page.blocks):
+        page.warnings.append("empty page")
+    return page

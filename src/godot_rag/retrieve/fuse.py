@@ -1,0 +1,92 @@
+"""Union of retriever lists with duplicates merged, and fused scores.
+
+- `rrf`: sum over lists of w / (rrf_k + rank); rrf_k = 60 by default (Cormack et al.).
+- `minmax` / `zscore`: each list's scores are normalised, then summed with weights;
+  a candidate missing from a list gets that list's minimum (0 after min-max).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .types import Candidate
+
+
+def _normalise(scores: list[float], method: str) -> list[float]:
+    a = np.asarray(scores, dtype=float)
+    if len(a) == 0:
+        return []
+    if method == "minmax":
+        span = a.max() - a.min()
+        return ((a - a.min()) / span).tolist() if span > 0 else [1.0] * len(a)
+    std = a.std()
+    return ((a - a.mean()) / std).tolist() if std > 0 else [0.0] * len(a)
+
+
+def fuse_lists(lists: dict[str, list[Candidate]], weights: dict[str, float], method: str, rrf_k: int,
+               stage: str = "fuse") -> list[Candidate]:
+    """`lists` maps a retriever name (bm25, embedding) to its ranked candidates for one table."""
+    merged: dict[str, Candidate] = {}
+    per: dict[str, dict[str, dict]] = {}
+    for name, cands in lists.items():
+        norm = _normalise([c.score for c in cands], method) if method != "rrf" else []
+        for i, c in enumerate(cands):
+            entry = {"rank": i + 1, "score": round(c.score, 6)}
+            if method != "rrf":
+                entry["normalised"] = round(norm[i], 6)
+            per.setdefault(c.id, {})[name] = entry
+            if c.id not in merged:
+                merged[c.id] = c.model_copy(deep=True)
+            else:
+                for k, v in c.trace.items():
+                    merged[c.id].trace.setdefault(k, v)
+    floor = {}
+    if method == "zscore":
+        for name, cands in lists.items():
+            norm = _normalise([c.score for c in cands], method)
+            floor[name] = min(norm) if norm else 0.0
+    out = []
+    for cid, cand in merged.items():
+        seen = per[cid]
+        if method == "rrf":
+            fused = sum(weights.get(n, 1.0) / (rrf_k + e["rank"]) for n, e in seen.items())
+        else:
+            fused = sum(weights.get(n, 1.0) * (seen[n]["normalised"] if n in seen else floor.get(n, 0.0)) for n in lists)
+        sources = sorted(seen)
+        cand.source = "both" if len(sources) > 1 else sources[0]
+        cand.score = float(fused)
+        cand.add_stage(stage, {"method": method, "rrf_k": rrf_k if method == "rrf" else None, "weights": weights,
+                               "inputs": seen, "source": cand.source, "score": round(fused, 6)})
+        out.append(cand)
+    out.sort(key=lambda c: (-c.score, c.id))
+    for i, c in enumerate(out):
+        c.rank = i + 1
+        c.trace[stage]["rank"] = i + 1
+    return out
+
+
+def merge_segments(whole: list[Candidate], segments: list[list[Candidate]], stage: str = "segments") -> list[Candidate]:
+    """Merge the whole-chunk list with per-segment lists by reciprocal rank, so that the best
+    answer for each segment rises into the top ranks even when another segment dominates."""
+    lists = [whole] + segments
+    merged: dict[str, Candidate] = {}
+    ranks: dict[str, list[int | None]] = {}
+    for li, cands in enumerate(lists):
+        for i, c in enumerate(cands):
+            if c.id not in merged:
+                merged[c.id] = c.model_copy(deep=True)
+            ranks.setdefault(c.id, [None] * len(lists))[li] = i + 1
+    out = []
+    for cid, cand in merged.items():
+        r = ranks[cid]
+        whole_part = 1.0 / (60 + r[0]) if r[0] else 0.0
+        seg_part = max((1.0 / (60 + x) for x in r[1:] if x), default=0.0)
+        score = whole_part + seg_part
+        cand.score = score
+        cand.trace.pop(stage, None)
+        cand.trace[stage] = {"whole_rank": r[0], "segment_ranks": r[1:], "score": round(score, 6)}
+        out.append(cand)
+    out.sort(key=lambda c: (-c.score, c.id))
+    for i, c in enumerate(out):
+        c.rank = i + 1
+        c.trace[stage]["rank"] = i + 1
+    return out

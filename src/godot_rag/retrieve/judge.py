@@ -1,0 +1,114 @@
+"""The optional Qwen judge: the second layer of F's validator.
+
+Acceptance rule: a candidate stays accepted only if the deterministic layer accepted it,
+the judge says yes (P(yes) >= `P_YES_MIN` when log-probabilities are available), and at
+least one piece of direct evidence survives the literal check. The judge can reject or
+lower confidence; it never accepts on its own word. Evidence the model cites that is not
+literally in both texts is dropped and logged as hallucinated.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+from .types import Candidate
+
+P_YES_MIN = 0.6  # small local models say "yes" too easily; calibrated above 0.5
+_cache: dict[tuple[str, str, str], dict] = {}
+SYSTEM = ("You check whether a retrieved record is DIRECT evidence for a piece of Godot code. "
+          "Answer 'yes' or 'no' first. Then on the next line give a JSON list of the exact strings "
+          "(API calls, identifiers) that appear in both texts.")
+
+
+def _candidate_text(c: Candidate) -> str:
+    p = c.payload
+    if c.table == "docs_chunks":
+        return p.get("content", "")[:900]
+    if c.table == "api_mapping":
+        return f"{p['source_api']} -> {p['target_api']} ({p['change_type']}): {p['notes'][:300]}"
+    return f"{p['label']}: {p['expected_finding']}"
+
+
+def parse_answer(text: str) -> tuple[str | None, list[str]]:
+    first = re.search(r"\b(yes|no)\b", text.lower())
+    answer = first.group(1) if first else None
+    cited: list[str] = []
+    m = re.search(r"\[.*?\]", text, re.S)
+    if m:
+        try:
+            cited = [x for x in json.loads(m.group(0)) if isinstance(x, str)]
+        except json.JSONDecodeError:
+            cited = re.findall(r"\"([^\"]+)\"", m.group(0))
+    else:
+        cited = re.findall(r"`([^`]+)`", text)
+    return answer, cited
+
+
+def check_cited(cited: list[str], chunk: str, record_text: str) -> tuple[list[str], list[str]]:
+    ok, bad = [], []
+    for s in cited:
+        s = s.strip()
+        (ok if s and s in chunk and s in record_text else bad).append(s)
+    return ok, bad
+
+
+def judge_one(llm, chunk: str, c: Candidate) -> dict:
+    key = (getattr(llm, "name", "llm"), hashlib.sha256(chunk.encode()).hexdigest(), f"{c.table}:{c.id}")
+    if key in _cache:
+        return dict(_cache[key], cached=True)
+    det = c.trace["validate"]
+    evidence = ", ".join(i["literal"] for i in det["evidence"][:10]) or "(none)"
+    rec = _candidate_text(c)
+    # SOURCE_CODE first: llama.cpp reuses the evaluated prefix across candidates.
+    user = f"SOURCE_CODE:\n{chunk[:1500]}\n\nRECORD:\n{rec}\n\nEVIDENCE FOUND: {evidence}\n\nIs RECORD direct evidence for SOURCE_CODE?"
+    res = llm.chat(SYSTEM, user, max_tokens=64, logprobs=True)
+    answer, cited = parse_answer(res["text"])
+    ok, bad = check_cited(cited, chunk, rec + "\n" + json.dumps(c.payload, ensure_ascii=False))
+    out = {"model": key[0], "raw_answer": res["text"], "answer": answer, "p_yes": res["p_yes"],
+           "cited_verified": ok, "cited_hallucinated": bad, "cached": False}
+    _cache[key] = out
+    return out
+
+
+def judge_candidates(retriever, chunk: str, judged: list[Candidate], cfg, timer, trace) -> list[Candidate]:
+    from ..models.llm import LLMError
+
+    llm = retriever.llm
+    if llm is None:
+        if cfg.llm_optional:
+            trace["llm_fallback"] = "no LLM configured; deterministic validator only"
+            return judged
+        from .config import ConfigError
+
+        raise ConfigError("validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
+    top = sorted([c for c in judged if c.verdict == "accept" and c.table == "docs_chunks"], key=lambda c: -c.score)[: cfg.validate_top]
+    ids = {c.id for c in top}
+    out = []
+    with timer.stage("judge") as info:
+        info.update(model=getattr(llm, "name", "llm"), judged=len(top), rule=f"deterministic accept AND yes AND P(yes) >= {P_YES_MIN}")
+        for c in judged:
+            if c.id not in ids:
+                out.append(c)
+                continue
+            try:
+                j = judge_one(llm, chunk, c)
+            except LLMError as e:
+                if not cfg.llm_optional:
+                    raise
+                trace["llm_fallback"] = f"LLM unavailable ({e}); deterministic validator only"
+                out.append(c)
+                continue
+            c = c.model_copy(deep=True)
+            p = j["p_yes"]
+            said_yes = j["answer"] == "yes" and (p is None or p >= P_YES_MIN)
+            evidence_left = len(c.trace["validate"]["evidence"]) + len(j["cited_verified"])
+            accepted = said_yes and evidence_left > 0
+            conf = c.trace["validate"]["confidence"] * (p if p is not None else (1.0 if said_yes else 0.0))
+            j.update(accepted=accepted, confidence=round(conf, 4))
+            c.add_stage("judge", j)
+            if not accepted:
+                c.verdict = "reject"
+                c.reason = f"judge said {j['answer']} (P(yes)={p})"
+            out.append(c)
+    return out

@@ -1,0 +1,340 @@
+"""The six strategies, assembled from the stages. I/O goes through `store/` and `models/`;
+each stage below adds its own score and explanation to the candidates."""
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from ..ingest.schema import SCHEMA, TABLES
+from ..store import queries
+from ..store.bm25_cache import load_or_build
+from ..store.db import Database
+from . import bm25 as bm25_mod
+from .config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig, check_strategy
+from .fuse import fuse_lists, merge_segments
+from .rerank import apply_rerank, rerank_text
+from .segment import split_segments
+from .tokenize import TokenizerConfig, tokenize
+from .types import Candidate, RetrieveResult, StageLog
+from .validate import idf_from_df, validate
+
+
+class ChunkError(ValueError):
+    """The chunk itself is unusable (empty, or over the size limit)."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+def check_chunk(chunk: str) -> str:
+    if chunk is None or not chunk.strip():
+        raise ChunkError("chunkText is empty: pass the raw GDScript chunk", 422)
+    if len(chunk) > MAX_CHUNK_CHARS:
+        raise ChunkError(f"chunkText is {len(chunk)} characters; the limit is {MAX_CHUNK_CHARS}. "
+                         "Split the file into functions or blocks first.", 413)
+    return chunk
+
+
+class Timer:
+    def __init__(self):
+        self.logs: list[StageLog] = []
+
+    @contextmanager
+    def stage(self, name: str, info: dict | None = None):
+        info = {} if info is None else info
+        t = time.perf_counter()
+        yield info
+        self.logs.append(StageLog(stage=name, ms=round((time.perf_counter() - t) * 1000, 3), info=info))
+
+
+class Retriever:
+    """Holds the loaded records, BM25 indexes and lazily loaded models for one database."""
+
+    def __init__(self, db: Database, *, cache_dir: Path | None = None, embedder=None, llm=None,
+                 cross_encoder_path: str | None = None):
+        self.db = db
+        self.cache_dir = Path(cache_dir) if cache_dir else db.data_dir.parent / "cache"
+        self._embedder = embedder
+        self.llm = llm
+        self.cross_encoder_path = cross_encoder_path
+        self._records: dict[str, dict[str, dict]] = {}
+        self._bm25: dict[tuple, bm25_mod.BM25Index] = {}
+        self._rerankers: dict[str, object] = {}
+        self._lock = threading.RLock()
+        self._local = threading.local()
+
+    # -- resources (I/O at the edges) -------------------------------------------------
+    def conn(self):
+        c = getattr(self._local, "conn", None)
+        if c is None or c.closed:
+            c = self.db.connect(autocommit=True)
+            self._local.conn = c
+        return c
+
+    @property
+    def embedder(self):
+        with self._lock:
+            if self._embedder is None:
+                from ..models.embedder import Embedder
+
+                meta = queries_meta(self.conn(), "embedding") or {}
+                self._embedder = Embedder(meta.get("model", "all-MiniLM-L6-v2"), pooling=meta.get("pooling", "window-mean"),
+                                          precision=meta.get("precision", "int8"))
+            return self._embedder
+
+    def records(self, table: str) -> dict[str, dict]:
+        with self._lock:
+            if table not in self._records:
+                rows = queries.fetch_records(self.conn(), table)
+                self._records[table] = {rid: payload for rid, payload, _, _ in rows}
+                self._texts = getattr(self, "_texts", {})
+                self._texts[table] = [(rid, text) for rid, _, text, _ in rows]
+            return self._records[table]
+
+    def bm25_index(self, table: str, tok: TokenizerConfig, cfg: RetrieveConfig) -> bm25_mod.BM25Index:
+        key = (table, tok.key(), cfg.k1, cfg.b)
+        with self._lock:
+            if key not in self._bm25:
+                self.records(table)
+                texts = self._texts[table]
+                digest = queries.table_digest(self.conn(), table)
+                index, _ = load_or_build(self.cache_dir, table, digest, tok.key(), [r for r, _ in texts],
+                                         lambda: [tokenize(t, tok) for _, t in texts], bm25_mod.BM25Params(cfg.k1, cfg.b))
+                self._bm25[key] = index
+            return self._bm25[key]
+
+    def reranker(self, name: str):
+        with self._lock:
+            if name not in self._rerankers:
+                from ..models import reranker as rr
+
+                if name == "nanoranker":
+                    self._rerankers[name] = rr.NanoRanker()
+                elif name == "cross-encoder":
+                    if not self.cross_encoder_path:
+                        raise ConfigError("reranker 'cross-encoder' needs --cross-encoder PATH (a local CrossEncoder directory)")
+                    self._rerankers[name] = rr.LocalCrossEncoder(self.cross_encoder_path)
+                elif name == "qwen":
+                    if self.llm is None:
+                        raise ConfigError("reranker 'qwen' needs an LLM: --llm-gguf, --llm-url or the bundled Qwen")
+                    self._rerankers[name] = rr.QwenPointwise(self.llm)
+            return self._rerankers[name]
+
+    def warm(self, cfg: RetrieveConfig | None = None, embed: bool = True) -> None:
+        cfg = cfg or RetrieveConfig()
+        tok = TokenizerConfig(parts=cfg.tokenizer_parts, dotted=cfg.tokenizer_dotted)
+        for table in TABLES:
+            self.bm25_index(table, tok, cfg)
+        if embed:
+            self.embedder.encode(["func _ready():\n\tpass"])
+
+    # -- stages ------------------------------------------------------------------------
+    def _bm25_list(self, table, tokens, index, n, explain: bool) -> list[Candidate]:
+        scores = bm25_mod.score(index, tokens)
+        recs = self.records(table)
+        out = []
+        for rank, i in enumerate(bm25_mod.top_k(scores, n), 1):
+            rid = index.ids[i]
+            info = bm25_mod.explain(index, tokens, i) if explain else {"score": round(float(scores[i]), 4)}
+            info["rank"] = rank
+            c = Candidate(table=table, id=rid, payload=recs[rid], score=float(scores[i]), rank=rank, source="bm25")
+            c.add_stage("bm25", info)
+            out.append(c)
+        return out
+
+    def _dense_list(self, table, vector, n, cfg) -> list[Candidate]:
+        recs = self.records(table)
+        out = []
+        for rank, (rid, cos) in enumerate(queries.vector_search(self.conn(), table, vector, n, cfg.ef_search), 1):
+            c = Candidate(table=table, id=rid, payload=recs[rid], score=cos, rank=rank, source="embedding")
+            c.add_stage("embedding", {"cosine": round(cos, 6), "rank": rank})
+            out.append(c)
+        return out
+
+    # -- strategies --------------------------------------------------------------------
+    def retrieve(self, chunk: str, strategy: str = "F", cfg: RetrieveConfig | None = None, explain: bool = True) -> RetrieveResult:
+        chunk = check_chunk(chunk)
+        strategy = check_strategy(strategy)
+        cfg = cfg or RetrieveConfig()
+        timer = Timer()
+        t0 = time.perf_counter()
+        trace: dict = {"chunk_chars": len(chunk)}
+        if strategy == "A":
+            results, rejected = self._strategy_a(chunk, cfg, timer, trace)
+        elif strategy == "E":
+            from .profile import run_profile_strategy
+
+            results, rejected = run_profile_strategy(self, chunk, cfg, timer, trace, explain)
+        else:
+            results, rejected = self._hybrid(chunk, strategy, cfg, timer, trace, explain)
+        trace["stages"] = [log.model_dump() for log in timer.logs]
+        trace["total_ms"] = round((time.perf_counter() - t0) * 1000, 3)
+        return RetrieveResult(strategy=strategy, chunk_sha256=hashlib.sha256(chunk.encode()).hexdigest(),
+                              k={t: cfg.k for t in cfg.tables}, config=cfg.to_dict(), results=results,
+                              rejected=rejected, trace=trace)
+
+    def _strategy_a(self, chunk, cfg, timer, trace):
+        results = []
+        conn = self.conn()
+        trace["tables"] = {}
+        for table in cfg.tables:
+            recs = self.records(table)
+            with timer.stage(f"tsquery:{table}") as info:
+                found = queries.tsquery_search(conn, table, chunk, cfg.k)
+                info.update(tsquery=found["tsquery"], tokens=found["tokens"], row_count=found["row_count"])
+            trace["tsquery"] = found["tsquery"]
+            trace["tsquery_tokens"] = found["tokens"]
+            table_trace = {"row_count": found["row_count"]}
+            if found["row_count"] == 0:
+                with timer.stage(f"diagnose:{table}") as info:
+                    diag = queries.tsquery_diagnosis(conn, table, found["tokens"])
+                    info.update(diag)
+                table_trace["zero_hit_diagnosis"] = diag
+            trace["tables"][table] = table_trace
+            for rank, (rid, score) in enumerate(found["rows"], 1):
+                c = Candidate(table=table, id=rid, payload=recs[rid], score=score, rank=rank, source="tsquery")
+                c.add_stage("tsquery", {"ts_rank_cd": round(score, 6), "rank": rank, "tsquery": found["tsquery"]})
+                results.append(c)
+        return results, []
+
+    def candidate_lists(self, texts: list[str], strategy: str, cfg: RetrieveConfig, timer: Timer, explain: bool,
+                        tables: list[str], n_for: dict[str, int] | None = None):
+        """BM25 and/or embedding lists for each text: {table: [ {retriever: [Candidate]} per text ]}."""
+        tok = TokenizerConfig(parts=cfg.tokenizer_parts, dotted=cfg.tokenizer_dotted)
+        use_bm25 = strategy in ("B", "D", "E", "F")
+        use_dense = strategy in ("C", "D", "E", "F")
+        token_lists = []
+        with timer.stage("tokenize") as info:
+            token_lists = [tokenize(t, tok) for t in texts]
+            counts = Counter(token_lists[0])
+            info.update(tokenizer=tok.key(), tokens=len(token_lists[0]), unique=len(counts),
+                        top=counts.most_common(40))
+        vectors = None
+        if use_dense:
+            with timer.stage("embed_query") as info:
+                vectors = self.embedder.encode(texts)
+                info.update(model=self.embedder.key, texts=len(texts),
+                            windows=[self.embedder.window_count(t) for t in texts])
+        lists: dict[str, list[dict]] = {}
+        for table in tables:
+            n = (n_for or {}).get(table, cfg.candidates)
+            per_text = []
+            if use_bm25:
+                index = self.bm25_index(table, tok, cfg)
+            for ti, text in enumerate(texts):
+                entry = {}
+                if use_bm25:
+                    with timer.stage(f"bm25:{table}", {"text": ti}) as info:
+                        entry["bm25"] = self._bm25_list(table, token_lists[ti], index, n, explain)
+                        info.update(hits=len(entry["bm25"]), n_docs=index.n_docs)
+                if use_dense:
+                    with timer.stage(f"embedding:{table}", {"text": ti}) as info:
+                        entry["embedding"] = self._dense_list(table, vectors[ti], n, cfg)
+                        info.update(hits=len(entry["embedding"]))
+                per_text.append(entry)
+            lists[table] = per_text
+        return lists, token_lists
+
+    def _fuse_table(self, per_text: list[dict], strategy: str, cfg: RetrieveConfig, timer: Timer, table: str) -> list[Candidate]:
+        weights = {"bm25": cfg.weight_bm25, "embedding": cfg.weight_embedding}
+        fused_per_text = []
+        with timer.stage(f"fuse:{table}") as info:
+            for entry in per_text:
+                if strategy in ("B", "C"):
+                    fused_per_text.append(next(iter(entry.values())))
+                else:
+                    fused_per_text.append(fuse_lists(entry, weights, cfg.fusion, cfg.rrf_k))
+            info.update(method=cfg.fusion if strategy not in ("B", "C") else None,
+                        union=len(fused_per_text[0]),
+                        sources=dict(Counter(c.source for c in fused_per_text[0])))
+        if len(fused_per_text) > 1:
+            with timer.stage(f"segments:{table}") as info:
+                merged = merge_segments(fused_per_text[0], fused_per_text[1:])
+                info.update(segments=len(fused_per_text) - 1, merged=len(merged))
+            return merged
+        return fused_per_text[0]
+
+    def _hybrid(self, chunk, strategy, cfg, timer, trace, explain):
+        texts = [chunk]
+        if cfg.segments and strategy != "C" or (cfg.segments and strategy == "C"):
+            segs = split_segments(chunk)
+            if len(segs) > 1:
+                texts += segs
+                trace["segments"] = segs
+        n_for = None
+        if strategy == "F":
+            n_for = {t: max(cfg.candidates, 200) if t == "api_mapping" else cfg.candidates for t in cfg.tables}
+        lists, token_lists = self.candidate_lists(texts, strategy, cfg, timer, explain, cfg.tables, n_for)
+        trace["tokens"] = token_lists[0]
+        per_table = {t: self._fuse_table(lists[t], strategy, cfg, timer, t) for t in cfg.tables}
+        # Ranked ids per stage (ids only), so a failure can be traced to the stage that lost it.
+        ids = trace.setdefault("candidate_ids", {})
+        for t in cfg.tables:
+            whole = lists[t][0]
+            ids[t] = {name: [c.id for c in cands] for name, cands in whole.items()}
+            ids[t]["union"] = [c.id for c in per_table[t]]
+        if strategy != "F":
+            return [c for t in cfg.tables for c in per_table[t][: cfg.k]], []
+        return self._finish_f(chunk, per_table, cfg, timer, trace)
+
+    def _finish_f(self, chunk, per_table, cfg, timer, trace):
+        # Rerank the docs candidates (before any cut), then validate everything.
+        docs = per_table.get("docs_chunks", [])
+        if docs and cfg.reranker != "none":
+            pool, rest = docs[: cfg.rerank_top], docs[cfg.rerank_top:]
+            with timer.stage("rerank:docs_chunks") as info:
+                model = self.reranker(cfg.reranker)
+                scores = model.score(chunk, [rerank_text(c) for c in pool])
+                reranked = apply_rerank(pool, scores, cfg.reranker, cfg.rerank_weight)
+                moves = [c.trace["rerank"]["rank_change"] for c in reranked]
+                info.update(backend=cfg.reranker, reranked=len(pool), moved=sum(1 for m in moves if m))
+            per_table["docs_chunks"] = reranked + rest
+            trace["candidate_ids"]["docs_chunks"]["rerank"] = [c.id for c in per_table["docs_chunks"]]
+        idf = self._idf(cfg)
+        pool = []
+        for table, cands in per_table.items():
+            pool += cands[: cfg.rerank_top] if table == "docs_chunks" else cands
+        with timer.stage("validate") as info:
+            judged = validate(chunk, pool, idf, min_direct_evidence=cfg.min_direct_evidence)
+            info.update(layer="deterministic", judged=len(judged),
+                        accepted=sum(c.verdict == "accept" for c in judged))
+        if cfg.validator_llm:
+            from .judge import judge_candidates
+
+            judged = judge_candidates(self, chunk, judged, cfg, timer, trace)
+        results, rejected = [], []
+        for table in cfg.tables:
+            mine = [c for c in judged if c.table == table]
+            for c in mine:
+                conf = c.trace.get("judge", c.trace["validate"]).get("confidence", c.trace["validate"]["confidence"])
+                c.score = float(c.score) * (0.5 + 0.5 * float(conf))
+            acc = sorted([c for c in mine if c.verdict == "accept"], key=lambda c: (-c.score, c.id))
+            rej = sorted([c for c in mine if c.verdict != "accept"], key=lambda c: (-c.score, c.id))
+            for i, c in enumerate(acc):
+                c.rank = i + 1
+            results += acc[: cfg.k]
+            rejected += rej[: cfg.k]
+        return results, rejected
+
+    def _idf(self, cfg: RetrieveConfig):
+        index = self.bm25_index("docs_chunks", TokenizerConfig(), cfg)
+        vocab, df = index.vocab, index.df
+
+        def get(term, default=0):
+            j = vocab.get(term)
+            return default if j is None else int(df[j])
+
+        return idf_from_df(get, index.n_docs)
+
+
+def queries_meta(conn, key):
+    from ..store.schema import get_meta
+
+    return get_meta(conn, key)

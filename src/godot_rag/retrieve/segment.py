@@ -1,0 +1,40 @@
+"""Split a chunk that touches several topics into segments (top-level functions or blocks).
+
+A boundary is a blank line followed by a line at the chunk's base indentation.
+Segments shorter than `min_lines` code lines are joined to their neighbour, so a
+lone `extends Node` or `var x` does not become a query of its own.
+"""
+from __future__ import annotations
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def split_segments(text: str, min_lines: int = 3) -> list[str]:
+    lines = text.split("\n")
+    code = [l for l in lines if l.strip()]
+    if not code:
+        return []
+    base = min(_indent(l) for l in code)
+    blocks: list[list[str]] = [[]]
+    prev_blank = False
+    for line in lines:
+        if not line.strip():
+            prev_blank = True
+            blocks[-1].append(line)
+            continue
+        if prev_blank and _indent(line) == base and any(l.strip() for l in blocks[-1]):
+            blocks.append([])
+        blocks[-1].append(line)
+        prev_blank = False
+    merged: list[list[str]] = []
+    for block in blocks:
+        if merged and sum(1 for l in merged[-1] if l.strip()) < min_lines:
+            merged[-1].extend(block)
+        else:
+            merged.append(list(block))
+    if len(merged) > 1 and sum(1 for l in merged[-1] if l.strip()) < min_lines:
+        tail = merged.pop()
+        merged[-1].extend(tail)
+    return ["\n".join(b).strip("\n") for b in merged if any(l.strip() for l in b)]

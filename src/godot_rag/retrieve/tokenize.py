@@ -1,0 +1,58 @@
+"""Code-aware tokenizer for raw GDScript and for the docs it is matched against.
+
+Rule (the same for queries and documents):
+- identifiers (`[A-Za-z_][A-Za-z0-9_]*`) are kept whole and lowercased:
+  `is_action_pressed`, `animatedsprite2d`, `screen_size`, `_process`;
+- the text of string literals is tokenized like code, so `"move_right"` and
+  `&"move_right"` both give `move_right`;
+- numbers, punctuation and operators are dropped, and so are one-letter
+  identifiers (`x`, `i`): they carry no evidence;
+- optional `parts` adds the pieces of snake_case and camelCase identifiers
+  (`is`, `action`, `pressed`), and optional `dotted` adds member chains
+  (`position.clamp`). `godot-rag eval` measures both; see the README.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+CHAIN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+[A-Za-z]*")
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    parts: bool = False
+    dotted: bool = False
+    min_len: int = 2
+
+    def key(self) -> str:
+        return f"parts={int(self.parts)},dotted={int(self.dotted)},min_len={self.min_len}"
+
+
+DEFAULT = TokenizerConfig()
+
+
+def identifier_parts(ident: str) -> list[str]:
+    pieces = []
+    for snake in ident.split("_"):
+        pieces.extend(CAMEL_RE.findall(snake))
+    return [p.lower() for p in pieces]
+
+
+def tokenize(text: str, config: TokenizerConfig = DEFAULT) -> list[str]:
+    out: list[str] = []
+    for m in IDENT_RE.finditer(text):
+        ident = m.group(0)
+        if len(ident) >= config.min_len:
+            out.append(ident.lower())
+        if config.parts:
+            parts = identifier_parts(ident)
+            if len(parts) > 1:
+                out.extend(p for p in parts if len(p) >= config.min_len)
+    if config.dotted:
+        for m in CHAIN_RE.finditer(text):
+            names = m.group(0).lower().split(".")
+            out.extend(f"{a}.{b}" for a, b in zip(names, names[1:]))
+    return out

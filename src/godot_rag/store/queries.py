@@ -1,0 +1,99 @@
+"""Reads for retrieval: the records, PostgreSQL full-text search (strategy A) and pgvector search."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import psycopg
+
+from ..ingest.schema import SCHEMA
+from .schema import columns
+
+
+def fetch_records(conn: psycopg.Connection, table: str) -> list[tuple[str, dict, str, str]]:
+    """(id, payload, search_text, text_hash) for every row, ordered by id."""
+    cols = columns(table)
+    key = SCHEMA[table]["key"]
+    rows = conn.execute(f"SELECT {', '.join(cols)}, search_text, text_hash FROM {table} ORDER BY {key}").fetchall()
+    out = []
+    for row in rows:
+        payload = dict(zip(cols, row[: len(cols)]))
+        out.append((payload[key], payload, row[len(cols)], row[len(cols) + 1]))
+    return out
+
+
+def table_digest(conn: psycopg.Connection, table: str) -> str:
+    key = SCHEMA[table]["key"]
+    row = conn.execute(f"SELECT md5(string_agg({key} || ':' || text_hash, ',' ORDER BY {key})), count(*) FROM {table}").fetchone()
+    return f"{row[0]}:{row[1]}"
+
+
+def tsquery_search(conn: psycopg.Connection, table: str, chunk: str, limit: int) -> dict:
+    """Today's method, faithfully: plainto_tsquery('simple', chunk) -> @@ -> ts_rank_cd."""
+    key = SCHEMA[table]["key"]
+    tsq = conn.execute("SELECT plainto_tsquery('simple', %s)::text", (chunk,)).fetchone()[0]
+    rows = conn.execute(
+        f"SELECT {key}, ts_rank_cd(search_tsv, q) AS rank FROM {table}, plainto_tsquery('simple', %s) q "
+        f"WHERE search_tsv @@ q ORDER BY rank DESC, {key} LIMIT %s",
+        (chunk, limit),
+    ).fetchall()
+    total = conn.execute(
+        f"SELECT count(*) FROM {table}, plainto_tsquery('simple', %s) q WHERE search_tsv @@ q", (chunk,)
+    ).fetchone()[0]
+    return {"tsquery": tsq, "tokens": tsquery_tokens(tsq), "rows": [(r[0], float(r[1])) for r in rows], "row_count": total}
+
+
+def tsquery_tokens(tsq: str) -> list[str]:
+    return list(dict.fromkeys(re.findall(r"'((?:[^']|'')*)'", tsq)))
+
+
+def tsquery_diagnosis(conn: psycopg.Connection, table: str, tokens: list[str]) -> dict:
+    """Why an AND of every token found nothing: rows per token, and the best any one row can do."""
+    key = SCHEMA[table]["key"]
+    if not tokens:
+        return {"token_rows": [], "best_row": None, "best_subset": [], "missing_from_best": []}
+    per_token = []
+    for tok in tokens:
+        n = conn.execute(
+            f"SELECT count(*) FROM {table} WHERE search_tsv @@ to_tsquery('simple', quote_literal(%s))", (tok,)
+        ).fetchone()[0]
+        per_token.append({"token": tok, "rows": n})
+    any_q = " | ".join("(" + "'" + t.replace("'", "''") + "'" + ")" for t in tokens)
+    row = conn.execute(
+        f"SELECT {key}, array(SELECT t FROM unnest(%s::text[]) t "
+        f"  WHERE search_tsv @@ to_tsquery('simple', quote_literal(t))) AS hit "
+        f"FROM {table} WHERE search_tsv @@ to_tsquery('simple', %s) "
+        f"ORDER BY cardinality(array(SELECT t FROM unnest(%s::text[]) t "
+        f"  WHERE search_tsv @@ to_tsquery('simple', quote_literal(t)))) DESC, {key} LIMIT 1",
+        (tokens, any_q, tokens),
+    ).fetchone()
+    best = list(row[1]) if row else []
+    return {
+        "token_rows": per_token,
+        "best_row": row[0] if row else None,
+        "best_subset": best,
+        "missing_from_best": [t for t in tokens if t not in best],
+    }
+
+
+def vector_search(conn: psycopg.Connection, table: str, vector: np.ndarray, limit: int, ef_search: int = 100) -> list[tuple[str, float]]:
+    key = SCHEMA[table]["key"]
+    with conn.transaction():
+        conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+        rows = conn.execute(
+            f"SELECT {key}, 1 - (embedding <=> %s) AS cos FROM {table} WHERE embedding IS NOT NULL "
+            f"ORDER BY embedding <=> %s LIMIT %s",
+            (vector, vector, limit),
+        ).fetchall()
+    return [(r[0], float(r[1])) for r in rows]
+
+
+def counts(conn: psycopg.Connection) -> dict:
+    out = {}
+    for table in SCHEMA:
+        row = conn.execute(
+            f"SELECT count(*), count(embedding), pg_total_relation_size('{table}') FROM {table}"
+        ).fetchone()
+        idx = [r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s ORDER BY 1", (table,))]
+        out[table] = {"rows": row[0], "embedded": row[1], "bytes": row[2], "indexes": idx}
+    return out
