@@ -1,0 +1,80 @@
+"""Shared fixtures: a real embedded PostgreSQL + pgvector, the real MiniLM embedder, and a small
+corpus of our own Markdown pages run through the real ingest, load and embed."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def pg_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("pg")
+
+
+@pytest.fixture(scope="session")
+def make_database(pg_root):
+    """Each call gives a fresh, empty database on its own embedded server."""
+    from godot_rag.store.db import Database
+
+    made = []
+
+    def make(name: str) -> Database:
+        db = Database(data_dir=pg_root / name)
+        made.append(db)
+        return db
+
+    yield make
+    for db in made:
+        db.stop()
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from godot_rag.models.embedder import Embedder
+
+    return Embedder()
+
+
+@pytest.fixture(scope="session")
+def fixture_jsonl(tmp_path_factory):
+    from godot_rag.ingest.pipeline import run_ingest
+
+    out = tmp_path_factory.mktemp("jsonl")
+    run_ingest(FIXTURES / "pages", FIXTURES / "renames.jsonl", out, quiet=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def fixture_db(make_database, fixture_jsonl, embedder):
+    from godot_rag.store.embed import embed_rows
+    from godot_rag.store.load import load_jsonl
+
+    db = make_database("fixture")
+    load_jsonl(db, fixture_jsonl, quiet=True)
+    embed_rows(db, embedder, quiet=True)
+    return db
+
+
+@pytest.fixture(scope="session")
+def retriever(fixture_db, embedder, tmp_path_factory):
+    from godot_rag.retrieve.pipeline import Retriever
+
+    return Retriever(fixture_db, embedder=embedder, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+REFERENCE_CHUNK = (
+    "func _process(delta):\n\tvar velocity = Vector2.ZERO\n\tif Input.is_action_pressed(&\"move_right\"):\n"
+    "\t\tvelocity.x += 1\n\tif Input.is_action_pressed(&\"move_left\"):\n\t\tvelocity.x -= 1\n\n"
+    "\tif velocity.length() > 0:\n\t\tvelocity = velocity.normalized() * speed\n\t\t$AnimatedSprite2D.play()\n"
+    "\telse:\n\t\t$AnimatedSprite2D.stop()\n\n\tposition += velocity * delta\n"
+    "\tposition = position.clamp(Vector2.ZERO, screen_size)"
+)

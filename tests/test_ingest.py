@@ -1,0 +1,120 @@
+import json
+import shutil
+
+import pytest
+
+from godot_rag.ingest.pipeline import IngestError, run_ingest
+from conftest import FIXTURES, SHARED
+
+
+def read(path):
+    return [json.loads(l) for l in open(path)]
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ingest")
+    run_ingest(FIXTURES / "pages", FIXTURES / "renames.jsonl", out, quiet=True)
+    return out
+
+
+def test_docs_chunks_fields_and_rules(out):
+    from godot_rag.ingest.schema import SCHEMA
+
+    chunks = read(out / "docs_chunks.jsonl")
+    names = [f for f, _ in SCHEMA["docs_chunks"]["fields"]]
+    assert all(list(c) == names for c in chunks)
+    player = [c for c in chunks if c["metadata"]["page_path"] == "getting_started/demo/coding_the_player"]
+    process = next(c for c in player if "func _process" in c["content"])
+    # C# stays in code_blocks, tagged, but out of content
+    assert "IsActionPressed" not in process["content"]
+    assert any(b["language"] == "csharp" for c in player for b in c["code_blocks"])
+    assert {"Input.is_action_pressed", "Vector2.ZERO", "AnimatedSprite2D", "AnimatedSprite2D.play"} <= set(process["api_symbols"])
+    clamp = next(c for c in player if "position.clamp" in c["content"])
+    assert {"position.clamp", "Vector2.ZERO"} <= set(clamp["api_symbols"])
+    assert clamp["section_path"] == ["Coding the player", "Keeping the player on screen"]
+    assert process["doc_type"] == "tutorial"
+    assert process["source_url"] == "https://docs.godotengine.org/en/latest/getting_started/demo/coding_the_player.html"
+    # class reference: symbol names the class, and the member where one chunk documents one member
+    input_chunks = [c for c in chunks if c["metadata"]["page_path"] == "classes/class_input"]
+    assert all(c["doc_type"] == "class_reference" and c["symbol"].startswith("Input") for c in input_chunks)
+
+
+def test_code_block_is_never_cut_unless_too_long(tmp_path):
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    body = "\n".join(f"    var v{i} = Vector2({i}, {i})" for i in range(60))
+    (pages / "tutorials__long__aaaaaaaa.md").write_text(
+        "# Long\n\n" + "Intro text.\n\n" * 3 + f"```gdscript\nfunc f():\n{body}\n```\n\n```gdscript\n" + "x = 1\n" * 400 + "```\n")
+    run_ingest(pages, None, tmp_path / "out", quiet=True, target_chars=1800)
+    chunks = read(tmp_path / "out" / "docs_chunks.jsonl")
+    whole = [c for c in chunks if "func f():" in c["content"]]
+    assert len(whole) == 1 and "v59" in whole[0]["content"]  # the 1,700-char block stays whole
+    long_parts = [c for c in chunks if "x = 1" in c["content"]]
+    assert len(long_parts) >= 2 and all(len(c["content"]) <= 1900 for c in long_parts)
+
+
+def test_ids_are_stable(tmp_path, out):
+    run_ingest(FIXTURES / "pages", FIXTURES / "renames.jsonl", tmp_path, quiet=True)
+    assert [c["chunk_id"] for c in read(tmp_path / "docs_chunks.jsonl")] == [c["chunk_id"] for c in read(out / "docs_chunks.jsonl")]
+
+
+def test_api_mapping_from_renames_and_migration_page(out):
+    maps = {m["mapping_id"]: m for m in read(out / "api_mapping.jsonl")}
+    m = maps["class_renames:AnimatedSprite->AnimatedSprite2D"]
+    assert m["change_type"] == "class_rename" and m["target_api"] == "AnimatedSprite2D"
+    assert "classes/class_animatedsprite2d#000" in m["evidence_chunk_ids"]
+    assert any(e.startswith("tutorials/migrating/") for e in m["evidence_chunk_ids"])
+    assert any("AnimatedSprite2D" in p for p in m["negative_patterns"])
+    prose = maps["migration_guide:Array.remove->remove_at"]
+    assert prose["evidence_chunk_ids"] and prose["evidence_chunk_ids"][0].startswith("tutorials/migrating/")
+    assert "gdscript_syntax:yield->await" in maps and "gdscript_syntax:tool->@tool" in maps
+
+
+def test_label_prototypes_cite_evidence(out):
+    protos = {p["label"]: p for p in read(out / "label_prototypes.jsonl")}
+    cls = protos["godot3_class_name"]
+    assert "class_renames:AnimatedSprite->AnimatedSprite2D" in cls["evidence_mapping_ids"]
+    assert cls["validator_rules"]["must_match"]
+    assert protos["yield_instead_of_await"]["evidence_mapping_ids"] == ["gdscript_syntax:yield->await"]
+
+
+def test_report_warnings_and_bad_pages(tmp_path):
+    pages = tmp_path / "pages"
+    shutil.copytree(FIXTURES / "pages", pages)
+    (pages / "manual__latin1__ffffffff.md").write_bytes("# Caf\xe9\n".encode("latin-1"))
+    run_ingest(pages, None, tmp_path / "out", quiet=True)
+    report = read(tmp_path / "out" / "ingest_report.jsonl")
+    by = {r.get("source_file"): r for r in report}
+    assert by["pages/manual__latin1__ffffffff.md"]["status"] == "error"
+    assert "UTF-8" in by["pages/manual__latin1__ffffffff.md"]["error"]
+    assert any("unclosed code fence" in w for w in by["pages/manual__broken__d0e1f2a3.md"]["warnings"])
+    assert "empty page" in by["pages/manual__empty__e1f2a3b4.md"]["warnings"]
+    assert report[-1]["summary"] is True and report[-1]["pages_error"] == 1
+
+
+def test_empty_pages_dir_is_a_clear_error(tmp_path):
+    with pytest.raises(IngestError, match="no Markdown pages"):
+        run_ingest(tmp_path, None, tmp_path / "out", quiet=True)
+
+
+@pytest.mark.slow
+def test_full_pages_end_to_end(tmp_path):
+    """All of ../shared/godot_docs/pages: the real chunks the user's notes talk about."""
+    out = tmp_path / "jsonl"
+    run_ingest(SHARED / "godot_docs" / "pages", SHARED / "godot_docs" / "renames_3_to_4.jsonl", out, quiet=True)
+    chunks = read(out / "docs_chunks.jsonl")
+    assert len(chunks) > 10000
+    page = [c for c in chunks if c["metadata"]["page_path"] == "getting_started/first_2d_game/03.coding_the_player"]
+    clamp = next(c for c in page if "position = position.clamp(Vector2.ZERO, screen_size)" in c["content"])
+    assert {"position.clamp", "Vector2.ZERO", "AnimatedSprite2D"} <= set(clamp["api_symbols"])
+    process = next(c for c in page if "func _process(delta):" in c["content"])
+    assert {"Input.is_action_pressed", "Vector2.ZERO", "AnimatedSprite2D"} <= set(process["api_symbols"])
+    # the two neighbours together carry the whole _process function's API
+    together = set(process["api_symbols"]) | set(clamp["api_symbols"])
+    assert {"Input.is_action_pressed", "Vector2.ZERO", "AnimatedSprite2D", "position.clamp"} <= together
+    assert max(len(c["content"]) for c in chunks) <= 1900
+    maps = read(out / "api_mapping.jsonl")
+    assert sum(1 for m in maps if not m["mapping_id"].startswith(("migration_guide", "gdscript_syntax"))) == 1599
+    report = read(out / "ingest_report.jsonl")
+    assert report[-1]["pages"] == 1592 and report[-1]["pages_error"] == 0

@@ -1,0 +1,147 @@
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from godot_rag.ingest.schema import RecordError
+from godot_rag.store import queries
+from godot_rag.store.db import Database, StoreError, StoreUnavailable
+from godot_rag.store.embed import embed_rows, pending_count
+from godot_rag.store.load import load_jsonl
+
+
+def counts(db):
+    with db.connect() as conn:
+        return {t: v["rows"] for t, v in queries.counts(conn).items()}
+
+
+def test_load_is_idempotent_and_columns_are_typed(fixture_db, fixture_jsonl):
+    before = counts(fixture_db)
+    stats = load_jsonl(fixture_db, fixture_jsonl, quiet=True)
+    assert stats.skipped  # nothing changed
+    stats = load_jsonl(fixture_db, fixture_jsonl, quiet=True, force=True)
+    assert all(v["inserted_or_updated"] == 0 for v in stats.tables.values())  # same content: no writes
+    assert counts(fixture_db) == before
+    with fixture_db.connect() as conn:
+        row = conn.execute("SELECT section_path, code_blocks, api_symbols, token_count, search_tsv IS NOT NULL "
+                           "FROM docs_chunks WHERE content LIKE '%%position.clamp%%' LIMIT 1").fetchone()
+        assert isinstance(row[0], list) and isinstance(row[1], list) and isinstance(row[3], int) and row[4]
+        types = dict(conn.execute("SELECT column_name, data_type FROM information_schema.columns "
+                                  "WHERE table_name = 'api_mapping'").fetchall())
+        assert types["evidence_chunk_ids"] == "ARRAY" and types["confidence"] == "double precision"
+        assert types["embedding"] == "USER-DEFINED"
+
+
+@pytest.mark.parametrize("mutate,field,line", [
+    (lambda recs: recs.__setitem__(1, "{not json"), None, 2),
+    (lambda recs: recs.__setitem__(2, json.dumps({k: v for k, v in json.loads(recs[2]).items() if k != "content"})), "content", 3),
+    (lambda recs: recs.__setitem__(0, json.dumps(dict(json.loads(recs[0]), token_count="many"))), "token_count", 1),
+])
+def test_bad_file_changes_nothing(make_database, fixture_jsonl, tmp_path, mutate, field, line):
+    db = make_database(f"bad-{line}")
+    load_jsonl(db, fixture_jsonl, quiet=True)
+    before = counts(db)
+    bad = tmp_path / "jsonl"
+    shutil.copytree(fixture_jsonl, bad)
+    lines = (bad / "docs_chunks.jsonl").read_text().splitlines()
+    # also change a good row, to prove the whole load is rolled back
+    first = json.loads(lines[3])
+    first["content"] += " CHANGED"
+    lines[3] = json.dumps(first)
+    mutate(lines)
+    (bad / "docs_chunks.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(RecordError) as err:
+        load_jsonl(db, bad, quiet=True)
+    assert err.value.file.endswith("docs_chunks.jsonl") and err.value.line == line and err.value.field == field
+    assert f"docs_chunks.jsonl:{line}" in str(err.value)
+    assert counts(db) == before
+    with db.connect() as conn:
+        assert conn.execute("SELECT count(*) FROM docs_chunks WHERE content LIKE '%%CHANGED'").fetchone()[0] == 0
+
+
+def test_embed_only_changed_rows_and_resume(make_database, fixture_jsonl, embedder, tmp_path):
+    db = make_database("embed")
+    load_jsonl(db, fixture_jsonl, quiet=True)
+    with db.connect() as conn:
+        total = pending_count(conn, "docs_chunks", embedder.key_hash)
+    stats = embed_rows(db, embedder, batch_rows=4, quiet=True)
+    assert stats.embedded["docs_chunks"] == total and "docs_chunks" in stats.indexed
+    assert embed_rows(db, embedder, quiet=True).embedded == {"docs_chunks": 0, "api_mapping": 0, "label_prototypes": 0}
+    # change one chunk's content: exactly that row is embedded again
+    changed = tmp_path / "jsonl"
+    shutil.copytree(fixture_jsonl, changed)
+    lines = (changed / "docs_chunks.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["content"] += "\nMore words."
+    lines[0] = json.dumps(rec)
+    (changed / "docs_chunks.jsonl").write_text("\n".join(lines) + "\n")
+    load_jsonl(db, changed, quiet=True)
+    assert embed_rows(db, embedder, quiet=True).embedded["docs_chunks"] == 1
+    # a half-done run (as after Ctrl-C) resumes where it stopped
+    with db.connect() as conn:
+        conn.execute("UPDATE docs_chunks SET embedding = NULL WHERE chunk_id IN (SELECT chunk_id FROM docs_chunks LIMIT 3)")
+        conn.commit()
+    assert embed_rows(db, embedder, quiet=True).embedded["docs_chunks"] == 3
+
+
+def test_windowed_encoding_covers_long_text(embedder):
+    long = "func a():\n    pass\n" * 200
+    assert embedder.window_count(long) > 1
+    from godot_rag.models.embedder import Embedder
+
+    trunc = Embedder(pooling="truncate")
+    trunc._model = embedder.load()
+    assert trunc.window_count(long) == 1
+    tail_text = "func a():\n    pass\n" * 150 + "position = position.clamp(Vector2.ZERO, screen_size)\n" * 20
+    v_win, v_tail = embedder.encode([tail_text, "position = position.clamp(Vector2.ZERO, screen_size)"])
+    t_win = trunc.encode([tail_text])[0]
+    assert float(v_win @ v_tail) > float(t_win @ v_tail)  # the window-mean sees the tail; truncation cannot
+
+
+def test_unreachable_dsn():
+    db = Database(dsn="postgresql://nobody@127.0.0.1:1/none")
+    with pytest.raises(StoreUnavailable, match="unreachable"):
+        db.connect()
+
+
+PG15 = Path("/usr/lib/postgresql/15/bin")
+
+
+@pytest.mark.skipif(not (PG15 / "initdb").exists(), reason="Debian's postgresql-15 server is not installed")
+def test_own_server_without_pgvector_says_how_to_fix():
+    """A real PostgreSQL 15 (Debian's, which has no pgvector) reached by DSN."""
+    import tempfile
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="godot-rag-pg15-"))
+    tmp_path.chmod(0o755)
+    data = tmp_path / "pg15"
+    sock = tmp_path / "sock"
+    sock.mkdir()
+    shutil.chown(tmp_path, "postgres")
+    shutil.chown(sock, "postgres")
+    run = ["runuser", "-u", "postgres", "--"]
+    subprocess.run(run + [str(PG15 / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"], check=True,
+                   capture_output=True)
+    subprocess.run(run + [str(PG15 / "pg_ctl"), "-D", str(data), "-l", str(tmp_path / "log"), "-o",
+                          f"-k {sock} -h '' -p 55439", "-w", "start"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    try:
+        db = Database(dsn=f"postgresql://postgres@/postgres?host={sock}&port=55439")
+        with pytest.raises(StoreError, match="no 'vector' extension.*CREATE EXTENSION vector"):
+            load_jsonl(db, FIXTURES_JSONL(), quiet=True)
+    finally:
+        subprocess.run(run + [str(PG15 / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def FIXTURES_JSONL():
+    from conftest import FIXTURES
+    from godot_rag.ingest.pipeline import run_ingest
+    import tempfile
+
+    out = Path(tempfile.mkdtemp())
+    run_ingest(FIXTURES / "pages", FIXTURES / "renames.jsonl", out, quiet=True)
+    return out

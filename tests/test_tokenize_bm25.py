@@ -1,0 +1,39 @@
+import math
+
+import numpy as np
+
+from godot_rag.retrieve import bm25
+from godot_rag.retrieve.tokenize import TokenizerConfig, identifier_parts, tokenize
+
+
+def test_identifiers_kept_whole_and_strings_tokenized():
+    toks = tokenize('if Input.is_action_pressed(&"move_right"):\n\t$AnimatedSprite2D.play()  # x = 1')
+    assert "is_action_pressed" in toks and "animatedsprite2d" in toks and "move_right" in toks
+    assert "x" not in toks and "1" not in toks  # one-letter identifiers and numbers are dropped
+
+
+def test_optional_parts_and_dotted():
+    cfg = TokenizerConfig(parts=True, dotted=True)
+    toks = tokenize("position.clamp(Vector2.ZERO, screen_size) AnimatedSprite2D", cfg)
+    assert {"position.clamp", "vector2.zero", "screen", "size", "animated", "sprite"} <= set(toks)
+    assert identifier_parts("isActionPressed") == ["is", "action", "pressed"]
+
+
+def test_bm25_matches_hand_computed_values():
+    docs = [["godot", "node", "node"], ["godot", "scene"], ["vector2", "clamp", "node", "scene", "tree"]]
+    index = bm25.build_index(["a", "b", "c"], docs, bm25.BM25Params(k1=1.2, b=0.75))
+    avgdl = (3 + 2 + 5) / 3
+    # term "node": df=2, N=3 -> idf = ln(1 + (3-2+0.5)/(2+0.5))
+    idf_node = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    tfn_a = 2 * 2.2 / (2 + 1.2 * (1 - 0.75 + 0.75 * 3 / avgdl))
+    idf_clamp = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+    tfn_c_node = 1 * 2.2 / (1 + 1.2 * (1 - 0.75 + 0.75 * 5 / avgdl))
+    tfn_c_clamp = tfn_c_node
+    scores = bm25.score(index, ["node", "clamp", "node", "missing"])
+    assert np.allclose(scores, [idf_node * tfn_a, 0.0, idf_node * tfn_c_node + idf_clamp * tfn_c_clamp])
+    exp = bm25.explain(index, ["node", "clamp"], 2)
+    terms = {t["term"]: t for t in exp["matched_terms"]}
+    assert terms["clamp"]["df"] == 1 and terms["node"]["df"] == 2 and terms["node"]["tf"] == 1
+    assert math.isclose(exp["score"], scores[2], rel_tol=1e-3)
+    assert exp["dl"] == 5 and math.isclose(exp["avgdl"], round(avgdl, 2))
+    assert bm25.top_k(scores, 2) == [2, 0]
