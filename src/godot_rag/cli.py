@@ -274,6 +274,7 @@ for _opt in reversed(llm_options):
 
 
 @main.command(name="eval")
+@click.argument("more_queries", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--queries", "query_files", required=True, multiple=True, type=click.Path(exists=True, path_type=Path),
               help="Query files (JSON Lines, ../shared/eval format). Repeat, or list several after one flag.")
 @click.option("--strategies", "strategy_list", default="A,B,C,D,F", show_default=True)
@@ -285,7 +286,7 @@ for _opt in reversed(llm_options):
 @click.option("--set", "settings", multiple=True)
 @click.option("--reranker", default=None)
 @with_db
-def eval_cmd(query_files, strategy_list, out, as_json, limit, quiet, config_file, settings, reranker, dsn, data_dir,
+def eval_cmd(more_queries, query_files, strategy_list, out, as_json, limit, quiet, config_file, settings, reranker, dsn, data_dir,
              **llm_kwargs):
     """Compare strategies on the same queries: recall@k, MRR, nDCG@10, mapping P/R, latency."""
     from .eval.queries import QueryFileError
@@ -302,7 +303,7 @@ def eval_cmd(query_files, strategy_list, out, as_json, limit, quiet, config_file
                        llm_timeout=llm_kwargs.get("llm_timeout", 60.0), llm_retries=llm_kwargs.get("llm_retries", 2),
                        needed="E" in names or cfg.validator_llm or cfg.reranker == "qwen")
         retriever = Retriever(make_db(dsn, data_dir), llm=llm)
-        report = run_eval(retriever, list(query_files), names, cfg, out_dir=out, limit=limit, quiet=quiet)
+        report = run_eval(retriever, list(query_files) + list(more_queries), names, cfg, out_dir=out, limit=limit, quiet=quiet)
     except (QueryFileError, ConfigError, StoreError) as e:
         fail(str(e))
     if as_json:

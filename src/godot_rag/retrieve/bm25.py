@@ -10,6 +10,7 @@ carries what Elasticsearch's `_explain` shows: df, tf, idf, tfn, dl, avgdl.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -36,12 +37,9 @@ class BM25Index:
     def n_docs(self) -> int:
         return len(self.ids)
 
-    @property
-    def avgdl(self) -> float:
-        return float(self.doc_len.mean()) if len(self.doc_len) else 0.0
-
     def __post_init__(self):
         self._weights = None
+        self.avgdl = float(self.doc_len.mean()) if len(self.doc_len) else 0.0
 
     def idf(self, df: np.ndarray | float) -> np.ndarray:
         n = self.n_docs
@@ -81,11 +79,17 @@ def query_terms(index: BM25Index, tokens: list[str]) -> list[str]:
     return [t for t in dict.fromkeys(tokens) if t in index.vocab]
 
 
-def score(index: BM25Index, tokens: list[str]) -> np.ndarray:
-    cols = [index.vocab[t] for t in query_terms(index, tokens)]
-    if not cols:
+def score(index: BM25Index, tokens: list[str], term_weights: dict[str, float] | None = None) -> np.ndarray:
+    """Sum of the per-term weights; `term_weights` (default 1) scales a query term's contribution."""
+    terms = query_terms(index, tokens)
+    if not terms:
         return np.zeros(index.n_docs)
-    return np.asarray(index.weights[:, cols].sum(axis=1)).ravel()
+    cols = [index.vocab[t] for t in terms]
+    sub = index.weights[:, cols]
+    if term_weights:
+        w = np.asarray([term_weights.get(t, 1.0) for t in terms])
+        return np.asarray(sub @ w).ravel()
+    return np.asarray(sub.sum(axis=1)).ravel()
 
 
 def top_k(scores: np.ndarray, k: int) -> list[int]:
@@ -95,20 +99,31 @@ def top_k(scores: np.ndarray, k: int) -> list[int]:
     return sorted(nz.tolist(), key=lambda i: (-scores[i], i))
 
 
-def explain(index: BM25Index, tokens: list[str], doc: int) -> dict:
+def explain(index: BM25Index, tokens: list[str], doc: int, _sub=None, term_weights: dict[str, float] | None = None) -> dict:
+    """Per matched term: df, tf, idf, tfn and contribution; `_sub` is an optional
+    (terms, docs x terms CSR) slice for explaining many docs of one query."""
     k1, b = index.params.k1, index.params.b
     dl, avgdl = float(index.doc_len[doc]), index.avgdl
+    terms_q, sub = _sub if _sub is not None else query_slice(index, tokens)
+    lo, hi = sub.indptr[doc], sub.indptr[doc + 1]
     terms = []
-    for t in query_terms(index, tokens):
-        j = index.vocab[t]
-        tf = float(index.tf[doc, j])
-        if tf == 0:
-            continue
-        df = float(index.df[j])
-        idf = float(index.idf(df))
+    for j_local, tf in zip(sub.indices[lo:hi].tolist(), sub.data[lo:hi].tolist()):
+        t = terms_q[j_local]
+        df = float(index.df[index.vocab[t]])
+        idf = math.log1p((index.n_docs - df + 0.5) / (df + 0.5))
         tfn = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
-        terms.append({"term": t, "df": int(df), "tf": int(tf), "idf": round(idf, 4), "tfn": round(tfn, 4),
-                      "contribution": round(idf * tfn, 4)})
+        w = (term_weights or {}).get(t, 1.0)
+        entry = {"term": t, "df": int(df), "tf": int(tf), "idf": round(idf, 4), "tfn": round(tfn, 4),
+                 "contribution": round(w * idf * tfn, 4)}
+        if w != 1.0:
+            entry["query_weight"] = w
+        terms.append(entry)
     terms.sort(key=lambda x: -x["contribution"])
     return {"k1": k1, "b": b, "dl": int(dl), "avgdl": round(avgdl, 2), "n_docs": index.n_docs, "matched_terms": terms,
             "score": round(sum(t["contribution"] for t in terms), 4)}
+
+
+def query_slice(index: BM25Index, tokens: list[str]):
+    terms = query_terms(index, tokens)
+    cols = [index.vocab[t] for t in terms]
+    return terms, index.tf[:, cols].tocsr()

@@ -15,7 +15,7 @@ STRATEGIES = {
     "E": "Qwen search profile -> BM25 over its literals + embedding of its intent",
     "F": "BM25 + embedding -> union -> reranker -> direct-evidence validator (recommended)",
 }
-FUSIONS = ("rrf", "minmax", "zscore")
+FUSIONS = ("maxnorm", "rrf", "minmax", "zscore")
 RERANKERS = ("none", "nanoranker", "qwen", "cross-encoder")
 MAX_CHUNK_CHARS = 20_000
 
@@ -39,11 +39,13 @@ class RetrieveConfig:
     b: float = 0.75
     tokenizer_parts: bool = False
     tokenizer_dotted: bool = False
+    local_weight: float = 0.0  # BM25 weight of names the chunk declares itself (see tokenize.local_names)
     candidates: int = 50  # N taken from each retriever before the union
-    fusion: str = "rrf"
+    fusion: str = "maxnorm"
     rrf_k: int = 60
-    weight_bm25: float = 0.5
-    weight_embedding: float = 0.5
+    weight_bm25: float = 1.0
+    weight_embedding: float = 0.3
+    codematch_alpha: float = 1.0  # D/E/F: fused * (1 + alpha * code-clone ratio); 0 turns it off
     segments: bool = True  # retrieve per function/block of the chunk and merge
     ef_search: int = 100
     reranker: str = "nanoranker"

@@ -1,6 +1,8 @@
 """Union of retriever lists with duplicates merged, and fused scores.
 
 - `rrf`: sum over lists of w / (rrf_k + rank); rrf_k = 60 by default (Cormack et al.).
+- `maxnorm` (default for D and F): each list's scores are divided by that list's best
+  score (BM25 / max BM25, cosine / max cosine), then summed with weights; missing = 0.
 - `minmax` / `zscore`: each list's scores are normalised, then summed with weights;
   a candidate missing from a list gets that list's minimum (0 after min-max).
 """
@@ -15,6 +17,9 @@ def _normalise(scores: list[float], method: str) -> list[float]:
     a = np.asarray(scores, dtype=float)
     if len(a) == 0:
         return []
+    if method == "maxnorm":
+        top = a.max()
+        return (a / top).tolist() if top > 0 else [0.0] * len(a)
     if method == "minmax":
         span = a.max() - a.min()
         return ((a - a.min()) / span).tolist() if span > 0 else [1.0] * len(a)
@@ -35,7 +40,7 @@ def fuse_lists(lists: dict[str, list[Candidate]], weights: dict[str, float], met
                 entry["normalised"] = round(norm[i], 6)
             per.setdefault(c.id, {})[name] = entry
             if c.id not in merged:
-                merged[c.id] = c.model_copy(deep=True)
+                merged[c.id] = c.derive()
             else:
                 for k, v in c.trace.items():
                     merged[c.id].trace.setdefault(k, v)
@@ -65,28 +70,28 @@ def fuse_lists(lists: dict[str, list[Candidate]], weights: dict[str, float], met
 
 
 def merge_segments(whole: list[Candidate], segments: list[list[Candidate]], stage: str = "segments") -> list[Candidate]:
-    """Merge the whole-chunk list with per-segment lists by reciprocal rank, so that the best
-    answer for each segment rises into the top ranks even when another segment dominates."""
+    """Interleave the whole-chunk list with per-segment lists: a candidate's merged rank is its
+    best rank in any list (ties go to candidates of the whole-chunk list), so the best answer
+    for each part of a chunk that touches several topics reaches the top ranks."""
     lists = [whole] + segments
     merged: dict[str, Candidate] = {}
     ranks: dict[str, list[int | None]] = {}
     for li, cands in enumerate(lists):
         for i, c in enumerate(cands):
             if c.id not in merged:
-                merged[c.id] = c.model_copy(deep=True)
+                merged[c.id] = c.derive()
             ranks.setdefault(c.id, [None] * len(lists))[li] = i + 1
-    out = []
-    for cid, cand in merged.items():
+    big = 10 ** 6
+
+    def key(cid: str):
         r = ranks[cid]
-        whole_part = 1.0 / (60 + r[0]) if r[0] else 0.0
-        seg_part = max((1.0 / (60 + x) for x in r[1:] if x), default=0.0)
-        score = whole_part + seg_part
-        cand.score = score
-        cand.trace.pop(stage, None)
-        cand.trace[stage] = {"whole_rank": r[0], "segment_ranks": r[1:], "score": round(score, 6)}
-        out.append(cand)
-    out.sort(key=lambda c: (-c.score, c.id))
-    for i, c in enumerate(out):
-        c.rank = i + 1
-        c.trace[stage]["rank"] = i + 1
+        return (min(x for x in r if x), r[0] or big, min((x for x in r[1:] if x), default=big), cid)
+
+    out = [merged[cid] for cid in sorted(merged, key=key)]
+    for i, cand in enumerate(out):
+        r = ranks[cand.id]
+        cand.rank = i + 1
+        cand.score = 1.0 / (i + 1)  # the merge is by rank; the score is the reciprocal merged rank
+        cand.trace[stage] = {"whole_rank": r[0], "segment_ranks": r[1:], "best_rank": min(x for x in r if x),
+                             "score": round(cand.score, 6), "rank": i + 1}
     return out

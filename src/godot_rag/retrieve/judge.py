@@ -99,7 +99,7 @@ def judge_candidates(retriever, chunk: str, judged: list[Candidate], cfg, timer,
                 trace["llm_fallback"] = f"LLM unavailable ({e}); deterministic validator only"
                 out.append(c)
                 continue
-            c = c.model_copy(deep=True)
+            c = c.derive()
             p = j["p_yes"]
             said_yes = j["answer"] == "yes" and (p is None or p >= P_YES_MIN)
             evidence_left = len(c.trace["validate"]["evidence"]) + len(j["cited_verified"])

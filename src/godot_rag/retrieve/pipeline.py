@@ -17,10 +17,11 @@ from ..store.bm25_cache import load_or_build
 from ..store.db import Database
 from . import bm25 as bm25_mod
 from .config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig, check_strategy
+from .codematch import apply_codematch
 from .fuse import fuse_lists, merge_segments
 from .rerank import apply_rerank, rerank_text
 from .segment import split_segments
-from .tokenize import TokenizerConfig, tokenize
+from .tokenize import TokenizerConfig, local_names, tokenize
 from .types import Candidate, RetrieveResult, StageLog
 from .validate import idf_from_df, validate
 
@@ -136,18 +137,33 @@ class Retriever:
             self.embedder.encode(["func _ready():\n\tpass"])
 
     # -- stages ------------------------------------------------------------------------
-    def _bm25_list(self, table, tokens, index, n, explain: bool) -> list[Candidate]:
-        scores = bm25_mod.score(index, tokens)
+    def _bm25_list(self, table, tokens, index, n, explain: bool, weights: dict | None = None) -> list[Candidate]:
+        scores = bm25_mod.score(index, tokens, weights)
         recs = self.records(table)
         out = []
         for rank, i in enumerate(bm25_mod.top_k(scores, n), 1):
             rid = index.ids[i]
-            info = bm25_mod.explain(index, tokens, i) if explain else {"score": round(float(scores[i]), 4)}
-            info["rank"] = rank
+            info = {"score": round(float(scores[i]), 4), "rank": rank}
             c = Candidate(table=table, id=rid, payload=recs[rid], score=float(scores[i]), rank=rank, source="bm25")
             c.add_stage("bm25", info)
             out.append(c)
         return out
+
+    def _explain_bm25(self, cands: list[Candidate], query: dict, cfg: RetrieveConfig) -> None:
+        """Per-term explanation (df, tf, idf, contribution) for the candidates that are shown.
+        Computed after the cut: explaining every one of the N candidates would cost more than scoring."""
+        tok = TokenizerConfig(parts=cfg.tokenizer_parts, dotted=cfg.tokenizer_dotted)
+        tokens, weights = query["tokens"], query["weights"]
+        slices = {}
+        for c in cands:
+            info = c.trace.get("bm25")
+            if info is None or "matched_terms" in info:
+                continue
+            index = self.bm25_index(c.table, tok, cfg)
+            if c.table not in slices:
+                slices[c.table] = (bm25_mod.query_slice(index, tokens), {rid: i for i, rid in enumerate(index.ids)})
+            sub, pos = slices[c.table]
+            c.trace["bm25"] = {**bm25_mod.explain(index, tokens, pos[c.id], sub, weights), **info}
 
     def _dense_list(self, table, vector, n, cfg) -> list[Candidate]:
         recs = self.records(table)
@@ -174,6 +190,10 @@ class Retriever:
             results, rejected = run_profile_strategy(self, chunk, cfg, timer, trace, explain)
         else:
             results, rejected = self._hybrid(chunk, strategy, cfg, timer, trace, explain)
+        if explain and "bm25_query" in trace:
+            with timer.stage("explain"):
+                self._explain_bm25(results + rejected, trace.pop("bm25_query"), cfg)
+        trace.pop("bm25_query", None)
         trace["stages"] = [log.model_dump() for log in timer.logs]
         trace["total_ms"] = round((time.perf_counter() - t0) * 1000, 3)
         return RetrieveResult(strategy=strategy, chunk_sha256=hashlib.sha256(chunk.encode()).hexdigest(),
@@ -205,7 +225,7 @@ class Retriever:
         return results, []
 
     def candidate_lists(self, texts: list[str], strategy: str, cfg: RetrieveConfig, timer: Timer, explain: bool,
-                        tables: list[str], n_for: dict[str, int] | None = None):
+                        tables: list[str], n_for: dict[str, int] | None = None, dense_all: bool = False):
         """BM25 and/or embedding lists for each text: {table: [ {retriever: [Candidate]} per text ]}."""
         tok = TokenizerConfig(parts=cfg.tokenizer_parts, dotted=cfg.tokenizer_dotted)
         use_bm25 = strategy in ("B", "D", "E", "F")
@@ -213,28 +233,34 @@ class Retriever:
         token_lists = []
         with timer.stage("tokenize") as info:
             token_lists = [tokenize(t, tok) for t in texts]
+            locals_ = sorted(local_names(texts[0])) if cfg.local_weight != 1.0 else []
+            weights = {n: cfg.local_weight for n in locals_}
             counts = Counter(token_lists[0])
             info.update(tokenizer=tok.key(), tokens=len(token_lists[0]), unique=len(counts),
-                        top=counts.most_common(40))
+                        top=counts.most_common(40), local_names=locals_, local_weight=cfg.local_weight)
         vectors = None
         if use_dense:
+            # Segments get BM25 lists only: a second embedding pass per segment costs more than it adds.
+            dense_texts = texts if dense_all else texts[:1]
             with timer.stage("embed_query") as info:
-                vectors = self.embedder.encode(texts)
-                info.update(model=self.embedder.key, texts=len(texts),
-                            windows=[self.embedder.window_count(t) for t in texts])
+                vectors = self.embedder.encode(dense_texts)
+                info.update(model=self.embedder.key, texts=len(dense_texts),
+                            windows=[self.embedder.window_count(t) for t in dense_texts])
         lists: dict[str, list[dict]] = {}
         for table in tables:
             n = (n_for or {}).get(table, cfg.candidates)
             per_text = []
             if use_bm25:
                 index = self.bm25_index(table, tok, cfg)
-            for ti, text in enumerate(texts):
+            # Segments only pay off for the docs; the other tables are matched on the whole chunk.
+            table_texts = texts if table == "docs_chunks" else texts[:1]
+            for ti, text in enumerate(table_texts):
                 entry = {}
                 if use_bm25:
                     with timer.stage(f"bm25:{table}", {"text": ti}) as info:
-                        entry["bm25"] = self._bm25_list(table, token_lists[ti], index, n, explain)
+                        entry["bm25"] = self._bm25_list(table, token_lists[ti], index, n, explain, weights)
                         info.update(hits=len(entry["bm25"]), n_docs=index.n_docs)
-                if use_dense:
+                if use_dense and ti < len(vectors):
                     with timer.stage(f"embedding:{table}", {"text": ti}) as info:
                         entry["embedding"] = self._dense_list(table, vectors[ti], n, cfg)
                         info.update(hits=len(entry["embedding"]))
@@ -242,7 +268,8 @@ class Retriever:
             lists[table] = per_text
         return lists, token_lists
 
-    def _fuse_table(self, per_text: list[dict], strategy: str, cfg: RetrieveConfig, timer: Timer, table: str) -> list[Candidate]:
+    def _fuse_table(self, per_text: list[dict], strategy: str, cfg: RetrieveConfig, timer: Timer, table: str,
+                    texts: list[str]) -> list[Candidate]:
         weights = {"bm25": cfg.weight_bm25, "embedding": cfg.weight_embedding}
         fused_per_text = []
         with timer.stage(f"fuse:{table}") as info:
@@ -254,6 +281,10 @@ class Retriever:
             info.update(method=cfg.fusion if strategy not in ("B", "C") else None,
                         union=len(fused_per_text[0]),
                         sources=dict(Counter(c.source for c in fused_per_text[0])))
+        if strategy not in ("B", "C") and cfg.codematch_alpha and table == "docs_chunks":
+            with timer.stage(f"codematch:{table}") as info:
+                fused_per_text = [apply_codematch(t, lst, cfg.codematch_alpha) for t, lst in zip(texts, fused_per_text)]
+                info.update(alpha=cfg.codematch_alpha, with_match=sum(1 for c in fused_per_text[0] if c.trace["codematch"]["ratio"] > 0))
         if len(fused_per_text) > 1:
             with timer.stage(f"segments:{table}") as info:
                 merged = merge_segments(fused_per_text[0], fused_per_text[1:])
@@ -263,7 +294,8 @@ class Retriever:
 
     def _hybrid(self, chunk, strategy, cfg, timer, trace, explain):
         texts = [chunk]
-        if cfg.segments and strategy != "C" or (cfg.segments and strategy == "C"):
+        # B and C stay single-list baselines; D/E/F add per-segment BM25 lists for multi-topic chunks.
+        if cfg.segments and strategy in ("D", "F"):
             segs = split_segments(chunk)
             if len(segs) > 1:
                 texts += segs
@@ -273,7 +305,9 @@ class Retriever:
             n_for = {t: max(cfg.candidates, 200) if t == "api_mapping" else cfg.candidates for t in cfg.tables}
         lists, token_lists = self.candidate_lists(texts, strategy, cfg, timer, explain, cfg.tables, n_for)
         trace["tokens"] = token_lists[0]
-        per_table = {t: self._fuse_table(lists[t], strategy, cfg, timer, t) for t in cfg.tables}
+        trace["bm25_query"] = {"tokens": token_lists[0],
+                               "weights": {n: cfg.local_weight for n in local_names(chunk)} if cfg.local_weight != 1.0 else None}
+        per_table = {t: self._fuse_table(lists[t], strategy, cfg, timer, t, texts) for t in cfg.tables}
         # Ranked ids per stage (ids only), so a failure can be traced to the stage that lost it.
         ids = trace.setdefault("candidate_ids", {})
         for t in cfg.tables:

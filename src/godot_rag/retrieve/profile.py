@@ -126,7 +126,7 @@ def run_profile_strategy(retriever, chunk, cfg, timer, trace, explain):
     lexical, dense = profile_queries(profile, checked)
     trace["profile_queries"] = {"bm25": lexical, "embedding": dense}
     texts = [lexical or dense or chunk, dense or lexical or chunk]
-    lists, _ = retriever.candidate_lists(texts, "D", cfg, timer, explain, cfg.tables)
+    lists, _ = retriever.candidate_lists(texts, "D", cfg, timer, explain, cfg.tables, dense_all=True)
     results: list[Candidate] = []
     weights = {"bm25": cfg.weight_bm25, "embedding": cfg.weight_embedding}
     with timer.stage("fuse:profile"):

@@ -34,7 +34,7 @@ def apply_rerank(candidates: list[Candidate], model_scores: list[float], backend
     final = (1 - weight) * fused + weight * model
     out = []
     for c, raw, f in zip(candidates, model_scores, final):
-        c = c.model_copy(deep=True)
+        c = c.derive()
         before = c.rank
         c.score = float(f)
         c.trace[stage] = {"backend": backend, "model_score": round(float(raw), 6), "score_before": round(float(fused[len(out)]), 6),

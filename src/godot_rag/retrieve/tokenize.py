@@ -56,3 +56,20 @@ def tokenize(text: str, config: TokenizerConfig = DEFAULT) -> list[str]:
             names = m.group(0).lower().split(".")
             out.extend(f"{a}.{b}" for a, b in zip(names, names[1:]))
     return out
+
+
+DECL_RE = re.compile(r"\b(?:var|const|for)\s+([A-Za-z_][A-Za-z0-9_]*)")
+FUNC_RE = re.compile(r"\bfunc\s+[A-Za-z_][A-Za-z0-9_]*\s*\(([^)]*)\)")
+PARAM_RE = re.compile(r"(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def local_names(text: str) -> set[str]:
+    """Names the chunk declares itself (`var x`, `const X`, `for x in`, function parameters).
+
+    Their spelling is the author's choice, so they say little about which doc is
+    right; BM25 weighs them down (`local_weight`) instead of trusting a rare
+    spelling such as `v1` or `my_timer`."""
+    names = {m.group(1).lower() for m in DECL_RE.finditer(text)}
+    for m in FUNC_RE.finditer(text):
+        names |= {p.group(1).lower() for p in PARAM_RE.finditer(m.group(1))}
+    return names

@@ -18,6 +18,12 @@ class Candidate(BaseModel):
     # stage name -> that stage's own score, rank and explanation; stages only add keys
     trace: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
+    def derive(self) -> "Candidate":
+        """A copy for the next stage: its own trace dict, the (read-only) payload shared."""
+        c = self.model_copy()
+        c.trace = dict(self.trace)
+        return c
+
     def add_stage(self, stage: str, info: dict[str, Any]) -> None:
         if stage in self.trace:
             raise ValueError(f"stage {stage!r} already explained candidate {self.id}")

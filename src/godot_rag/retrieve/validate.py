@@ -203,7 +203,7 @@ def prototype_evidence(facts: ChunkFacts, c: Candidate, accepted_types: set[str]
             "accepted": accepted, "reasons": reasons}
 
 
-def validate(chunk: str, candidates: list[Candidate], idf: Callable[[str], float], *, min_idf: float = 3.0,
+def validate(chunk: str, candidates: list[Candidate], idf: Callable[[str], float], *, min_idf: float = 5.0,
              min_direct_evidence: int = 1, stage: str = "validate") -> list[Candidate]:
     """Adds a `validate` explanation and a verdict to every candidate (pure: no I/O)."""
     facts = ChunkFacts(chunk)
@@ -233,7 +233,7 @@ def validate(chunk: str, candidates: list[Candidate], idf: Callable[[str], float
 
 
 def _verdict(c: Candidate, info: dict, stage: str) -> Candidate:
-    c = c.model_copy(deep=True)
+    c = c.derive()
     c.verdict = "accept" if info["accepted"] else "reject"
     lits = ", ".join(i["literal"] for i in info["evidence"][:8])
     c.reason = (f"direct evidence = {lits}" if info["accepted"] else "; ".join(info["reasons"]))

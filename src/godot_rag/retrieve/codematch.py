@@ -1,0 +1,88 @@
+"""Code-clone match: how much of the chunk's code appears, line for line, in a record's code.
+
+Two lines match when their token sequences are equal up to a consistent renaming of
+identifiers (a "type-2 clone"): `v1.autostart = true` matches `timer.autostart = true`.
+Renaming is allowed only for a chunk identifier that the record never uses, and never
+for keywords, literals or operators. The ratio is the share of the chunk's tokens (in
+lines of 3 tokens or more) that sit in matching lines. It is a structural signal, not
+a Godot rule, and it only multiplies the fused score: score * (1 + alpha * ratio).
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from .types import Candidate
+
+TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|"
+                      r"==|!=|<=|>=|\+=|-=|\*=|/=|->|:=|\S")
+KEYWORDS = frozenset(
+    "if elif else for while match return var const func class extends and or not in is pass break continue "
+    "await signal static self true false null super".split())
+
+
+def code_lines(code: str) -> list[list[str]]:
+    out = []
+    for line in code.split("\n"):
+        if "#" in line and '"' not in line and "'" not in line:
+            line = line.split("#", 1)[0]
+        toks = TOKEN_RE.findall(line)
+        if len(toks) >= 3:
+            out.append(toks)
+    return out
+
+
+def _is_ident(tok: str) -> bool:
+    return tok[0].isalpha() or tok[0] == "_"
+
+
+def lines_match(q: list[str], d: list[str], record_tokens: set[str]) -> bool:
+    renaming: dict[str, str] = {}
+    for a, b in zip(q, d):
+        if a == b:
+            continue
+        if not (_is_ident(a) and _is_ident(b)) or a in KEYWORDS or b in KEYWORDS or a in record_tokens:
+            return False
+        if renaming.setdefault(a, b) != b:
+            return False
+    return True
+
+
+def record_code(c: Candidate) -> str:
+    return "\n".join(b.get("code", "") for b in c.payload.get("code_blocks") or [] if b.get("language") != "csharp")
+
+
+def clone_match(chunk: str, code: str) -> tuple[float, list[int]]:
+    """(ratio of chunk tokens in matching lines, 1-based indexes of the matching chunk lines)."""
+    qlines = code_lines(chunk)
+    dlines = code_lines(code)
+    if not qlines or not dlines:
+        return 0.0, []
+    tokens = {t for line in dlines for t in line}
+    by_len: dict[int, list[list[str]]] = defaultdict(list)
+    for line in dlines:
+        by_len[len(line)].append(line)
+    matched, hit = [], 0
+    for i, line in enumerate(qlines, 1):
+        if any(lines_match(line, d, tokens) for d in by_len[len(line)]):
+            matched.append(i)
+            hit += len(line)
+    return hit / sum(len(l) for l in qlines), matched
+
+
+def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float, stage: str = "codematch") -> list[Candidate]:
+    qlines = code_lines(chunk)
+    out = []
+    for c in candidates:
+        c = c.derive()
+        ratio, matched = clone_match(chunk, record_code(c)) if c.table == "docs_chunks" else (0.0, [])
+        before = c.score
+        c.score = before * (1 + alpha * ratio)
+        c.trace[stage] = {"ratio": round(ratio, 4), "alpha": alpha, "score_before": round(before, 6),
+                          "score": round(c.score, 6), "matched_lines": [" ".join(qlines[i - 1]) for i in matched][:12]}
+        out.append(c)
+    out.sort(key=lambda c: (-c.score, c.id))
+    for i, c in enumerate(out):
+        c.rank = i + 1
+        c.trace[stage]["rank"] = i + 1
+    return out
