@@ -294,8 +294,8 @@ class Retriever:
 
     def _hybrid(self, chunk, strategy, cfg, timer, trace, explain):
         texts = [chunk]
-        # B and C stay single-list baselines; D/E/F add per-segment BM25 lists for multi-topic chunks.
-        if cfg.segments and strategy in ("D", "F"):
+        # C stays a single-list baseline; B, D and F add per-segment BM25 lists for multi-topic chunks.
+        if cfg.segments and strategy in ("B", "D", "F"):
             segs = split_segments(chunk)
             if len(segs) > 1:
                 texts += segs

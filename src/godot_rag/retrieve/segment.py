@@ -1,6 +1,8 @@
 """Split a chunk that touches several topics into segments (top-level functions or blocks).
 
 A boundary is a blank line followed by a line at the chunk's base indentation.
+When that gives a single segment (one function), the body is split the same way at
+its own indentation: the paragraphs a programmer separates with blank lines.
 Segments shorter than `min_lines` code lines are joined to their neighbour, so a
 lone `extends Node` or `var x` does not become a query of its own.
 """
@@ -11,12 +13,22 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def split_segments(text: str, min_lines: int = 3) -> list[str]:
+def split_segments(text: str, min_lines: int = 2) -> list[str]:
+    segs = _split_at(text, None, min_lines)
+    if len(segs) == 1:
+        code = [l for l in text.split("\n") if l.strip()]
+        inner = sorted({_indent(l) for l in code})
+        if len(inner) > 1:
+            segs = _split_at(text, inner[1], min_lines)
+    return segs
+
+
+def _split_at(text: str, level: int | None, min_lines: int) -> list[str]:
     lines = text.split("\n")
     code = [l for l in lines if l.strip()]
     if not code:
         return []
-    base = min(_indent(l) for l in code)
+    base = min(_indent(l) for l in code) if level is None else level
     blocks: list[list[str]] = [[]]
     prev_blank = False
     for line in lines:

@@ -49,28 +49,23 @@ def tsquery_tokens(tsq: str) -> list[str]:
 
 def tsquery_diagnosis(conn: psycopg.Connection, table: str, tokens: list[str]) -> dict:
     """Why an AND of every token found nothing: rows per token, and the best any one row can do."""
-    key = SCHEMA[table]["key"]
+    from collections import Counter
+
     if not tokens:
         return {"token_rows": [], "best_row": None, "best_subset": [], "missing_from_best": []}
-    per_token = []
+    key = SCHEMA[table]["key"]
+    holders: dict[str, list[str]] = {}
     for tok in tokens:
-        n = conn.execute(
-            f"SELECT count(*) FROM {table} WHERE search_tsv @@ to_tsquery('simple', quote_literal(%s))", (tok,)
-        ).fetchone()[0]
-        per_token.append({"token": tok, "rows": n})
-    any_q = " | ".join("(" + "'" + t.replace("'", "''") + "'" + ")" for t in tokens)
-    row = conn.execute(
-        f"SELECT {key}, array(SELECT t FROM unnest(%s::text[]) t "
-        f"  WHERE search_tsv @@ to_tsquery('simple', quote_literal(t))) AS hit "
-        f"FROM {table} WHERE search_tsv @@ to_tsquery('simple', %s) "
-        f"ORDER BY cardinality(array(SELECT t FROM unnest(%s::text[]) t "
-        f"  WHERE search_tsv @@ to_tsquery('simple', quote_literal(t)))) DESC, {key} LIMIT 1",
-        (tokens, any_q, tokens),
-    ).fetchone()
-    best = list(row[1]) if row else []
+        rows = conn.execute(
+            f"SELECT {key} FROM {table} WHERE search_tsv @@ to_tsquery('simple', quote_literal(%s))", (tok,)
+        ).fetchall()
+        holders[tok] = [r[0] for r in rows]
+    per_row = Counter(rid for ids in holders.values() for rid in ids)
+    best_row = min(per_row, key=lambda rid: (-per_row[rid], rid)) if per_row else None
+    best = [t for t in tokens if best_row is not None and best_row in set(holders[t])]
     return {
-        "token_rows": per_token,
-        "best_row": row[0] if row else None,
+        "token_rows": [{"token": t, "rows": len(holders[t])} for t in tokens],
+        "best_row": best_row,
         "best_subset": best,
         "missing_from_best": [t for t in tokens if t not in best],
     }
