@@ -1,0 +1,66 @@
+import json
+import math
+
+import pytest
+
+from godot_rag.eval.metrics import dedupe_pages, mrr, ndcg_at, recall_at
+from godot_rag.eval.queries import QueryFileError, read_queries
+from godot_rag.eval.runner import mapping_triple, run_eval
+from godot_rag.retrieve.config import RetrieveConfig
+from conftest import FIXTURES
+
+
+def test_metrics_by_hand():
+    chunks = ["a#001", "a#003", "b#000", "c#002", "d#001"]
+    pages = dedupe_pages(chunks)
+    assert pages == ["a", "b", "c", "d"]  # a page's chunks count once, at the best rank
+    assert recall_at(pages, {"b": 2}, 1) == 0.0 and recall_at(pages, {"b": 2}, 2) == 1.0
+    assert recall_at(pages, {"a": 2, "d": 2}, 3) == 0.0 and recall_at(pages, {"a": 2, "d": 2}, 4) == 1.0
+    assert mrr(pages, {"c": 2}) == pytest.approx(1 / 3)
+    # graded nDCG: gains 2^g - 1; relevant b (grade 2) at rank 2, d (grade 1) at rank 4
+    dcg = 3 / math.log2(3) + 1 / math.log2(5)
+    idcg = 3 / math.log2(2) + 1 / math.log2(3)
+    assert ndcg_at(pages, {"b": 2, "d": 1}) == pytest.approx(dcg / idcg)
+    assert mapping_triple("class_renames:AnimatedSprite->AnimatedSprite2D") == ("class_renames", "AnimatedSprite", "AnimatedSprite2D")
+    assert mapping_triple("gdscript_syntax:yield->await") is None
+
+
+def test_bad_query_line_names_file_line_field(tmp_path):
+    p = tmp_path / "q.jsonl"
+    p.write_text(json.dumps({"id": "a", "chunk_text": "x", "relevant_pages": {}}) + "\n"
+                 + json.dumps({"id": "b", "chunk_text": "y", "relevant_pages": {"p": "high"}}) + "\n")
+    with pytest.raises(QueryFileError, match=r"q.jsonl:2: field 'relevant_pages'"):
+        read_queries(p)
+    p.write_text("{oops\n")
+    with pytest.raises(QueryFileError, match=r"q.jsonl:1: malformed JSON"):
+        read_queries(p)
+
+
+def test_regression_on_fixture_corpus(retriever, tmp_path):
+    report = run_eval(retriever, [FIXTURES / "queries.jsonl"], ["A", "B", "D", "F"], RetrieveConfig(reranker="none"),
+                      out_dir=tmp_path, quiet=True)
+    runs = {(r["strategy"], r["variant"]): r for r in report["runs"]}
+    got = {key: {m: runs[key][m] for m in ("recall@1", "recall@5", "mrr", "ndcg@10", "mapping_precision", "mapping_recall",
+                                          "zero_result_rate")} for key in runs if key[1] == "all"}
+    assert got == EXPECTED
+    assert (tmp_path / "metrics.json").exists() and (tmp_path / "report.md").read_text().count("| metric |") >= 1
+    assert (tmp_path / "recall_at_k.png").exists() and (tmp_path / "latency_per_stage.png").exists()
+    trec = (tmp_path / "runs" / "queries.B.trec").read_text().splitlines()[0].split()
+    assert trec[1] == "Q0" and trec[3] == "1"
+    failures = [json.loads(l) for l in open(tmp_path / "failures.jsonl")]
+    assert all("stage" in f for f in failures)
+    a_fail = [f for f in failures if f["strategy"] == "A" and "missed" in f]
+    assert a_fail and a_fail[0]["stage"] == "no tsquery hit"
+
+
+# Exact values on the fixture corpus: a change in scoring shows up here, not as silent drift.
+EXPECTED = {
+    ("A", "all"): {"recall@1": 0.25, "recall@5": 0.25, "mrr": 0.25, "ndcg@10": 0.25, "mapping_precision": None,
+                   "mapping_recall": 0.0, "zero_result_rate": 0.8},
+    ("B", "all"): {"recall@1": 0.75, "recall@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 0.6,
+                   "mapping_recall": 1.0, "zero_result_rate": 0.0},
+    ("D", "all"): {"recall@1": 0.75, "recall@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 0.1429,
+                   "mapping_recall": 1.0, "zero_result_rate": 0.0},
+    ("F", "all"): {"recall@1": 0.75, "recall@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 1.0,
+                   "mapping_recall": 1.0, "zero_result_rate": 0.2},
+}

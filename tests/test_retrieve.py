@@ -1,0 +1,132 @@
+import pytest
+
+from godot_rag.retrieve.codematch import clone_match
+from godot_rag.retrieve.config import ConfigError, RetrieveConfig
+from godot_rag.retrieve.pipeline import ChunkError
+from godot_rag.retrieve.segment import split_segments
+from godot_rag.retrieve.types import Candidate
+from godot_rag.retrieve.validate import ChunkFacts, docs_evidence, mapping_evidence
+from conftest import REFERENCE_CHUNK
+
+GODOT3 = "extends KinematicBody2D\n\nfunc _process(delta):\n    $AnimatedSprite.play()\n    var n = name.get_len()"
+GODOT4 = "extends CharacterBody2D\n\nfunc _process(delta):\n    $AnimatedSprite2D.play()\n    var n = name.get_length()"
+
+
+def ids(result, table="docs_chunks"):
+    return [c.id for c in result.by_table(table)]
+
+
+def test_a_is_todays_tsquery_and_explains_zero_hits(retriever):
+    res = retriever.retrieve(REFERENCE_CHUNK, "A", RetrieveConfig(k=5))
+    assert res.results == []  # every token ANDed: no chunk holds them all
+    docs = res.trace["tables"]["docs_chunks"]
+    assert docs["row_count"] == 0
+    diag = docs["zero_hit_diagnosis"]
+    assert diag["best_row"].startswith("getting_started/demo/coding_the_player#")
+    assert diag["missing_from_best"] and set(diag["best_subset"]).isdisjoint(diag["missing_from_best"])
+    counts = {t["token"]: t["rows"] for t in diag["token_rows"]}
+    assert counts["func"] > 0 and "'" in res.trace["tsquery"] and "&" in res.trace["tsquery"]
+    ok = retriever.retrieve("timeout connect", "A", RetrieveConfig(k=5))
+    assert ids(ok)[0].startswith("tutorials/demo/signals#") and ok.results[0].trace["tsquery"]["ts_rank_cd"] > 0
+
+
+def test_b_explains_every_matched_term(retriever):
+    res = retriever.retrieve(REFERENCE_CHUNK, "B", RetrieveConfig(k=5, segments=False))
+    top = res.by_table("docs_chunks")[0]
+    assert top.id.startswith("getting_started/demo/coding_the_player#")
+    bm = top.trace["bm25"]
+    assert {"df", "tf", "idf", "tfn", "contribution"} <= set(bm["matched_terms"][0])
+    assert bm["dl"] > 0 and bm["avgdl"] > 0
+    assert abs(sum(t["contribution"] for t in bm["matched_terms"]) - top.score) < 1e-2
+    assert "velocity" in res.trace["stages"][0]["info"]["local_names"]  # declared by the chunk itself
+
+
+def test_c_and_d_union_sources(retriever):
+    c = retriever.retrieve(REFERENCE_CHUNK, "C", RetrieveConfig(k=5))
+    cos = [x.trace["embedding"]["cosine"] for x in c.by_table("docs_chunks")]
+    assert cos == sorted(cos, reverse=True) and all(-1 <= x <= 1 for x in cos)
+    d = retriever.retrieve(REFERENCE_CHUNK, "D", RetrieveConfig(k=10))
+    docs = d.by_table("docs_chunks")
+    assert docs[0].id.startswith("getting_started/demo/coding_the_player#")
+    assert {x.source for x in docs} <= {"bm25", "embedding", "both"} and "both" in {x.source for x in docs}
+    fused = docs[0].trace["fuse"]
+    assert fused["method"] == "maxnorm" and set(fused["inputs"]) == {"bm25", "embedding"}
+    rrf = retriever.retrieve(REFERENCE_CHUNK, "D", RetrieveConfig(k=5, fusion="rrf", codematch_alpha=0, segments=False))
+    top = rrf.by_table("docs_chunks")[0].trace["fuse"]
+    assert top["rrf_k"] == 60
+    expected = sum(top["weights"][n] / (60 + e["rank"]) for n, e in top["inputs"].items())
+    assert abs(top["score"] - expected) < 1e-6
+
+
+def test_f_accepts_direct_evidence_and_rejects_the_rest(retriever):
+    res = retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=10, reranker="nanoranker"))
+    accepted = ids(res)
+    assert accepted and all(a.startswith("getting_started/demo/coding_the_player#") for a in accepted[:2])
+    top = res.by_table("docs_chunks")[0]
+    lits = [e["literal"] for e in top.trace["validate"]["evidence"]]
+    assert "Input.is_action_pressed" in lits and top.verdict == "accept"
+    assert "rerank" in top.trace and "rank_change" in top.trace["rerank"]
+    movement_3d = [c for c in res.results + res.rejected if c.id.startswith("tutorials/demo3d/player_movement#")]
+    for c in movement_3d:
+        assert c.verdict == "reject" or (c.trace["validate"]["contradictions"] and
+                                         c.trace["validate"]["confidence"] < top.trace["validate"]["confidence"])
+    assert res.by_table("api_mapping") == []
+    assert not [p for p in res.by_table("label_prototypes") if p.payload["task_type"] == "migration"]
+
+
+def test_f_migration_mappings(retriever):
+    res = retriever.retrieve(GODOT3, "F", RetrieveConfig(k=10, reranker="none"))
+    got = set(ids(res, "api_mapping"))
+    assert {"class_renames:KinematicBody2D->CharacterBody2D", "class_renames:AnimatedSprite->AnimatedSprite2D",
+            "gdscript_function_renames:get_len->get_length"} <= got
+    assert "csharp_function_renames:GetLen->GetLength" not in got
+    assert "migration:godot3_class_name" in ids(res, "label_prototypes")
+    clean = retriever.retrieve(GODOT4, "F", RetrieveConfig(k=10, reranker="none"))
+    assert ids(clean, "api_mapping") == []  # AnimatedSprite is not in AnimatedSprite2D
+    rejected = {c.id: c.reason for c in clean.rejected if c.table == "api_mapping"}
+    assert "does not occur" in rejected.get("class_renames:AnimatedSprite->AnimatedSprite2D", "does not occur")
+
+
+def _cand(table, payload):
+    return Candidate(table=table, id="x", payload=payload)
+
+
+def test_evidence_respects_identifier_boundaries_and_near_misses():
+    facts = ChunkFacts("var v = Vector2.ZERO\n$AnimatedSprite2D.play()  # AnimatedSprite in a comment")
+    m = _cand("api_mapping", {"source_api": "AnimatedSprite", "target_api": "AnimatedSprite2D", "change_type": "class_rename",
+                              "match_terms": ["AnimatedSprite"], "negative_patterns": [], "confidence": 1.0})
+    out = mapping_evidence(ChunkFacts("$AnimatedSprite2D.play()"), m)
+    assert not out["accepted"] and "does not occur" in out["reasons"][0]
+    neg = _cand("api_mapping", {"source_api": "export", "target_api": "@export", "change_type": "syntax_change",
+                                "match_terms": ["re:(?m)^\\s*export(?:\\s*\\([^)]*\\))?\\s+var\\b"], "negative_patterns": ["@export"],
+                                "confidence": 0.9})
+    assert not mapping_evidence(ChunkFacts("@export var speed = 400"), neg)["accepted"]
+    assert mapping_evidence(ChunkFacts("export var speed = 400"), neg)["accepted"]
+    doc = _cand("docs_chunks", {"content": "var direction = Vector3.ZERO\nCharacterBody3D", "code_blocks": [], "api_symbols": ["Vector3.ZERO"]})
+    ev = docs_evidence(ChunkFacts("var v = Vector2.ZERO\nextends CharacterBody2D"), doc, lambda t: 6.0, 5.0)
+    assert {c["literal"] for c in ev["contradictions"]} == {"Vector3", "CharacterBody3D"}
+    assert ev["evidence"] == [] or all(e["literal"] != "Vector2" for e in ev["evidence"])
+    assert facts.identifiers >= {"Vector2", "AnimatedSprite2D"} and "AnimatedSprite" not in facts.identifiers
+
+
+def test_segments_and_code_clone_match():
+    segs = split_segments("extends Node\n\nfunc a():\n    pass\n    pass\n\nfunc b():\n    return 1\n    return 2")
+    assert len(segs) == 2 and segs[1].startswith("func b")
+    assert len(split_segments(REFERENCE_CHUNK)) == 3  # one function, three paragraphs
+    ratio, lines = clone_match("v1.autostart = true\nv1.wait_time = 0.5", "timer.autostart = true\ntimer.wait_time = 0.5")
+    assert ratio == 1.0 and lines == [1, 2]
+    ratio, _ = clone_match("v1.autostart = false", "timer.autostart = true")
+    assert ratio == 0.0
+
+
+def test_bad_requests(retriever):
+    with pytest.raises(ChunkError) as e:
+        retriever.retrieve("   \n", "B")
+    assert e.value.status == 422
+    with pytest.raises(ChunkError) as e:
+        retriever.retrieve("x" * 20001, "B")
+    assert e.value.status == 413
+    with pytest.raises(ConfigError, match="valid strategies: A, B, C, D, E, F"):
+        retriever.retrieve("func f(): pass", "Z")
+    with pytest.raises(ConfigError, match="unknown fusion"):
+        RetrieveConfig(fusion="magic")
