@@ -111,15 +111,39 @@ class LlamaCppLLM:
              logprobs: bool = False) -> dict:
         with self._lock:
             llm = self._load()
+            p_yes = self._first_token_p_yes(system, user) if logprobs else None
             kwargs = {}
             if json_schema is not None:
                 kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
-            if logprobs:
-                kwargs.update(logprobs=True, top_logprobs=10)
             out = llm.create_chat_completion(
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 max_tokens=max_tokens, temperature=0.0, **kwargs)
-        return _normalise_chat(out)
+        res = _normalise_chat(out)
+        res["p_yes"] = p_yes
+        return res
+
+    def _first_token_p_yes(self, system: str, user: str) -> float:
+        """P(yes) of the first answer token, read from the logits of the last prompt token.
+        (llama-cpp-python's own logprobs need logits for every token: gigabytes at this vocabulary.)
+        The prompt uses ChatML, the template of the Qwen models."""
+        import numpy as np
+
+        llm = self._llm
+        prompt = (f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
+                  "<|im_start|>assistant\n")
+        tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+        llm.reset()
+        llm.eval(tokens)
+        logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
+        probs = np.exp(logits - logits.max())
+        probs /= probs.sum()
+
+        def mass(words):
+            ids = {llm.tokenize(w.encode(), add_bos=False)[0] for w in words}
+            return float(sum(probs[i] for i in ids))
+
+        yes, no = mass(["yes", "Yes", " yes", " Yes", "YES"]), mass(["no", "No", " no", " No", "NO"])
+        return yes / (yes + no) if yes + no > 0 else 0.0
 
     def p_yes(self, prompt: str) -> float:
         res = self.chat("Answer with one word: yes or no.", prompt, max_tokens=1, logprobs=True)

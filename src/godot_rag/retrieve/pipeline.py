@@ -196,7 +196,7 @@ class Retriever:
         trace.pop("bm25_query", None)
         trace["stages"] = [log.model_dump() for log in timer.logs]
         trace["total_ms"] = round((time.perf_counter() - t0) * 1000, 3)
-        return RetrieveResult(strategy=strategy, chunk_sha256=hashlib.sha256(chunk.encode()).hexdigest(),
+        return RetrieveResult(strategy=strategy, chunk_text=chunk, chunk_sha256=hashlib.sha256(chunk.encode()).hexdigest(),
                               k={t: cfg.k for t in cfg.tables}, config=cfg.to_dict(), results=results,
                               rejected=rejected, trace=trace)
 

@@ -125,13 +125,13 @@ def run_profile_strategy(retriever, chunk, cfg, timer, trace, explain):
     trace["profile_checks"] = checked
     lexical, dense = profile_queries(profile, checked)
     trace["profile_queries"] = {"bm25": lexical, "embedding": dense}
-    texts = [lexical or dense or chunk, dense or lexical or chunk]
-    lists, _ = retriever.candidate_lists(texts, "D", cfg, timer, explain, cfg.tables, dense_all=True)
+    lexical_lists, _ = retriever.candidate_lists([lexical or dense or chunk], "B", cfg, timer, explain, cfg.tables)
+    dense_lists, _ = retriever.candidate_lists([dense or lexical or chunk], "C", cfg, timer, explain, cfg.tables)
     results: list[Candidate] = []
     weights = {"bm25": cfg.weight_bm25, "embedding": cfg.weight_embedding}
     with timer.stage("fuse:profile"):
-        per_table = {t: fuse_lists({"bm25": lists[t][0]["bm25"], "embedding": lists[t][1]["embedding"]}, weights,
-                                   cfg.fusion, cfg.rrf_k) for t in cfg.tables}
+        per_table = {t: fuse_lists({"bm25": lexical_lists[t][0]["bm25"], "embedding": dense_lists[t][0]["embedding"]},
+                                   weights, cfg.fusion, cfg.rrf_k) for t in cfg.tables}
     for t in cfg.tables:
         for c in per_table[t][: cfg.k]:
             c.source = f"profile:{c.source}"

@@ -43,6 +43,7 @@ class StageLog(BaseModel):
 
 class RetrieveResult(BaseModel):
     strategy: str
+    chunk_text: str
     chunk_sha256: str
     k: dict[str, int]
     config: dict[str, Any]

@@ -131,8 +131,10 @@ function renderStrategy(s) {
   if (!r || r.error) { out.append(column("Strategy " + s, r ? r.error : "no result", [])); return; }
   const cands = allCands(r);
   const t = r.trace || {};
-  out.append(column("1. raw chunkText", `${t.chunk_chars} characters · ${t.total_ms} ms\n` +
-    (t.tokens ? "tokens: " + [...new Set(t.tokens)].slice(0, 60).join(" ") : ""), []));
+  const raw = column("1. raw chunkText", `${t.chunk_chars} characters · ${t.total_ms} ms\n` +
+    (t.tokens ? "tokens: " + [...new Set(t.tokens)].slice(0, 60).join(" ") : ""), []);
+  raw.append(el("pre", { class: "meta raw", text: r.chunk_text }));
+  out.append(raw);
   if (s === "A") {
     const lines = [`tsquery: ${t.tsquery || ""}`];
     for (const [table, info] of Object.entries(t.tables || {})) {

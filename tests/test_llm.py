@@ -1,0 +1,164 @@
+"""Real Qwen 0.5B (bundled GGUF) in process and behind a real llama.cpp OpenAI-compatible server."""
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from godot_rag.models.llm import LLMError, OpenAICompatLLM, assemble_bundled, make_llm, verify_gguf
+from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.retrieve.judge import check_cited, parse_answer
+from godot_rag.retrieve.pipeline import Timer
+from godot_rag.retrieve.profile import check_profile, parse_profile, profile_queries
+from conftest import REFERENCE_CHUNK
+
+pytestmark = [pytest.mark.llm, pytest.mark.slow]
+llama_cpp = pytest.importorskip("llama_cpp", reason="needs the 'llm' extra (llama-cpp-python)")
+
+
+@pytest.fixture(scope="module")
+def gguf():
+    try:
+        return assemble_bundled("0.5b")
+    except LLMError as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="module")
+def qwen(gguf):
+    return make_llm(gguf=str(gguf))
+
+
+def test_bundled_file_is_checked_and_a_wrong_one_refused(gguf, tmp_path):
+    verify_gguf(gguf, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32")
+    fake = tmp_path / "fake.gguf"
+    fake.write_bytes(b"GGUF" + b"\0" * 100)
+    with pytest.raises(LLMError, match="refusing"):
+        verify_gguf(fake, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32")
+
+
+def test_in_process_qwen_answers_and_gives_p_yes(qwen):
+    res = qwen.chat("Answer with one word: yes or no.", "Is Vector2 a 2D vector type in Godot?", max_tokens=4, logprobs=True)
+    assert res["text"].strip() and 0.0 <= res["p_yes"] <= 1.0
+
+
+HOSTILE_PROFILE = ('{"search_intent": "Godot 3 to Godot 4 migration", "important_literals": ["AnimatedSprite", '
+                   '"AnimatedSprite2D", "KinematicBody2D"], "likely_doc_topics": ["migration"], '
+                   '"migration_signals": ["AnimatedSprite to AnimatedSprite2D"]}')
+
+
+def test_profile_hallucinations_are_caught_and_their_danger_is_visible(retriever):
+    """The failure the user fears: a profile that invents a Godot 3 -> 4 migration for valid Godot 4 code."""
+    profile, problems = parse_profile("Sure! " + HOSTILE_PROFILE + " Hope this helps.")
+    assert problems == []
+    checked = check_profile(profile, REFERENCE_CHUNK)
+    assert checked["checks"]["important_literals"]["hallucinated"] == ["AnimatedSprite", "KinematicBody2D"]
+    assert checked["checks"]["migration_signals"]["hallucinated"] == ["AnimatedSprite to AnimatedSprite2D"]
+    cfg = RetrieveConfig(k=10)
+
+    def mapping_scores(keep):
+        chk = check_profile(profile, REFERENCE_CHUNK, keep_hallucinated=keep)
+        lexical, dense = profile_queries(profile, chk)
+        lists, _ = retriever.candidate_lists([lexical or dense], "B", cfg, Timer(), False, ["api_mapping"])
+        return {c.id: c.score for c in lists["api_mapping"][0]["bm25"]}, lexical
+
+    kept, lexical_kept = mapping_scores(keep=True)
+    dropped, lexical_dropped = mapping_scores(keep=False)
+    bad = "class_renames:AnimatedSprite->AnimatedSprite2D"
+    # kept, the invented Godot 3 names pull the migration mappings up; dropped, they are gone from the query
+    assert "KinematicBody2D" in lexical_kept and "KinematicBody2D" not in lexical_dropped
+    assert "class_renames:KinematicBody2D->CharacterBody2D" in kept and "class_renames:KinematicBody2D->CharacterBody2D" not in dropped
+    assert kept[bad] > dropped.get(bad, 0.0)
+    # and F's validator would never accept it for this chunk
+    f = retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=10, reranker="none"))
+    assert bad not in [c.id for c in f.by_table("api_mapping")]
+
+
+def test_strategy_e_with_real_qwen(retriever, qwen):
+    retriever.llm = qwen
+    try:
+        res = retriever.retrieve(REFERENCE_CHUNK, "E", RetrieveConfig(k=5))
+    finally:
+        retriever.llm = None
+    t = res.trace
+    assert {"profile", "profile_checks", "profile_diff", "profile_queries"} <= set(t)
+    assert t["stages"][0]["stage"] == "profile" and "raw_answer" in t["stages"][0]["info"]
+    for lit in t["profile_checks"]["used"]["literals"]:
+        assert lit in REFERENCE_CHUNK or all(p in REFERENCE_CHUNK for p in lit.replace(".", " ").split())
+
+
+def test_judge_never_accepts_alone_and_drops_invented_evidence(retriever, qwen):
+    assert parse_answer('yes\n["Input.is_action_pressed", "made_up_call"]') == ("yes", ["Input.is_action_pressed", "made_up_call"])
+    ok, bad = check_cited(["Input.is_action_pressed", "made_up_call"], REFERENCE_CHUNK, "Input.is_action_pressed()")
+    assert ok == ["Input.is_action_pressed"] and bad == ["made_up_call"]
+    retriever.llm = qwen
+    try:
+        res = retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5, validator_llm=True, validate_top=2, reranker="none"))
+    finally:
+        retriever.llm = None
+    judged = [c for c in res.results + res.rejected if "judge" in c.trace]
+    assert judged
+    for c in judged:
+        j = c.trace["judge"]
+        assert {"raw_answer", "answer", "p_yes", "cited_verified", "cited_hallucinated"} <= set(j)
+        assert c.trace["validate"]["accepted"]  # only deterministic accepts reach the judge
+        if c.verdict == "accept":
+            assert j["answer"] == "yes" and c.trace["validate"]["evidence"]
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def llama_server(gguf):
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
+                             "--port", str(port), "--n_ctx", "2048", "--model_alias", "qwen-0.5b"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("llama_cpp.server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_openai_compatible_server(llama_server, retriever):
+    llm = OpenAICompatLLM(llama_server, model="qwen-0.5b", timeout=60)
+    res = llm.chat("Answer with one word: yes or no.", "Is GDScript the scripting language of Godot?", max_tokens=3)
+    assert res["text"].strip()
+    retriever.llm = llm
+    try:
+        out = retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=3, validator_llm=True, validate_top=1, reranker="none"))
+    finally:
+        retriever.llm = None
+    assert any("judge" in c.trace for c in out.results + out.rejected)
+
+
+def test_server_down_is_a_clear_error_or_degrades(retriever):
+    llm = OpenAICompatLLM(f"http://127.0.0.1:{_free_port()}", timeout=2, retries=1)
+    with pytest.raises(LLMError, match="unreachable"):
+        llm.chat("s", "u")
+    retriever.llm = llm
+    try:
+        with pytest.raises(LLMError):
+            retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=3, validator_llm=True, reranker="none"))
+        res = retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=3, validator_llm=True, llm_optional=True, reranker="none"))
+        assert "deterministic validator only" in res.trace["llm_fallback"] and res.results
+        res = retriever.retrieve(REFERENCE_CHUNK, "E", RetrieveConfig(k=3, llm_optional=True))
+        assert "fell back" in res.trace["llm_fallback"]
+    finally:
+        retriever.llm = None
