@@ -53,7 +53,7 @@ REVIEW = [
     {
         "prototype_id": "review:physics_body_moved_in_process",
         "label": "physics_movement_in_process",
-        "input_pattern": r"func\s+_process\s*\([^)]*\)\s*(?:->\s*\w+\s*)?:(?:\n[ \t]+.*)*?move_and_(?:slide|collide)\s*\(",
+        "input_pattern": r"func\s+_process\s*\([^)]*\)\s*(?:->\s*\w+\s*)?:(?:\n[ \t][^\n]*)*?move_and_(?:slide|collide)\s*\(",
         "expected_finding": "A physics body is moved in `_process()` instead of `_physics_process()`.",
         "recommended_action": "Move the physics movement into `_physics_process(delta)`.",
         "severity": "warning",
@@ -73,7 +73,7 @@ REVIEW = [
     {
         "prototype_id": "review:get_node_every_frame",
         "label": "get_node_in_process_loop",
-        "input_pattern": r"func\s+_(?:physics_)?process\s*\([^)]*\)\s*(?:->\s*\w+\s*)?:(?:\n[ \t]+.*)*?get_node\s*\(",
+        "input_pattern": r"func\s+_(?:physics_)?process\s*\([^)]*\)\s*(?:->\s*\w+\s*)?:(?:\n[ \t][^\n]*)*?get_node\s*\(",
         "expected_finding": "`get_node()` is looked up every frame inside a process callback.",
         "recommended_action": "Cache the node in an `@onready var`.",
         "severity": "info",

@@ -7,9 +7,11 @@ import threading
 class NanoRanker:
     name = "nanoranker"
 
-    def __init__(self):
+    def __init__(self, cache_size: int = 50_000):
         self._mod = None
         self._lock = threading.Lock()
+        self._cache: dict[str, object] = {}  # document text -> embedding; docs repeat across queries
+        self._cache_size = cache_size
 
     def _load(self):
         with self._lock:
@@ -27,7 +29,15 @@ class NanoRanker:
         import numpy as np
 
         q = mod.embed(query)
-        docs = np.array([mod.embed(d) for d in documents])
+        vecs = []
+        for d in documents:
+            v = self._cache.get(d)
+            if v is None:
+                v = mod.embed(d)
+                if len(self._cache) < self._cache_size:
+                    self._cache[d] = v
+            vecs.append(v)
+        docs = np.array(vecs)
         feats = np.concatenate([np.tile(q, (len(docs), 1)), docs], axis=1).astype(np.float32)
         return [float(x) for x in mod.reranker_model.run(["output"], {"input": feats})[0].reshape(-1)]
 

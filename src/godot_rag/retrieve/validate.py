@@ -78,13 +78,14 @@ class ChunkFacts:
             if DIGITS_RE.search(ident):
                 self.shapes.setdefault(shape(ident), set()).add(ident)
         self.csharp = looks_csharp(chunk)
+        self.all_identifiers = set(IDENT_RE.findall(chunk))  # comments and strings included
+        self._first_line: dict[str, int] = {}
+        for i, line in enumerate(chunk.split("\n"), 1):
+            for ident in IDENT_RE.findall(line):
+                self._first_line.setdefault(ident, i)
 
     def line_of(self, literal: str) -> int | None:
-        rx = bounded(literal)
-        for i, line in enumerate(self.text.split("\n"), 1):
-            if rx.search(line):
-                return i
-        return None
+        return self._first_line.get(literal)
 
 
 def _record_text(c: Candidate) -> str:
@@ -93,9 +94,20 @@ def _record_text(c: Candidate) -> str:
     return (p.get("content") or "") + "\n" + code
 
 
+def _pairs(chains: list[str]) -> set[str]:
+    out = set()
+    for ch in chains:
+        parts = ch.split(".")
+        out.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]))
+    return out
+
+
 def docs_evidence(facts: ChunkFacts, c: Candidate, idf: Callable[[str], float], min_idf: float) -> dict:
     text = _record_text(c)
     symbols = set(c.payload.get("api_symbols") or [])
+    # Identifier sets make every boundary-respecting test a set lookup.
+    rec_idents = set(IDENT_RE.findall(text))
+    rec_pairs = _pairs(CHAIN_RE.findall(text))
     items: list[dict] = []
     seen: set[str] = set()
 
@@ -112,19 +124,17 @@ def docs_evidence(facts: ChunkFacts, c: Candidate, idf: Callable[[str], float], 
             add(sym, "api_symbol", 1.0 + idf(sym))
     for chain in sorted(facts.calls):
         tail = ".".join(chain.split(".")[-2:])
-        if tail not in seen and bounded(tail).search(text):
+        if tail not in seen and tail in rec_pairs:
             add(tail, "call", 2.0 + idf(tail.split(".")[-1]))
     for lit in sorted(facts.strings):
-        if len(lit) >= 3 and IDENT_RE.fullmatch(lit) and idf(lit.lower()) >= min_idf and bounded(lit).search(text):
+        if len(lit) >= 3 and IDENT_RE.fullmatch(lit) and lit in rec_idents and idf(lit.lower()) >= min_idf:
             add(f'"{lit}"', "string", idf(lit.lower()))
     for ident in sorted(facts.identifiers):
-        if ident in seen or len(ident) < 3 or idf(ident.lower()) < min_idf:
+        if ident in seen or len(ident) < 3 or ident not in rec_idents or idf(ident.lower()) < min_idf:
             continue
-        if bounded(ident).search(text):
-            add(ident, "identifier", idf(ident.lower()))
+        add(ident, "identifier", idf(ident.lower()))
     contra: list[dict] = []
-    rec_idents = set(IDENT_RE.findall(text)) | {s for sym in symbols for s in sym.split(".")}
-    for ident in sorted(rec_idents):
+    for ident in sorted(rec_idents | {s for sym in symbols for s in sym.split(".")}):
         if ident in facts.identifiers or not DIGITS_RE.search(ident):
             continue
         twins = facts.shapes.get(shape(ident))
@@ -148,6 +158,8 @@ def mapping_evidence(facts: ChunkFacts, c: Candidate) -> dict:
             hits += [m.span() for m in re.finditer(rx, facts.code)]
     elif change in ("method_change", "api_change"):
         hits = [m.span() for m in re.finditer(r"(?<![A-Za-z0-9_])" + re.escape(src) + r"(?![A-Za-z0-9_])\s*\(", facts.code)]
+    elif IDENT_RE.fullmatch(src) and src not in facts.all_identifiers:
+        hits = []  # the common case, answered by a set lookup
     else:
         hits = [m.span() for m in bounded(src).finditer(facts.text)]
     text = facts.code if (regex_terms or change in ("method_change", "api_change")) else facts.text
