@@ -71,10 +71,31 @@ def retriever(fixture_db, embedder, tmp_path_factory):
     return Retriever(fixture_db, embedder=embedder, cache_dir=tmp_path_factory.mktemp("cache"))
 
 
-REFERENCE_CHUNK = (
-    "func _process(delta):\n\tvar velocity = Vector2.ZERO\n\tif Input.is_action_pressed(&\"move_right\"):\n"
-    "\t\tvelocity.x += 1\n\tif Input.is_action_pressed(&\"move_left\"):\n\t\tvelocity.x -= 1\n\n"
-    "\tif velocity.length() > 0:\n\t\tvelocity = velocity.normalized() * speed\n\t\t$AnimatedSprite2D.play()\n"
-    "\telse:\n\t\t$AnimatedSprite2D.stop()\n\n\tposition += velocity * delta\n"
-    "\tposition = position.clamp(Vector2.ZERO, screen_size)"
-)
+from godot_rag.examples import REFERENCE_CHUNK  # noqa: E402,F401  (the user's reference chunk)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_http_server(cmd: list[str], url: str, ready_path: str, tries: int = 240):
+    """Start a real server process on loopback and wait until `ready_path` answers 200."""
+    import subprocess
+    import time
+
+    import httpx
+
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(tries):
+        try:
+            if httpx.get(url + ready_path, timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    proc.kill()
+    pytest.fail(f"{' '.join(cmd[:4])} did not start")

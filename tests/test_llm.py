@@ -1,11 +1,6 @@
 """Real Qwen 0.5B (bundled GGUF) in process and behind a real llama.cpp OpenAI-compatible server."""
-import os
-import socket
-import subprocess
 import sys
-import time
 
-import httpx
 import pytest
 
 from godot_rag.models.llm import LLMError, OpenAICompatLLM, assemble_bundled, make_llm, verify_gguf
@@ -13,7 +8,7 @@ from godot_rag.retrieve.config import RetrieveConfig
 from godot_rag.retrieve.judge import check_cited, parse_answer
 from godot_rag.retrieve.pipeline import Timer
 from godot_rag.retrieve.profile import check_profile, parse_profile, profile_queries
-from conftest import REFERENCE_CHUNK
+from conftest import REFERENCE_CHUNK, free_port, start_http_server
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 llama_cpp = pytest.importorskip("llama_cpp", reason="needs the 'llm' extra (llama-cpp-python)")
@@ -109,28 +104,12 @@ def test_judge_never_accepts_alone_and_drops_invented_evidence(retriever, qwen):
             assert j["answer"] == "yes" and c.trace["validate"]["evidence"]
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_server(gguf):
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-                             "--port", str(port), "--n_ctx", "2048", "--model_alias", "qwen-0.5b"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
-    for _ in range(120):
-        try:
-            if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("llama_cpp.server did not start")
+    proc = start_http_server([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
+                              "--port", str(port), "--n_ctx", "2048", "--model_alias", "qwen-0.5b"], url, "/v1/models")
     yield url
     proc.terminate()
     proc.wait(10)
@@ -149,7 +128,7 @@ def test_openai_compatible_server(llama_server, retriever):
 
 
 def test_server_down_is_a_clear_error_or_degrades(retriever):
-    llm = OpenAICompatLLM(f"http://127.0.0.1:{_free_port()}", timeout=2, retries=1)
+    llm = OpenAICompatLLM(f"http://127.0.0.1:{free_port()}", timeout=2, retries=1)
     with pytest.raises(LLMError, match="unreachable"):
         llm.chat("s", "u")
     retriever.llm = llm

@@ -110,7 +110,7 @@ PG15 = Path("/usr/lib/postgresql/15/bin")
 
 
 @pytest.mark.skipif(not (PG15 / "initdb").exists(), reason="Debian's postgresql-15 server is not installed")
-def test_own_server_without_pgvector_says_how_to_fix():
+def test_own_server_without_pgvector_says_how_to_fix(fixture_jsonl):
     """A real PostgreSQL 15 (Debian's, which has no pgvector) reached by DSN."""
     import tempfile
 
@@ -130,18 +130,8 @@ def test_own_server_without_pgvector_says_how_to_fix():
     try:
         db = Database(dsn=f"postgresql://postgres@/postgres?host={sock}&port=55439")
         with pytest.raises(StoreError, match="no 'vector' extension.*CREATE EXTENSION vector"):
-            load_jsonl(db, FIXTURES_JSONL(), quiet=True)
+            load_jsonl(db, fixture_jsonl, quiet=True)
     finally:
         subprocess.run(run + [str(PG15 / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
         shutil.rmtree(tmp_path, ignore_errors=True)
-
-
-def FIXTURES_JSONL():
-    from conftest import FIXTURES
-    from godot_rag.ingest.pipeline import run_ingest
-    import tempfile
-
-    out = Path(tempfile.mkdtemp())
-    run_ingest(FIXTURES / "pages", FIXTURES / "renames.jsonl", out, quiet=True)
-    return out

@@ -1,16 +1,11 @@
 """The debugger page in a real headless Chromium (Debian's), against `godot-rag serve` on loopback."""
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import time
-from pathlib import Path
 
-import httpx
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, free_port, start_http_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -20,29 +15,12 @@ if not os.path.exists(CHROMIUM):
 OUT = ROOT / "test-output" / "web"
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(fixture_db):
-    port = _free_port()
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen([sys.executable, "-m", "godot_rag.cli", "serve", "--port", str(port),
-                             "--data-dir", str(fixture_db.data_dir)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
-    for _ in range(240):
-        try:
-            if httpx.get(url + "/api/strategies", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("godot-rag serve did not start")
+    proc = start_http_server([sys.executable, "-m", "godot_rag.cli", "serve", "--port", str(port),
+                              "--data-dir", str(fixture_db.data_dir)], url, "/api/strategies")
     yield url
     proc.terminate()
     proc.wait(20)

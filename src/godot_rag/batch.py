@@ -9,21 +9,16 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from .jsonlines import iter_jsonl
+
 
 def read_batch(path: Path) -> list[str]:
     chunks = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{n}: malformed JSON ({e.msg})") from None
-            text = rec.get("chunkText", rec.get("chunk_text")) if isinstance(rec, dict) else None
-            if not isinstance(text, str):
-                raise ValueError(f"{path}:{n}: field 'chunkText' (or 'chunk_text') must be a string")
-            chunks.append(text)
+    for n, rec in iter_jsonl(path):
+        text = rec.get("chunkText", rec.get("chunk_text")) if isinstance(rec, dict) else None
+        if not isinstance(text, str):
+            raise ValueError(f"{path}:{n}: field 'chunkText' (or 'chunk_text') must be a string")
+        chunks.append(text)
     return chunks
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..examples import EXAMPLES, REFERENCE_CHUNK  # noqa: F401  (re-exported for callers)
 from ..retrieve.config import MAX_CHUNK_CHARS, STRATEGIES, ConfigError, RetrieveConfig, check_strategy
 from ..retrieve.pipeline import ChunkError, Retriever
 from ..retrieve.types import RetrieveResult
@@ -18,13 +19,6 @@ except ImportError as e:  # pragma: no cover - depends on the extra
     raise ImportError("the HTTP API needs the 'serve' extra: pip install 'godot-rag[serve]'") from e
 
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
-REFERENCE_CHUNK = (
-    "func _process(delta):\n\tvar velocity = Vector2.ZERO\n\tif Input.is_action_pressed(&\"move_right\"):\n"
-    "\t\tvelocity.x += 1\n\tif Input.is_action_pressed(&\"move_left\"):\n\t\tvelocity.x -= 1\n\n"
-    "\tif velocity.length() > 0:\n\t\tvelocity = velocity.normalized() * speed\n\t\t$AnimatedSprite2D.play()\n"
-    "\telse:\n\t\t$AnimatedSprite2D.stop()\n\n\tposition += velocity * delta\n"
-    "\tposition = position.clamp(Vector2.ZERO, screen_size)"
-)
 
 
 class RetrieveRequest(BaseModel):
@@ -89,7 +83,7 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
 
     @app.get("/api/examples")
     def api_examples():
-        return {"examples": [{"name": "reference: first 2D game _process", "chunkText": REFERENCE_CHUNK}]}
+        return {"examples": EXAMPLES}
 
     @app.get("/", include_in_schema=False)
     def index():

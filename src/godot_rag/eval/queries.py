@@ -1,9 +1,10 @@
 """Read evaluation query files (the ../shared/eval format); a bad line names file, line and field."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..jsonlines import iter_jsonl
 
 
 class QueryFileError(ValueError):
@@ -29,36 +30,29 @@ def _need(cond: bool, path, n: int, fieldname: str, msg: str) -> None:
 
 def read_queries(path: Path, limit: int | None = None) -> list[Query]:
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise QueryFileError(f"{path}:{n}: malformed JSON ({e.msg} at column {e.colno})") from None
-            if not isinstance(rec, dict):
-                raise QueryFileError(f"{path}:{n}: each line must be a JSON object")
-            _need(isinstance(rec.get("id"), str) and rec["id"], path, n, "id", "required non-empty string")
-            _need(isinstance(rec.get("chunk_text"), str) and rec["chunk_text"].strip(), path, n, "chunk_text",
-                  "required non-empty string")
-            pages = rec.get("relevant_pages", {})
-            _need(isinstance(pages, dict) and all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
-                                                  for k, v in pages.items()), path, n, "relevant_pages",
-                  "must be an object of page path -> integer grade")
-            maps = rec.get("relevant_mappings", [])
-            _need(isinstance(maps, list) and all(isinstance(m, list) and len(m) == 3 and all(isinstance(x, str) for x in m)
-                                                 for m in maps), path, n, "relevant_mappings",
-                  "must be a list of [table, from, to] string triples")
-            demoted = rec.get("demoted_pages", [])
-            _need(isinstance(demoted, list) and all(isinstance(x, str) for x in demoted), path, n, "demoted_pages",
-                  "must be a list of page paths")
-            variant = rec.get("variant")
-            _need(variant is None or isinstance(variant, str), path, n, "variant", "must be a string")
-            enm = rec.get("expect_no_mappings", False)
-            _need(isinstance(enm, bool), path, n, "expect_no_mappings", "must be true or false")
-            out.append(Query(rec["id"], rec["chunk_text"], pages, [tuple(m) for m in maps], variant, demoted, enm,
-                             Path(path).name))
-            if limit and len(out) >= limit:
-                break
+    for n, rec in iter_jsonl(path, lambda n, msg: QueryFileError(f"{path}:{n}: {msg}")):
+        if not isinstance(rec, dict):
+            raise QueryFileError(f"{path}:{n}: each line must be a JSON object")
+        _need(isinstance(rec.get("id"), str) and rec["id"], path, n, "id", "required non-empty string")
+        _need(isinstance(rec.get("chunk_text"), str) and rec["chunk_text"].strip(), path, n, "chunk_text",
+              "required non-empty string")
+        pages = rec.get("relevant_pages", {})
+        _need(isinstance(pages, dict) and all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                                              for k, v in pages.items()), path, n, "relevant_pages",
+              "must be an object of page path -> integer grade")
+        maps = rec.get("relevant_mappings", [])
+        _need(isinstance(maps, list) and all(isinstance(m, list) and len(m) == 3 and all(isinstance(x, str) for x in m)
+                                             for m in maps), path, n, "relevant_mappings",
+              "must be a list of [table, from, to] string triples")
+        demoted = rec.get("demoted_pages", [])
+        _need(isinstance(demoted, list) and all(isinstance(x, str) for x in demoted), path, n, "demoted_pages",
+              "must be a list of page paths")
+        variant = rec.get("variant")
+        _need(variant is None or isinstance(variant, str), path, n, "variant", "must be a string")
+        enm = rec.get("expect_no_mappings", False)
+        _need(isinstance(enm, bool), path, n, "expect_no_mappings", "must be true or false")
+        out.append(Query(rec["id"], rec["chunk_text"], pages, [tuple(m) for m in maps], variant, demoted, enm,
+                         Path(path).name))
+        if limit and len(out) >= limit:
+            break
     return out

@@ -3,11 +3,11 @@ migration pages state in prose (`X's `a()` is now `b()``) and the GDScript synta
 changes that are not renames (yield, export, onready, tool, setget, ...)."""
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from pathlib import Path
 
+from ..jsonlines import iter_jsonl
 from .symbols import ApiVocabulary
 
 CHANGE_TYPES = {
@@ -43,20 +43,15 @@ class RenameFileError(ValueError):
 
 def read_renames(path: Path) -> list[dict]:
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise RenameFileError(f"{path}:{n}: not valid JSON ({e.msg})") from None
-            for field in ("table", "from", "to"):
-                if not isinstance(rec.get(field), str) or not rec[field]:
-                    raise RenameFileError(f"{path}:{n}: field '{field}' must be a non-empty string")
-            if rec["table"] not in CHANGE_TYPES:
-                raise RenameFileError(f"{path}:{n}: field 'table': unknown rename table {rec['table']!r}")
-            out.append(rec)
+    for n, rec in iter_jsonl(path, lambda n, msg: RenameFileError(f"{path}:{n}: {msg}")):
+        if not isinstance(rec, dict):
+            raise RenameFileError(f"{path}:{n}: each line must be a JSON object")
+        for field in ("table", "from", "to"):
+            if not isinstance(rec.get(field), str) or not rec[field]:
+                raise RenameFileError(f"{path}:{n}: field '{field}' must be a non-empty string")
+        if rec["table"] not in CHANGE_TYPES:
+            raise RenameFileError(f"{path}:{n}: field 'table': unknown rename table {rec['table']!r}")
+        out.append(rec)
     return out
 
 

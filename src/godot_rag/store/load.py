@@ -9,6 +9,7 @@ from pathlib import Path
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
+from ..jsonlines import iter_jsonl
 from ..ingest.schema import SCHEMA, RecordError, search_text, validate_record
 from .db import Database, StoreError
 from .schema import columns, ensure_schema, get_meta, set_meta
@@ -25,23 +26,12 @@ def read_jsonl(path: Path, table: str) -> list[dict]:
         raise StoreError(f"{path}: file not found (run `godot-rag ingest` first)")
     records, seen = [], {}
     key = SCHEMA[table]["key"]
-    with open(path, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise RecordError(str(path), n, None, f"not UTF-8 (byte {e.start})") from None
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise RecordError(str(path), n, None, f"malformed JSON: {e.msg} at column {e.colno}") from None
-            validate_record(table, rec, str(path), n)
-            if rec[key] in seen:
-                raise RecordError(str(path), n, key, f"duplicate id {rec[key]!r} (first on line {seen[rec[key]]})")
-            seen[rec[key]] = n
-            records.append(rec)
+    for n, rec in iter_jsonl(path, lambda n, msg: RecordError(str(path), n, None, msg)):
+        validate_record(table, rec, str(path), n)
+        if rec[key] in seen:
+            raise RecordError(str(path), n, key, f"duplicate id {rec[key]!r} (first on line {seen[rec[key]]})")
+        seen[rec[key]] = n
+        records.append(rec)
     return records
 
 

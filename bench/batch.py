@@ -1,0 +1,38 @@
+"""1,000 chunks through `godot-rag retrieve --batch` (strategy D): chunks per second and CPU use
+(process CPU seconds / wall seconds; 2.0 means both cores busy).
+
+    python bench/batch.py [--n 1000] [--strategy D] [--workers 2]
+"""
+import argparse
+import json
+import resource
+import subprocess
+import time
+from pathlib import Path
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--n", type=int, default=1000)
+ap.add_argument("--strategy", default="D")
+ap.add_argument("--workers", type=int, default=2)
+args = ap.parse_args()
+chunks = []
+for f in sorted(Path("../shared/eval").glob("*.jsonl")):
+    chunks += [json.loads(l)["chunk_text"] for l in open(f)]
+out = Path("bench-out")
+out.mkdir(exist_ok=True)
+batch = out / "batch.jsonl"
+with open(batch, "w") as fh:
+    for i in range(args.n):
+        fh.write(json.dumps({"chunkText": chunks[i % len(chunks)]}) + "\n")
+t = time.perf_counter()
+before = resource.getrusage(resource.RUSAGE_CHILDREN)
+res = subprocess.run(["godot-rag", "retrieve", "--batch", str(batch), "--strategy", args.strategy, "--workers",
+                      str(args.workers), "--quiet"], capture_output=True, text=True)
+wall = time.perf_counter() - t
+after = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+lines = res.stdout.strip().splitlines()
+summary = [json.loads(l) for l in res.stderr.splitlines() if l.startswith('{"batch_summary"')]
+print(json.dumps({"chunks": len(lines), "wall_s": round(wall, 1), "chunks_per_s_including_start": round(len(lines) / wall, 2),
+                  "retrieval": summary[0]["batch_summary"] if summary else None,
+                  "cpu_s": round(cpu, 1), "cores_busy": round(cpu / wall, 2)}, indent=2))
