@@ -109,9 +109,10 @@ def rename_mappings(renames: list[dict], vocab: ApiVocabulary, evidence: Evidenc
         negative = []
         if src in dst and src != dst:
             negative.append(ident_pattern(dst))
-        if change in ("method_rename", "signal_rename", "property_rename"):
+        # A chunk declaring its own member of that name is not using the Godot 3 API, except for
+        # virtual methods (renamed to `_name`): there the declaration is the Godot 3 override.
+        if change in ("method_rename", "signal_rename", "property_rename") and not dst.startswith("_"):
             keyword = {"method_rename": "func", "signal_rename": "signal", "property_rename": "var"}[change]
-            # The chunk declares its own member of that name: not a use of the Godot 3 API.
             negative.append(rf"{keyword}\s+{re.escape(src)}{E}")
         if change in ("class_rename", "builtin_type_rename"):
             negative.append(rf"class_name\s+{re.escape(src)}{E}")

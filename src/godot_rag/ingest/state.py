@@ -1,5 +1,5 @@
 """Skip an ingest whose inputs did not change: names, sizes and mtimes of the pages, the renames file,
-the chunk size and the godot-rag version."""
+the chunk size, the godot-rag version and the ingest code itself."""
 from __future__ import annotations
 
 import hashlib
@@ -14,6 +14,8 @@ OUTPUTS = ("docs_chunks.jsonl", "api_mapping.jsonl", "label_prototypes.jsonl", "
 
 def _fingerprint(pages: Path, renames: Path | None, chunk_chars: int) -> str:
     h = hashlib.sha256(f"{__version__}|{chunk_chars}".encode())
+    for src in sorted(Path(__file__).parent.glob("*.py")):  # a change to the ingest code re-runs it
+        h.update(src.read_bytes())
     for p in sorted(Path(pages).glob("*.md")):
         st = p.stat()
         h.update(f"{p.name}|{st.st_size}|{st.st_mtime_ns}\n".encode())

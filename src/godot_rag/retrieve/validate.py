@@ -12,12 +12,13 @@ equals one of the chunk's identifiers once digit runs are masked (`Vector3` vs
 
 Acceptance rules:
 - docs_chunks: at least `min_direct_evidence` items, one of them strong
-  (a call chain or an API symbol of the record), and confidence >= 0.5 where
+  (a call chain, an API symbol of the record, a code line of the chunk found in the
+  record's code up to renaming, or a rare method call), and confidence >= 0.5 where
   confidence = support / (support + 1.5 * contradiction + 4);
 - api_mapping: the `source_api` occurs in the chunk (regex `re:` terms for
   syntax changes, a call for prose-derived method changes), an occurrence is
-  left over once every negative pattern has claimed its matches, and C#-only
-  records need C# code;
+  left over once every negative pattern has claimed its matches, the chunk does
+  not declare that name itself (`var white`), and C#-only records need C# code;
 - label_prototypes: every `must_match` rule matches, no `must_not_match` rule
   does, and a required api_mapping type was accepted for this chunk.
 """
@@ -27,14 +28,24 @@ import math
 import re
 from typing import Callable
 
+from .codematch import clone_match, code_lines, record_code
 from .types import Candidate
 
 IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 CHAIN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+METHOD_CALL_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 CALL_CHAIN_RE = re.compile(r"((?:[A-Za-z_][A-Za-z0-9_]*\.)+[A-Za-z_][A-Za-z0-9_]*)\s*\(")
 STRING_RE = re.compile(r"&?\"((?:[^\"\\\n]|\\.)*)\"|'((?:[^'\\\n]|\\.)*)'")
 COMMENT_RE = re.compile(r"#.*$", re.M)
 DIGITS_RE = re.compile(r"\d+")
+
+
+DECLARED_RE = re.compile(r"\b(?:var|const|for)\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def declared_names(code: str) -> set[str]:
+    """Names the chunk declares itself with var/const/for (case kept)."""
+    return set(DECLARED_RE.findall(code))
 
 
 def bounded(name: str) -> re.Pattern:
@@ -72,6 +83,8 @@ class ChunkFacts:
         self.identifiers = set(IDENT_RE.findall(self.code))
         self.chains = set(CHAIN_RE.findall(self.code))
         self.calls = set(CALL_CHAIN_RE.findall(self.code))
+        self.methods = set(METHOD_CALL_RE.findall(self.code))
+        self.declared = declared_names(self.code)
         self.strings = {a or b for a, b in STRING_RE.findall(self.code) if (a or b)}
         self.shapes: dict[str, set[str]] = {}
         for ident in self.identifiers:
@@ -126,6 +139,15 @@ def docs_evidence(facts: ChunkFacts, c: Candidate, idf: Callable[[str], float], 
         tail = ".".join(chain.split(".")[-2:])
         if tail not in seen and tail in rec_pairs:
             add(tail, "call", 2.0 + idf(tail.split(".")[-1]))
+    rec_methods = set(METHOD_CALL_RE.findall(text))
+    for m in sorted(facts.methods & rec_methods):
+        if m not in seen and f".{m}" not in {i["literal"][-len(m) - 1:] for i in items} and idf(m.lower()) >= min_idf - 1:
+            add(f".{m}()", "method_call", 1.0 + idf(m.lower()))
+    ratio, lines = clone_match(facts.text, record_code(c))
+    if lines:
+        qlines = code_lines(facts.text)
+        for i in lines[:6]:
+            add(" ".join(qlines[i - 1]), "code_line", 2.0 + 4.0 * ratio)
     for lit in sorted(facts.strings):
         if len(lit) >= 3 and IDENT_RE.fullmatch(lit) and lit in rec_idents and idf(lit.lower()) >= min_idf:
             add(f'"{lit}"', "string", idf(lit.lower()))
@@ -143,7 +165,8 @@ def docs_evidence(facts: ChunkFacts, c: Candidate, idf: Callable[[str], float], 
     support = sum(i["weight"] for i in items)
     against = sum(i["weight"] for i in contra)
     confidence = support / (support + 1.5 * against + 4.0) if support else 0.0
-    strong = [i for i in items if i["kind"] in ("api_symbol", "call")]
+    strong = [i for i in items if i["kind"] in ("api_symbol", "call", "code_line")
+              or (i["kind"] == "method_call" and i["weight"] >= 1.0 + min_idf)]
     return {"evidence": items, "contradictions": contra, "support": round(support, 3), "against": round(against, 3),
             "confidence": round(confidence, 4), "strong": len(strong)}
 
@@ -185,6 +208,8 @@ def mapping_evidence(facts: ChunkFacts, c: Candidate) -> dict:
         reasons.append(f"every occurrence of '{src}' is accounted for by a negative pattern")
     if change.startswith("csharp") and not facts.csharp:
         reasons.append("C#-only change, and the chunk is GDScript")
+    if free and src in facts.declared:
+        reasons.append(f"the chunk declares '{src}' itself (a local name, not the Godot 3 API)")
     evidence = []
     if free:
         line = text[: free[0]].count("\n") + 1
