@@ -132,8 +132,13 @@ class LlamaCppLLM:
         prompt = (f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
                   "<|im_start|>assistant\n")
         tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
-        llm.reset()
-        llm.eval(tokens)
+        # Reuse the evaluated prefix (system prompt + SOURCE_CODE) from the previous call.
+        done = llm.input_ids[: llm.n_tokens].tolist()
+        keep = 0
+        while keep < min(len(done), len(tokens) - 1) and done[keep] == tokens[keep]:
+            keep += 1
+        llm.n_tokens = keep
+        llm.eval(tokens[keep:])
         logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
         probs = np.exp(logits - logits.max())
         probs /= probs.sum()

@@ -48,7 +48,7 @@ class RetrieveConfig:
     codematch_alpha: float = 1.0  # D/E/F: fused * (1 + alpha * code-clone ratio); 0 turns it off
     segments: bool = True  # retrieve per function/block of the chunk and merge
     ef_search: int = 100
-    reranker: str = "nanoranker"
+    reranker: str = "none"  # nanoranker and Qwen P(yes) measured no better than D's order (README)
     rerank_top: int = 30  # how many fused candidates the reranker sees
     rerank_weight: float = 0.3  # share of the reranker in the final F score
     validator_llm: bool = False

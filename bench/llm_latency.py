@@ -1,0 +1,43 @@
+"""Latency of the LLM stages with the bundled Qwen (in process) on the reference chunk and a sample of
+eval chunks: E (profile + search) and F with the Qwen judge on the top 5; plus the process RSS with
+the model loaded (the figure `godot-rag serve --llm-bundled` reaches).
+
+    python bench/llm_latency.py [--bundled 1.5b] [--n 5]
+"""
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import psutil
+
+from godot_rag.examples import REFERENCE_CHUNK
+from godot_rag.models.llm import make_llm
+from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.retrieve.pipeline import Retriever
+from godot_rag.store.db import Database
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--bundled", default="1.5b")
+ap.add_argument("--n", type=int, default=5)
+args = ap.parse_args()
+chunks = [REFERENCE_CHUNK] + [json.loads(l)["chunk_text"] for l in open(Path("../shared/eval/migration.dev.jsonl"))][: args.n - 1]
+r = Retriever(Database(), llm=make_llm(bundled=args.bundled))
+r.warm()
+out = {"llm": args.bundled, "chunks": len(chunks)}
+for name, strategy, cfg in (("E", "E", RetrieveConfig(k=5)),
+                            ("F_judge_top5", "F", RetrieveConfig(k=5, validator_llm=True, validate_top=5))):
+    ms, extra = [], []
+    for c in chunks:
+        t = time.perf_counter()
+        res = r.retrieve(c, strategy, cfg)
+        ms.append((time.perf_counter() - t) * 1000)
+        if strategy == "E":
+            extra.append(len(res.trace["profile_checks"]["checks"]["important_literals"]["hallucinated"]))
+        else:
+            extra.append(sum(1 for x in res.results + res.rejected if "judge" in x.trace and x.verdict == "reject"))
+    out[name] = {"latency_ms_p50": round(statistics.median(ms)), "latency_ms_max": round(max(ms)),
+                 ("hallucinated_literals" if strategy == "E" else "rejected_by_judge"): extra}
+out["rss_mb_with_model"] = round(psutil.Process().memory_info().rss / 2**20)
+print(json.dumps(out, indent=2))
