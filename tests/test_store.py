@@ -1,6 +1,7 @@
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,31 @@ def test_own_server_without_pgvector_says_how_to_fix(fixture_jsonl):
         subprocess.run(run + [str(PG15 / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
         shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_embedded_server_survives_a_killed_cli(make_database, fixture_jsonl):
+    """A CLI killed with SIGKILL leaves the embedded server running; the next command reattaches."""
+    db = make_database("crash")
+    code = ("import os, sys; from godot_rag.store.db import Database; from godot_rag.store.load import load_jsonl;"
+            f"db = Database(data_dir={str(db.data_dir)!r}); load_jsonl(db, {str(fixture_jsonl)!r}, quiet=True);"
+            "os.kill(os.getpid(), 9)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert proc.returncode == -9
+    assert counts(db)["docs_chunks"] > 0
+
+
+def test_bm25_index_is_persisted_and_rebuilt_only_on_change(fixture_db, tmp_path):
+    from godot_rag.retrieve.config import RetrieveConfig
+    from godot_rag.retrieve.pipeline import Retriever
+    from godot_rag.retrieve.tokenize import TokenizerConfig
+    from godot_rag.store.bm25_cache import load_or_build
+
+    r = Retriever(fixture_db, cache_dir=tmp_path)
+    r.bm25_index("docs_chunks", TokenizerConfig(), RetrieveConfig())
+    files = list(tmp_path.glob("bm25-docs_chunks-*.npz"))
+    assert len(files) == 1
+    with fixture_db.connect() as conn:
+        digest = queries.table_digest(conn, "docs_chunks")
+    ids = list(r.records("docs_chunks"))
+    _, built = load_or_build(tmp_path, "docs_chunks", digest, TokenizerConfig().key(), ids, lambda: 1 / 0, None)
+    assert built is False  # a hit never tokenizes

@@ -16,19 +16,21 @@ class EmbedStats:
     indexed: list[str] = field(default_factory=list)
 
 
-def pending_count(conn, table: str, key_hash: str) -> int:
-    return conn.execute(
-        f"SELECT count(*) FROM {table} WHERE embedding IS NULL OR embedding_hash IS DISTINCT FROM %s || ':' || text_hash",
-        (key_hash,),
-    ).fetchone()[0]
+PENDING = "(embedding IS NULL OR embedding_hash IS DISTINCT FROM %s || ':' || text_hash) AND {key} LIKE %s"
 
 
-def embed_rows(db: Database, embedder, *, batch_rows: int = 128, quiet: bool = False) -> EmbedStats:
-    """Resumable: each batch is its own transaction, so Ctrl-C loses at most one batch."""
+def pending_count(conn, table: str, key_hash: str, only: str = "") -> int:
+    cond = PENDING.format(key=SCHEMA[table]["key"])
+    return conn.execute(f"SELECT count(*) FROM {table} WHERE {cond}", (key_hash, only + "%")).fetchone()[0]
+
+
+def embed_rows(db: Database, embedder, *, batch_rows: int = 128, quiet: bool = False, only: str = "") -> EmbedStats:
+    """Resumable: each batch is its own transaction, so Ctrl-C loses at most one batch.
+    `only` limits the work to ids starting with that prefix (e.g. a part of the docs)."""
     stats = EmbedStats()
     with db.connect(autocommit=True) as conn:
         ensure_schema(conn, db.describe())
-        pending = {t: pending_count(conn, t, embedder.key_hash) for t in SCHEMA}
+        pending = {t: pending_count(conn, t, embedder.key_hash, only) for t in SCHEMA}
         if sum(pending.values()):
             dim = embedder.dim  # loads the model only when there is work
             ensure_embedding_dim(conn, dim)
@@ -40,10 +42,9 @@ def embed_rows(db: Database, embedder, *, batch_rows: int = 128, quiet: bool = F
             done = 0
             while done < count:
                 rows = conn.execute(
-                    f"SELECT {key}, search_text, text_hash FROM {table} "
-                    f"WHERE embedding IS NULL OR embedding_hash IS DISTINCT FROM %s || ':' || text_hash "
+                    f"SELECT {key}, search_text, text_hash FROM {table} WHERE {PENDING.format(key=key)} "
                     f"ORDER BY {key} LIMIT %s",
-                    (embedder.key_hash, batch_rows),
+                    (embedder.key_hash, only + "%", batch_rows),
                 ).fetchall()
                 if not rows:
                     break
