@@ -21,6 +21,8 @@ from godot_rag.models.embedder import Embedder
 ap = argparse.ArgumentParser()
 ap.add_argument("--jsonl", default="work/godot_rag/jsonl/docs_chunks.jsonl")
 ap.add_argument("--others", type=int, default=3000)
+ap.add_argument("--poolings", default="truncate,window-mean")
+ap.add_argument("--precision", default="int8", help="int8 or fp32, for the pooling comparison")
 args = ap.parse_args()
 queries = []
 for f in ("known_item.dev.jsonl", "migration.dev.jsonl"):
@@ -33,11 +35,11 @@ random.Random(7).shuffle(rest)
 corpus = keep + rest[: args.others]
 ids = [r["chunk_id"] for r in corpus]
 texts = [search_text("docs_chunks", r) for r in corpus]
-out = {"corpus_chunks": len(corpus), "queries": len(queries)}
+out = {"corpus_chunks": len(corpus), "queries": len(queries), "precision": args.precision}
 base = Embedder(pooling="window-mean")
 out["chunks_over_one_window"] = sum(base.window_count(t) > 1 for t in texts)
-for pooling in ("truncate", "window-mean"):
-    emb = Embedder(pooling=pooling)
+for pooling in args.poolings.split(","):
+    emb = Embedder(pooling=pooling, precision=args.precision)
     t = time.perf_counter()
     docs = emb.encode(texts)
     out[f"{pooling}_encode_s"] = round(time.perf_counter() - t, 1)
