@@ -52,3 +52,29 @@ def test_strategies_openapi_and_offline_page(client):
         text = client.get(asset).text
         assert not re.search(r"https?://", text)  # no CDN: everything is served by the app
     assert "innerHTML" not in client.get("/static/app.js").text
+
+
+def test_cli_retrieve_and_batch(fixture_db, tmp_path):
+    """The thin CLI over the same library: a trace table, JSON, and --batch on two processes in input order."""
+    import json
+    import subprocess
+    import sys
+
+    from godot_rag.examples import REFERENCE_CHUNK
+
+    base = [sys.executable, "-m", "godot_rag.cli", "retrieve", "--data-dir", str(fixture_db.data_dir)]
+    chunk = tmp_path / "chunk.gd"
+    chunk.write_text(REFERENCE_CHUNK)
+    table = subprocess.run(base + [str(chunk), "--strategy", "A"], capture_output=True, text=True)
+    assert table.returncode == 0 and "zero hits; best single row" in table.stdout
+    bad = subprocess.run(base + [str(chunk), "--strategy", "Z"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "valid strategies: A, B, C, D, E, F" in bad.stderr
+    batch = tmp_path / "batch.jsonl"
+    texts = [REFERENCE_CHUNK, "func _ready():\n    var t = get_node(\"Timer\")\n    t.timeout.connect(_on_timer_timeout)",
+             "extends KinematicBody2D"]
+    batch.write_text("".join(json.dumps({"chunkText": t}) + "\n" for t in texts))
+    out = subprocess.run(base + ["--batch", str(batch), "--strategy", "B", "--workers", "2", "--quiet"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    results = [json.loads(l) for l in out.stdout.splitlines()]
+    assert [r["chunk_text"] for r in results] == texts

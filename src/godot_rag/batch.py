@@ -1,10 +1,11 @@
-"""`godot-rag retrieve --batch`: many chunks, both cores, one JSON result per line on stdout."""
+"""`godot-rag retrieve --batch`: many chunks, one process per core, one JSON result per line on stdout
+(in input order)."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tqdm import tqdm
@@ -22,16 +23,52 @@ def read_batch(path: Path) -> list[str]:
     return chunks
 
 
-def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet: bool = False) -> dict:
+_worker = {}
+
+
+def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec):
+    """Each process has its own Retriever: the GIL-bound stages then run on both cores."""
+    from .models.llm import make_llm
+    from .retrieve.config import RetrieveConfig
+    from .retrieve.pipeline import Retriever
+    from .store.db import Database
+
+    cfg = RetrieveConfig.from_mapping(cfg_dict)
+    try:  # one process per core: torch inside each must not spread over both cores too
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
+    llm = make_llm(**llm_spec) if llm_spec else None
+    _worker["retriever"] = Retriever(Database(dsn=dsn, data_dir=data_dir), llm=llm)
+    _worker["strategy"], _worker["cfg"] = strategy, cfg
+    _worker["retriever"].warm(cfg, embed=strategy != "B")
+
+
+def _retrieve_one(chunk: str) -> str:
+    return _worker["retriever"].retrieve(chunk, _worker["strategy"], _worker["cfg"], explain=False).model_dump_json()
+
+
+def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet: bool = False,
+              llm_spec: dict | None = None) -> dict:
     chunks = read_batch(path)
-    retriever.warm(cfg)
     t0 = time.perf_counter()
-    # torch and numpy release the GIL in their kernels, so threads keep both cores busy.
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = pool.map(lambda c: retriever.retrieve(c, strategy, cfg, explain=False), chunks)
+    if workers <= 1:
+        retriever.warm(cfg, embed=strategy != "B")
+        results = (retriever.retrieve(c, strategy, cfg, explain=False).model_dump_json() for c in chunks)
         for res in tqdm(results, total=len(chunks), desc="retrieve", disable=quiet, file=sys.stderr):
-            sys.stdout.write(res.model_dump_json() + "\n")
+            sys.stdout.write(res + "\n")
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        db = retriever.db
+        with ctx.Pool(workers, initializer=_init_worker,
+                      initargs=(db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec)) as pool:
+            results = pool.imap(_retrieve_one, chunks, chunksize=4)
+            for res in tqdm(results, total=len(chunks), desc="retrieve", disable=quiet, file=sys.stderr):
+                sys.stdout.write(res + "\n")
     seconds = time.perf_counter() - t0
-    summary = {"chunks": len(chunks), "seconds": round(seconds, 2), "chunks_per_second": round(len(chunks) / seconds, 2)}
+    summary = {"chunks": len(chunks), "seconds": round(seconds, 2), "chunks_per_second": round(len(chunks) / seconds, 2),
+               "workers": workers}
     print(json.dumps({"batch_summary": summary}), file=sys.stderr)
     return summary

@@ -228,7 +228,9 @@ def retrieve(source, batch, workers, explain, as_json, quiet, strategy, k, table
         if batch:
             from .batch import run_batch
 
-            run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=quiet)
+            spec = ({"gguf": llm_gguf, "bundled": llm_bundled, "url": llm_url, "model": llm_model, "timeout": llm_timeout,
+                     "retries": llm_retries} if llm is not None else None)
+            run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=quiet, llm_spec=spec)
             return
         if source is None:
             raise click.UsageError("give a FILE, - for stdin, or --batch FILE.jsonl")
