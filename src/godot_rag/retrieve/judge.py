@@ -14,7 +14,8 @@ import re
 
 from .types import Candidate
 
-P_YES_MIN = 0.6  # small local models say "yes" too easily; calibrated above 0.5
+P_YES_MIN = 0.6
+JUDGE_MAX_TOKENS = 24  # small local models say "yes" too easily; calibrated above 0.5
 _cache: dict[tuple[str, str, str], dict] = {}
 SYSTEM = ("You check whether a retrieved record is DIRECT evidence for a piece of Godot code. "
           "Answer 'yes' or 'no' first. Then on the next line give a JSON list of the exact strings "
@@ -24,7 +25,7 @@ SYSTEM = ("You check whether a retrieved record is DIRECT evidence for a piece o
 def _candidate_text(c: Candidate) -> str:
     p = c.payload
     if c.table == "docs_chunks":
-        return p.get("content", "")[:900]
+        return p.get("content", "")[:600]
     if c.table == "api_mapping":
         return f"{p['source_api']} -> {p['target_api']} ({p['change_type']}): {p['notes'][:300]}"
     return f"{p['label']}: {p['expected_finding']}"
@@ -62,7 +63,8 @@ def judge_one(llm, chunk: str, c: Candidate) -> dict:
     rec = _candidate_text(c)
     # SOURCE_CODE first: llama.cpp reuses the evaluated prefix across candidates.
     user = f"SOURCE_CODE:\n{chunk[:1500]}\n\nRECORD:\n{rec}\n\nEVIDENCE FOUND: {evidence}\n\nIs RECORD direct evidence for SOURCE_CODE?"
-    res = llm.chat(SYSTEM, user, max_tokens=64, logprobs=True)
+    # Short answers: "yes" plus a few cited strings; every generated token costs ~70 ms on 2 cores.
+    res = llm.chat(SYSTEM, user, max_tokens=JUDGE_MAX_TOKENS, logprobs=True)
     answer, cited = parse_answer(res["text"])
     ok, bad = check_cited(cited, chunk, rec + "\n" + json.dumps(c.payload, ensure_ascii=False))
     out = {"model": key[0], "raw_answer": res["text"], "answer": answer, "p_yes": res["p_yes"],
