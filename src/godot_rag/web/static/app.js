@@ -174,6 +174,7 @@ function renderStrategy(s) {
   }
   const rr = by("rerank");
   if (rr.length) out.append(column("5. reranker", "score after reranking, rank change", rr.map((c) => candRow(c, r, { score: c.trace.rerank.score, max: 1, scoreLabel: c.trace.rerank.backend, rank: c.trace.rerank.rank, move: c.trace.rerank.rank_change }))));
+  else if (s === "F") out.append(column("5. reranker", `reranker: ${(r.config || {}).reranker} — the fused order goes to the validator unchanged`, []));
   const va = cands.filter((c) => c.verdict);
   if (va.length) out.append(column("6. validator", "direct evidence → accept / reject", va.map((c) => candRow(c, r, { verdict: true }))));
   out.append(column("7. final JSONL", `${(r.results || []).length} returned, ${(r.rejected || []).length} rejected`,
