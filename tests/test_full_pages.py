@@ -1,7 +1,6 @@
 """End to end on the real pages: all of ../shared/godot_docs/pages through ingest and load, the
 reference chunk through B, D and F. To keep the suite short, only the tutorials under
 getting_started/ are embedded (the dense side of D/F searches those); BM25 covers every chunk."""
-import json
 
 import pytest
 

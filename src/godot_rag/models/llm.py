@@ -190,7 +190,7 @@ class OpenAICompatLLM:
                 if r.status_code >= 400:
                     raise LLMError(f"LLM server {self.url} refused the request ({r.status_code}): {r.text[:200]}")
                 return _normalise_chat(r.json())
-            except httpx.TimeoutException as e:
+            except httpx.TimeoutException:
                 last = LLMError(f"LLM server {self.url} timed out after {self.timeout}s")
             except httpx.HTTPError as e:
                 last = LLMError(f"LLM server {self.url} is unreachable: {e}")

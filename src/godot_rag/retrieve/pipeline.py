@@ -9,9 +9,8 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 
-from ..ingest.schema import SCHEMA, TABLES
+from ..ingest.schema import TABLES
 from ..store import queries
 from ..store.bm25_cache import load_or_build
 from ..store.db import Database

@@ -105,7 +105,6 @@ def request_profile(llm, chunk: str) -> tuple[dict, dict]:
 
 def run_profile_strategy(retriever, chunk, cfg, timer, trace, explain):
     from ..models.llm import LLMError
-    from .pipeline import Timer  # noqa: F401  (same timer type)
 
     if retriever.llm is None:
         from .config import ConfigError
