@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from .types import Candidate
+from .types import Candidate, sort_and_rank
 
 TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|"
                       r"==|!=|<=|>=|\+=|-=|\*=|/=|->|:=|\S")
@@ -81,8 +81,4 @@ def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float, stage
         c.trace[stage] = {"ratio": round(ratio, 4), "alpha": alpha, "score_before": round(before, 6),
                           "score": round(c.score, 6), "matched_lines": [" ".join(qlines[i - 1]) for i in matched][:12]}
         out.append(c)
-    out.sort(key=lambda c: (-c.score, c.id))
-    for i, c in enumerate(out):
-        c.rank = i + 1
-        c.trace[stage]["rank"] = i + 1
-    return out
+    return sort_and_rank(out, stage)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .types import Candidate
+from .types import Candidate, sort_and_rank
 
 
 def _normalise(scores: list[float], method: str) -> list[float]:
@@ -62,11 +62,7 @@ def fuse_lists(lists: dict[str, list[Candidate]], weights: dict[str, float], met
         cand.add_stage(stage, {"method": method, "rrf_k": rrf_k if method == "rrf" else None, "weights": weights,
                                "inputs": seen, "source": cand.source, "score": round(fused, 6)})
         out.append(cand)
-    out.sort(key=lambda c: (-c.score, c.id))
-    for i, c in enumerate(out):
-        c.rank = i + 1
-        c.trace[stage]["rank"] = i + 1
-    return out
+    return sort_and_rank(out, stage)
 
 
 def merge_segments(whole: list[Candidate], segments: list[list[Candidate]], stage: str = "segments") -> list[Candidate]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .types import Candidate
+from .types import Candidate, sort_and_rank
 
 
 def rerank_text(c: Candidate, limit: int = 1500) -> str:
@@ -40,9 +40,6 @@ def apply_rerank(candidates: list[Candidate], model_scores: list[float], backend
         c.trace[stage] = {"backend": backend, "model_score": round(float(raw), 6), "score_before": round(float(fused[len(out)]), 6),
                           "weight": weight, "score": round(float(f), 6), "rank_before": before}
         out.append(c)
-    out.sort(key=lambda c: (-c.score, c.id))
-    for i, c in enumerate(out):
-        c.rank = i + 1
-        c.trace[stage]["rank"] = i + 1
-        c.trace[stage]["rank_change"] = (c.trace[stage]["rank_before"] or i + 1) - (i + 1)
+    for c in sort_and_rank(out, stage):
+        c.trace[stage]["rank_change"] = (c.trace[stage]["rank_before"] or c.rank) - c.rank
     return out

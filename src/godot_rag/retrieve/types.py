@@ -35,6 +35,15 @@ class Candidate(BaseModel):
         return meta.get("page_path")
 
 
+def sort_and_rank(cands: list["Candidate"], stage: str) -> list["Candidate"]:
+    """Order by the current score (ties by id) and record each candidate's new rank in `stage`."""
+    cands.sort(key=lambda c: (-c.score, c.id))
+    for i, c in enumerate(cands):
+        c.rank = i + 1
+        c.trace[stage]["rank"] = i + 1
+    return cands
+
+
 class StageLog(BaseModel):
     stage: str
     ms: float
