@@ -13,6 +13,16 @@ from godot_rag.store.embed import embed_rows, pending_count
 from godot_rag.store.load import load_jsonl
 
 
+def edited_copy(src, dst, edit):
+    """A copy of the JSONL directory whose docs_chunks.jsonl lines went through `edit(lines)`."""
+    shutil.copytree(src, dst)
+    path = dst / "docs_chunks.jsonl"
+    lines = path.read_text().splitlines()
+    edit(lines)
+    path.write_text("\n".join(lines) + "\n")
+    return dst
+
+
 def counts(db):
     with db.connect() as conn:
         return {t: v["rows"] for t, v in queries.counts(conn).items()}
@@ -44,15 +54,14 @@ def test_bad_file_changes_nothing(make_database, fixture_jsonl, tmp_path, mutate
     db = make_database(f"bad-{line}")
     load_jsonl(db, fixture_jsonl, quiet=True)
     before = counts(db)
-    bad = tmp_path / "jsonl"
-    shutil.copytree(fixture_jsonl, bad)
-    lines = (bad / "docs_chunks.jsonl").read_text().splitlines()
-    # also change a good row, to prove the whole load is rolled back
-    first = json.loads(lines[3])
-    first["content"] += " CHANGED"
-    lines[3] = json.dumps(first)
-    mutate(lines)
-    (bad / "docs_chunks.jsonl").write_text("\n".join(lines) + "\n")
+    def edit(lines):
+        # also change a good row, to prove the whole load is rolled back
+        first = json.loads(lines[3])
+        first["content"] += " CHANGED"
+        lines[3] = json.dumps(first)
+        mutate(lines)
+
+    bad = edited_copy(fixture_jsonl, tmp_path / "jsonl", edit)
     with pytest.raises(RecordError) as err:
         load_jsonl(db, bad, quiet=True)
     assert err.value.file.endswith("docs_chunks.jsonl") and err.value.line == line and err.value.field == field
@@ -71,13 +80,12 @@ def test_embed_only_changed_rows_and_resume(make_database, fixture_jsonl, embedd
     assert stats.embedded["docs_chunks"] == total and "docs_chunks" in stats.indexed
     assert embed_rows(db, embedder, quiet=True).embedded == {"docs_chunks": 0, "api_mapping": 0, "label_prototypes": 0}
     # change one chunk's content: exactly that row is embedded again
-    changed = tmp_path / "jsonl"
-    shutil.copytree(fixture_jsonl, changed)
-    lines = (changed / "docs_chunks.jsonl").read_text().splitlines()
-    rec = json.loads(lines[0])
-    rec["content"] += "\nMore words."
-    lines[0] = json.dumps(rec)
-    (changed / "docs_chunks.jsonl").write_text("\n".join(lines) + "\n")
+    def edit(lines):
+        rec = json.loads(lines[0])
+        rec["content"] += "\nMore words."
+        lines[0] = json.dumps(rec)
+
+    changed = edited_copy(fixture_jsonl, tmp_path / "jsonl", edit)
     load_jsonl(db, changed, quiet=True)
     assert embed_rows(db, embedder, quiet=True).embedded["docs_chunks"] == 1
     # a half-done run (as after Ctrl-C) resumes where it stopped

@@ -54,6 +54,13 @@ class Timer:
         self.logs.append(StageLog(stage=name, ms=round((time.perf_counter() - t) * 1000, 3), info=info))
 
 
+def local_weights(chunk: str, cfg: RetrieveConfig) -> dict[str, float] | None:
+    """BM25 query-term weights for the names the chunk declares itself (None when not down-weighted)."""
+    if cfg.local_weight == 1.0:
+        return None
+    return {n: cfg.local_weight for n in local_names(chunk)}
+
+
 class Retriever:
     """Holds the loaded records, BM25 indexes and lazily loaded models for one database."""
 
@@ -65,6 +72,7 @@ class Retriever:
         self.llm = llm
         self.cross_encoder_path = cross_encoder_path
         self._records: dict[str, dict[str, dict]] = {}
+        self._texts: dict[str, list[tuple[str, str]]] = {}
         self._bm25: dict[tuple, bm25_mod.BM25Index] = {}
         self._rerankers: dict[str, object] = {}
         self._lock = threading.RLock()
@@ -94,7 +102,6 @@ class Retriever:
             if table not in self._records:
                 rows = queries.fetch_records(self.conn(), table)
                 self._records[table] = {rid: payload for rid, payload, _, _ in rows}
-                self._texts = getattr(self, "_texts", {})
                 self._texts[table] = [(rid, text) for rid, _, text, _ in rows]
             return self._records[table]
 
@@ -232,8 +239,8 @@ class Retriever:
         token_lists = []
         with timer.stage("tokenize") as info:
             token_lists = [tokenize(t, tok) for t in texts]
-            locals_ = sorted(local_names(texts[0])) if cfg.local_weight != 1.0 else []
-            weights = {n: cfg.local_weight for n in locals_}
+            weights = local_weights(texts[0], cfg)
+            locals_ = sorted(weights or {})
             counts = Counter(token_lists[0])
             info.update(tokenizer=tok.key(), tokens=len(token_lists[0]), unique=len(counts),
                         top=counts.most_common(40), local_names=locals_, local_weight=cfg.local_weight)
@@ -305,7 +312,7 @@ class Retriever:
         lists, token_lists = self.candidate_lists(texts, strategy, cfg, timer, explain, cfg.tables, n_for)
         trace["tokens"] = token_lists[0]
         trace["bm25_query"] = {"tokens": token_lists[0],
-                               "weights": {n: cfg.local_weight for n in local_names(chunk)} if cfg.local_weight != 1.0 else None}
+                               "weights": local_weights(chunk, cfg)}
         per_table = {t: self._fuse_table(lists[t], strategy, cfg, timer, t, texts) for t in cfg.tables}
         # Ranked ids per stage (ids only), so a failure can be traced to the stage that lost it.
         ids = trace.setdefault("candidate_ids", {})

@@ -63,13 +63,18 @@ FUNC_RE = re.compile(r"\bfunc\s+[A-Za-z_][A-Za-z0-9_]*\s*\(([^)]*)\)")
 PARAM_RE = re.compile(r"(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
+def declared_names(text: str) -> set[str]:
+    """Names declared with `var`, `const` or `for x in`, case kept."""
+    return set(DECL_RE.findall(text))
+
+
 def local_names(text: str) -> set[str]:
     """Names the chunk declares itself (`var x`, `const X`, `for x in`, function parameters).
 
     Their spelling is the author's choice, so they say little about which doc is
     right; BM25 weighs them down (`local_weight`) instead of trusting a rare
     spelling such as `v1` or `my_timer`."""
-    names = {m.group(1).lower() for m in DECL_RE.finditer(text)}
+    names = {n.lower() for n in declared_names(text)}
     for m in FUNC_RE.finditer(text):
         names |= {p.group(1).lower() for p in PARAM_RE.finditer(m.group(1))}
     return names

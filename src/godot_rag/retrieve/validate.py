@@ -29,6 +29,7 @@ import re
 from typing import Callable
 
 from .codematch import clone_match, code_lines, record_code
+from .tokenize import declared_names
 from .types import Candidate
 
 IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -38,14 +39,6 @@ CALL_CHAIN_RE = re.compile(r"((?:[A-Za-z_][A-Za-z0-9_]*\.)+[A-Za-z_][A-Za-z0-9_]
 STRING_RE = re.compile(r"&?\"((?:[^\"\\\n]|\\.)*)\"|'((?:[^'\\\n]|\\.)*)'")
 COMMENT_RE = re.compile(r"#.*$", re.M)
 DIGITS_RE = re.compile(r"\d+")
-
-
-DECLARED_RE = re.compile(r"\b(?:var|const|for)\s+([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def declared_names(code: str) -> set[str]:
-    """Names the chunk declares itself with var/const/for (case kept)."""
-    return set(DECLARED_RE.findall(code))
 
 
 def bounded(name: str) -> re.Pattern:
