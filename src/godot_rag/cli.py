@@ -142,6 +142,10 @@ def retrieve_options(f):
         click.option("--set", "settings", multiple=True, help="Override one setting: --set fusion=minmax."),
         click.option("--reranker", default=None, help="none, nanoranker, qwen or cross-encoder."),
         click.option("--cross-encoder", "cross_encoder", default=None, help="Local CrossEncoder directory."),
+        click.option("--godot-version", "godot_version", type=click.Choice(["auto", "3", "4"]), default=None,
+                     help="Hint for the ambiguous migration cases (default auto)."),
+        click.option("--extends", "extends", default=None,
+                     help="The script's class when the chunk has no `extends` line (resolves bare calls)."),
     ] + llm_options
     for opt in reversed(opts):
         f = opt(f)
@@ -167,7 +171,8 @@ def _parse_value(raw: str):
         return raw
 
 
-def build_config(k, tables, config_file, settings, reranker, llm_optional=False, validator_llm=False):
+def build_config(k, tables, config_file, settings, reranker, llm_optional=False, validator_llm=False,
+                 godot_version=None, extends=None):
     from .retrieve.config import RetrieveConfig
 
     overrides = {}
@@ -186,6 +191,10 @@ def build_config(k, tables, config_file, settings, reranker, llm_optional=False,
         overrides["llm_optional"] = True
     if validator_llm:
         overrides["validator_llm"] = True
+    if godot_version:
+        overrides["godot_version"] = godot_version
+    if extends:
+        overrides["extends"] = extends
     if config_file:
         return RetrieveConfig.from_file(config_file, **overrides)
     return RetrieveConfig.from_mapping(overrides)
@@ -209,7 +218,7 @@ def make_llm(llm_gguf, llm_bundled, llm_url, llm_model, llm_timeout, llm_retries
 @click.option("--quiet", is_flag=True)
 @retrieve_options
 def retrieve(source, batch, workers, explain, as_json, quiet, strategy, k, tables, config_file, settings, reranker,
-             cross_encoder, llm_gguf, llm_bundled, llm_url, llm_model, llm_timeout, llm_retries, llm_optional,
+             cross_encoder, godot_version, extends, llm_gguf, llm_bundled, llm_url, llm_model, llm_timeout, llm_retries, llm_optional,
              validator_llm, dsn, data_dir):
     """Retrieve evidence for a raw GDScript chunk (FILE, or - for stdin)."""
     from .render import render_table
@@ -218,7 +227,7 @@ def retrieve(source, batch, workers, explain, as_json, quiet, strategy, k, table
     from .store.db import StoreError
 
     try:
-        cfg = build_config(k, tables, config_file, settings, reranker, llm_optional, validator_llm)
+        cfg = build_config(k, tables, config_file, settings, reranker, llm_optional, validator_llm, godot_version, extends)
         from .retrieve.config import check_strategy
 
         strategy = check_strategy(strategy)

@@ -28,6 +28,8 @@ class RetrieveRequest(BaseModel):
     tables: list[str] | None = Field(None, description="Tables to search (default all three).")
     explain: bool = Field(True, description="Per-term BM25 explanations.")
     config: dict[str, Any] | None = Field(None, description="Other retrieval settings by name.")
+    godot_version: str | None = Field(None, description='"3", "4" or "auto" (default): sharpens the ambiguous migration cases only.')
+    extends: str | None = Field(None, description="The script's class when the chunk has no `extends` line (e.g. the file header's).")
 
 
 def _error(status: int, message: str, **extra) -> JSONResponse:
@@ -59,6 +61,10 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
             settings["k"] = req.k
             if req.tables:
                 settings["tables"] = req.tables
+            if req.godot_version is not None:
+                settings["godot_version"] = req.godot_version
+            if req.extends is not None:
+                settings["extends"] = req.extends
             if llm_optional:
                 settings.setdefault("llm_optional", True)
             cfg = RetrieveConfig.from_mapping(settings)

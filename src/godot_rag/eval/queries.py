@@ -21,6 +21,8 @@ class Query:
     demoted_pages: list[str] = field(default_factory=list)
     expect_no_mappings: bool = False
     file: str = ""
+    relevant_api: list[str] = field(default_factory=list)  # `Class.member` the chunk calls (real-code sets)
+    relevant_api_pages: list[str] = field(default_factory=list)  # the class pages documenting them
 
 
 def _need(cond: bool, path, n: int, fieldname: str, msg: str) -> None:
@@ -51,8 +53,14 @@ def read_queries(path: Path, limit: int | None = None) -> list[Query]:
         _need(variant is None or isinstance(variant, str), path, n, "variant", "must be a string")
         enm = rec.get("expect_no_mappings", False)
         _need(isinstance(enm, bool), path, n, "expect_no_mappings", "must be true or false")
+        api = rec.get("relevant_api", [])
+        _need(isinstance(api, list) and all(isinstance(x, str) for x in api), path, n, "relevant_api",
+              "must be a list of Class.member strings")
+        api_pages = rec.get("relevant_api_pages", [])
+        _need(isinstance(api_pages, list) and all(isinstance(x, str) for x in api_pages), path, n,
+              "relevant_api_pages", "must be a list of page paths")
         out.append(Query(rec["id"], rec["chunk_text"], pages, [tuple(m) for m in maps], variant, demoted, enm,
-                         Path(path).name))
+                         Path(path).name, api, api_pages))
         if limit and len(out) >= limit:
             break
     return out

@@ -6,12 +6,19 @@ from collections import defaultdict
 from pathlib import Path
 
 METRICS = ["recall@1", "recall@5", "recall@10", "mrr", "ndcg@10", "mapping_precision", "mapping_recall",
-           "false_migration_rate", "demoted_ok_rate", "zero_result_rate", "latency_ms_p50", "latency_ms_p95"]
+           "prose_mappings_accepted", "false_migration_rate", "false_migration_any_rate", "false_migration_by_table",
+           "migration_finding_rate", "api_page_coverage", "api_page_any", "member_coverage", "classref_precision",
+           "no_docs_rate", "classref_vs_tutorial", "demoted_ok_rate", "zero_result_rate", "latency_ms_p50",
+           "latency_ms_p95"]
 
 
 def _fmt(v) -> str:
     if v is None:
         return "–"
+    if isinstance(v, dict):
+        return ", ".join(f"{k} {x:.3f}" for k, x in v.items()) or "0"
+    if isinstance(v, list):
+        return " / ".join(str(x) for x in v)
     return f"{v:.3f}" if isinstance(v, float) and v < 100 else str(v)
 
 

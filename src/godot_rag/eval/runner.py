@@ -73,11 +73,77 @@ def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
         stage = (f"rejected by the validator: {rej.reason}" if rej else
                  "never retrieved" if not any(mid in lst for lst in ids_m.values()) else "ranked below k")
         out.append({"query": q.id, "file": q.file, "strategy": strategy, "missed_mapping": list(m), "stage": stage})
-    for m in sorted(accepted - gold):
-        if gold or q.expect_no_mappings:
-            out.append({"query": q.id, "file": q.file, "strategy": strategy, "wrongly_accepted_mapping": list(m),
-                        "stage": "accepted without being in the gold"})
+    for c in result.by_table("api_mapping"):
+        m = mapping_triple(c.id)
+        wrong = (q.expect_no_mappings or (m is not None and gold and m not in gold)
+                 or (m is not None and not gold and q.variant == "godot3"))
+        if not wrong:
+            continue
+        occ = [o for o in (c.trace.get("validate") or {}).get("occurrences", []) if o.get("status") == "godot3"]
+        out.append({"query": q.id, "file": q.file, "strategy": strategy, "wrongly_accepted_mapping": c.id,
+                    "stage": "accepted without being in the gold",
+                    "occurrences": [{"line": o["line"], "col": o["col"], "region": o["region"], "why": o["why"]} for o in occ[:5]]})
+    if q.relevant_api_pages:
+        pages = {c.page for c in result.by_table("docs_chunks")}
+        symbols = _accepted_symbols(result)
+        for api in q.relevant_api:
+            if api in symbols:
+                continue
+            resolved = {u["api"] for u in (result.trace.get("resolve") or {}).get("uses", [])}
+            api_ids = result.trace.get("candidate_ids", {}).get("docs_chunks", {}).get("api", [])
+            if api not in resolved:
+                stage = "not resolved by the resolve stage"
+            elif not api_ids:
+                stage = "resolved, but no class-reference record documents it"
+            else:
+                rej = next((c for c in result.rejected if c.table == "docs_chunks" and api in _symbols_of(c)), None)
+                stage = f"rejected by the validator: {rej.reason}" if rej else "cut at k"
+            out.append({"query": q.id, "file": q.file, "strategy": strategy, "missed_api": api,
+                        "page_accepted": api_page(api, q) in pages, "stage": stage})
     return out
+
+
+def _symbols_of(c) -> set[str]:
+    return set(c.payload.get("api_symbols") or []) | ({c.payload["symbol"]} if c.payload.get("symbol") else set())
+
+
+def _accepted_symbols(result) -> set[str]:
+    out: set[str] = set()
+    for c in result.by_table("docs_chunks"):
+        out |= _symbols_of(c)
+    return out
+
+
+def api_page(api: str, q: Query) -> str | None:
+    cls = api.split(".", 1)[0].lower()
+    return next((p for p in q.relevant_api_pages if p == f"classes/class_{cls}"), None)
+
+
+def api_metrics(q: Query, result) -> dict:
+    """The real-code API metrics (../shared/eval/README.md): page coverage, member coverage, class-reference precision."""
+    docs = result.by_table("docs_chunks")
+    pages = {c.page for c in docs}
+    out = {"zero_docs": not docs}
+    class_recs = [c for c in docs if (c.page or "").startswith("classes/")]
+    out["classref_accepted"] = len(class_recs)
+    out["classref_on_used_class"] = sum(1 for c in class_recs if c.page in q.relevant_api_pages)
+    out["tutorial_accepted"] = len(docs) - len(class_recs)
+    if q.relevant_api_pages:
+        hit = [p for p in q.relevant_api_pages if p in pages]
+        out["api_page_coverage"] = len(hit) / len(q.relevant_api_pages)
+        out["api_page_any"] = float(bool(hit))
+        symbols = _accepted_symbols(result)
+        out["api_members"] = len(q.relevant_api)
+        out["api_members_found"] = sum(1 for a in q.relevant_api if a in symbols)
+    return out
+
+
+def migration_flags(q: Query, result) -> dict:
+    """False migration over every table (with a per-table breakdown) and migration findings, on clean chunks."""
+    tables = sorted({c.id.split(":", 1)[0] for c in result.by_table("api_mapping")})
+    findings = [c for c in result.by_table("label_prototypes") if (c.payload.get("task_type") == "migration")]
+    return {"false_migration_any": bool(tables), "false_migration_tables": tables,
+            "false_migration": "class_renames" in tables, "migration_finding": bool(findings)}
 
 
 def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg, *, out_dir: Path | None = None,
@@ -112,8 +178,11 @@ def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg
                                                 for p in q.demoted_pages)
                 tp, fp, fn = mapping_counts(accepted, set(q.relevant_mappings))
                 row.update({"map_tp": tp, "map_fp": fp, "map_fn": fn, "gold_mappings": len(q.relevant_mappings)})
+                row["prose_accepted"] = sum(1 for c in result.by_table("api_mapping") if mapping_triple(c.id) is None)
                 if q.expect_no_mappings:
-                    row["false_migration"] = any(m[0] == "class_renames" for m in accepted)
+                    row.update(migration_flags(q, result))
+                if q.relevant_api_pages or q.variant in ("godot3", "godot4"):
+                    row.update(api_metrics(q, result))
                 per_query.append(row)
                 failures += diagnose(q, strategy, result, 10)
                 bar.update(1)
@@ -149,6 +218,27 @@ def _mean(rows, key):
     return round(sum(vals) / len(vals), 4) if vals else None
 
 
+def _rate(rows, key):
+    vals = [bool(r[key]) for r in rows if key in r]
+    return round(sum(vals) / len(vals), 4) if vals else None
+
+
+def _ratio(rows, num, den):
+    d = sum(r.get(den, 0) for r in rows if den in r)
+    return round(sum(r.get(num, 0) for r in rows if den in r) / d, 4) if d else None
+
+
+def _by_table(rows) -> dict | None:
+    flagged = [r for r in rows if "false_migration_tables" in r]
+    if not flagged:
+        return None
+    out: dict[str, float] = defaultdict(float)
+    for r in flagged:
+        for t in r["false_migration_tables"]:
+            out[t] += 1
+    return {t: round(v / len(flagged), 4) for t, v in sorted(out.items())}
+
+
 def summarise(rows: list[dict], fname: str, variant: str, strategy: str) -> dict:
     tp = sum(r["map_tp"] for r in rows)
     fp = sum(r["map_fp"] for r in rows)
@@ -168,6 +258,18 @@ def summarise(rows: list[dict], fname: str, variant: str, strategy: str) -> dict
         "mapping_precision": round(tp / (tp + fp), 4) if (tp + fp) and (has_gold or fp) else None,
         "mapping_recall": round(tp / (tp + fn), 4) if has_gold else None,
         "false_migration_rate": round(sum(fm) / len(fm), 4) if fm else None,
+        "false_migration_any_rate": _rate(rows, "false_migration_any"),
+        "false_migration_by_table": _by_table(rows),
+        "migration_finding_rate": _rate(rows, "migration_finding"),
+        "prose_mappings_accepted": sum(r.get("prose_accepted", 0) for r in rows),
+        "prose_false_on_clean": sum(r.get("prose_accepted", 0) for r in rows if "false_migration_any" in r),
+        "api_page_coverage": _mean(rows, "api_page_coverage"),
+        "api_page_any": _mean(rows, "api_page_any"),
+        "member_coverage": _ratio(rows, "api_members_found", "api_members"),
+        "classref_precision": _ratio(rows, "classref_on_used_class", "classref_accepted"),
+        "no_docs_rate": _rate(rows, "zero_docs"),
+        "classref_vs_tutorial": [sum(r.get("classref_accepted", 0) for r in rows), sum(r.get("tutorial_accepted", 0) for r in rows)]
+        if any("classref_accepted" in r for r in rows) else None,
         "demoted_ok_rate": _mean([{"d": float(r["demoted_ok"])} for r in rows if "demoted_ok" in r], "d"),
         "zero_result_rate": round(sum(r["zero"] for r in rows) / len(rows), 4),
         "latency_ms_p50": round(percentile(ms, 50), 2), "latency_ms_p95": round(percentile(ms, 95), 2),

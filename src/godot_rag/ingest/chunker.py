@@ -229,6 +229,8 @@ def chunk_page(
             symbol = page.title
             if len(members) == 1 and len(pieces) == 1:
                 symbol = f"{page.title}.{members[0]}"
+            # A class-reference chunk is about the members whose entries it holds.
+            api_symbols = list(dict.fromkeys(api_symbols + [f"{page.title}.{m}" for m in members]))
         languages = sorted({b["language"] for b in code_blocks})
         lines = [b.line for u in units for b in u.blocks] + [b.line for b in csharp]
         records.append({

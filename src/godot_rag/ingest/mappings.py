@@ -8,7 +8,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..jsonlines import iter_jsonl
-from .symbols import ApiVocabulary
+from ..classref import ClassReference
+
+IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 CHANGE_TYPES = {
     "class_renames": "class_rename",
@@ -90,13 +92,7 @@ class EvidenceIndex:
         return [c["chunk_id"] for c in hits[:limit]]
 
 
-def _still_valid(name: str, vocab: ApiVocabulary) -> list[str]:
-    if name in vocab.classes:
-        return [name]
-    return sorted(f"{c}.{name}" for c in vocab.owners.get(name, ()))[:5]
-
-
-def rename_mappings(renames: list[dict], vocab: ApiVocabulary, evidence: EvidenceIndex) -> tuple[list[dict], list[str]]:
+def rename_mappings(renames: list[dict], ref: ClassReference, evidence: EvidenceIndex) -> tuple[list[dict], list[str]]:
     records, warnings, seen = [], [], set()
     for r in renames:
         table, src, dst = r["table"], r["from"], r["to"]
@@ -122,12 +118,13 @@ def rename_mappings(renames: list[dict], vocab: ApiVocabulary, evidence: Evidenc
         elif not change.startswith(("csharp", "project", "input", "shader", "color")):
             target_chunks = evidence.member_chunks(dst)
         discussed = evidence.migration_chunks(ident_pattern(src))
-        still = _still_valid(src, vocab)
+        still = ref.where(src)
         notes = f"Renamed by the Godot 3->4 project converter ({table})."
         confidence = 1.0
         if still:
             confidence = 0.6
-            notes += f" '{src}' is still a valid Godot 4 name ({', '.join(still)}), so a match is a candidate, not a verdict."
+            notes += (f" godot4_still_valid: '{src}' is still Godot 4 API ({', '.join(still)}), so an occurrence is "
+                      "evidence only where it does not resolve as that Godot 4 API.")
         if change.startswith("csharp"):
             notes += " Applies to C# code only."
         records.append({
@@ -148,43 +145,96 @@ def rename_mappings(renames: list[dict], vocab: ApiVocabulary, evidence: Evidenc
 
 # "AcceptDialog's `set_autowrap()` is now `set_autowrap_mode()`."  and similar sentences.
 PROSE_CHANGE_RE = re.compile(
-    r"(?:(?P<cls>[A-Z][A-Za-z0-9]+)(?: and [A-Z][A-Za-z0-9]+)?'s )?`(?P<src>[A-Za-z_][A-Za-z0-9_.]*)(?:\(\))?`"
+    r"(?:(?P<cls>[A-Z][A-Za-z0-9]+)(?: and (?P<cls2>[A-Z][A-Za-z0-9]+))?'s? )?`(?P<src>[A-Za-z_][A-Za-z0-9_.]*)(?P<paren>\(\))?`"
     r"(?: (?:method|property|signal))? (?:is now|was renamed to|was inverted and renamed to|was replaced by|"
     r"should be converted to|is no longer used and should be converted to) "
     r"`(?P<dst>[^`]+?)(?:\(\))?`"
 )
+# The migration page lists its changes under bold headings; the heading says what kind of member changed.
+SECTION_RE = re.compile(r"^\*\*(Methods|Properties|Signals|Enums|Constants)\*\*\s*$")
+SECTION_KINDS = {"Methods": "method", "Properties": "property", "Signals": "signal", "Enums": "constant",
+                 "Constants": "constant"}
+CHANGE_OF_KIND = {"method": "method_change", "property": "property_change", "signal": "signal_change",
+                  "constant": "constant_change"}
 
 
-def prose_mappings(chunks: list[dict], rename_ids: set[tuple[str, str]]) -> list[dict]:
-    """Changes stated in the migration pages' prose, each citing the chunk that states it."""
+def _documents(ref: ClassReference, cls: str | None, name: str, kind: str | None, own_only: bool = False) -> bool:
+    """Whether Godot 4's class reference documents `name` (of that kind) on `cls` (or an ancestor).
+    A property's `get_`/`set_` accessors count as documented methods."""
+    if not cls or not ref.has_class(cls):
+        return False
+    found = ref.member(cls, name)
+    if found is None and kind in (None, "method") and name[:4] in ("get_", "set_"):
+        found = ref.member(cls, name[4:])
+        found = found if found and found[1]["kind"] == "property" else None
+        kind = None
+    if found is None or (own_only and found[0] != cls):
+        return False
+    return kind is None or found[1]["kind"] == kind or (kind == "constant" and found[1]["kind"] in ("constant", "enum"))
+
+
+def prose_mappings(chunks: list[dict], rename_ids: set[tuple[str, str]], ref: ClassReference) -> tuple[list[dict], list[str]]:
+    """Changes stated in the migration pages' prose, each citing the chunk that states it.
+
+    The kind (method, property, signal, constant) comes from the list the sentence sits in, not
+    from its wording; the direction is checked against the Godot 4 class reference (the new name
+    must be documented there; a sentence that has them the other way round is turned around and
+    the note says so)."""
     records: dict[str, dict] = {}
+    warnings: list[str] = []
+    section, where = None, None
     for c in chunks:
         if not c["metadata"]["page_path"].startswith(MIGRATION_PAGE_PREFIX):
             continue
+        # A list can run on into the next chunk of the same section: its bold heading stays in force.
+        here = (c["metadata"]["page_path"], tuple(c["section_path"]))
+        if here != where:
+            section, where = None, here
         for line in c["content"].split("\n"):
+            head = SECTION_RE.match(line.strip())
+            if head:
+                section = SECTION_KINDS[head.group(1)]
+                continue
+            if line.strip().startswith("#"):
+                section = None
             for m in PROSE_CHANGE_RE.finditer(line):
                 src, dst, cls = m.group("src"), m.group("dst"), m.group("cls")
                 if (src.split(".")[-1], dst.split(".")[-1].split("(")[0]) in rename_ids:
                     continue  # the converter's table already has it
+                kind = section or ("method" if m.group("paren") else None)
                 name = src.split(".")[-1]
-                mapping_id = f"migration_guide:{cls + '.' if cls else ''}{src}->{dst}"
+                new = dst.split(".")[-1].split("(")[0]
+                if not IDENT_RE.fullmatch(new):
+                    new = None  # the change is not a rename (`mat * vec`)
+                note = ""
+                if new and cls and _documents(ref, cls, name, kind, own_only=True) and not _documents(ref, cls, new, kind):
+                    # Godot 4 documents the "old" name and not the "new" one: the sentence is reversed.
+                    name, new, dst = new, name, name
+                    note = f" The page states it the other way round; Godot 4's class reference documents {cls}.{dst}."
+                    warnings.append(f"migration page: {cls}'s `{src}` -> `{m.group('dst')}` reversed by the class reference")
+                change = CHANGE_OF_KIND.get(kind, "api_change")
+                mapping_id = f"migration_guide:{cls + '.' if cls else ''}{name}->{dst}"
                 if mapping_id in records:
                     continue
-                kind = "method_change" if "(" in m.group(0).split("`")[2] or "()" in m.group(0) else "api_change"
+                classes = [x for x in (cls, m.group("cls2")) if x]
+                still = ref.where(name)
+                if still:
+                    note += (f" godot4_still_valid: '{name}' is still Godot 4 API ({', '.join(still)}), so only an "
+                             f"occurrence on {' or '.join(classes) or 'the changed class'} is evidence.")
                 records[mapping_id] = {
                     "mapping_id": mapping_id,
                     "source_api": name,
                     "target_api": dst,
-                    "change_type": kind,
+                    "change_type": change,
                     "godot_from": GODOT_FROM,
                     "godot_to": GODOT_TO,
                     "confidence": 0.8 if cls else 0.6,
                     "evidence_chunk_ids": [c["chunk_id"]],
-                    "match_terms": [name] + ([f"{cls}.{name}"] if cls else []),
-                    "notes": f"Stated on {c['metadata']['page_path']}: {line.strip()[:300]}",
+                    "match_terms": [name] + [f"{k}.{name}" for k in classes],
+                    "notes": f"Stated on {c['metadata']['page_path']} ({kind or 'api'} change): {line.strip()[:300]}{note}",
                     "negative_patterns": [rf"func\s+{re.escape(name)}{E}"],
                 }
-    return list(records.values())
+    return list(records.values()), warnings
 
 
 # GDScript syntax changes that no rename table covers. Each is located in the docs
@@ -257,10 +307,10 @@ def syntax_mappings(evidence: EvidenceIndex) -> tuple[list[dict], list[str]]:
     return records, warnings
 
 
-def build_mappings(renames: list[dict], chunks: list[dict], vocab: ApiVocabulary) -> tuple[list[dict], list[str]]:
+def build_mappings(renames: list[dict], chunks: list[dict], ref: ClassReference) -> tuple[list[dict], list[str]]:
     evidence = EvidenceIndex(chunks)
-    renamed, warnings = rename_mappings(renames, vocab, evidence)
+    renamed, warnings = rename_mappings(renames, ref, evidence)
     pairs = {(r["from"], r["to"]) for r in renames}
-    prose = prose_mappings(chunks, pairs)
+    prose, w1 = prose_mappings(chunks, pairs, ref)
     syntax, w2 = syntax_mappings(evidence)
-    return renamed + prose + syntax, warnings + w2
+    return renamed + prose + syntax, warnings + w1 + w2

@@ -10,11 +10,16 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from ..classref import ClassReference
 from .chunker import chunk_page
+from .classref import build_class_reference
 from .mappings import build_mappings, read_renames
 from .markdown import PAGE_NAME_RE, Page, parse_page
 from .prototypes import build_prototypes
 from .symbols import build_vocabulary
+
+
+CLASS_REFERENCE_FILE = "class_reference.json"  # the Godot 4 API, for the resolve stage and the validator
 
 
 class IngestError(RuntimeError):
@@ -36,6 +41,12 @@ def _write_jsonl(path: Path, records: list[dict]) -> None:
         for rec in records:
             fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=False) + "\n")
     os.replace(tmp, path)  # readers never see a half-written file
+
+
+def _write_json(path: Path, obj) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def run_ingest(pages_dir: Path, renames_path: Path | None, out_dir: Path, *, target_chars: int = 1800,
@@ -88,24 +99,26 @@ def run_ingest(pages_dir: Path, renames_path: Path | None, out_dir: Path, *, tar
         if entry["warnings"]:
             entry["status"] = "warning"
         entry["ms"] = round((time.perf_counter() - t) * 1000, 2)
+    class_reference = build_class_reference([p for p, _, _ in pages])
     mappings: list[dict] = []
     mapping_warnings: list[str] = []
     if renames_path is not None:
         renames = read_renames(Path(renames_path))
-        mappings, mapping_warnings = build_mappings(renames, chunks, vocab)
+        mappings, mapping_warnings = build_mappings(renames, chunks, ClassReference(class_reference))
     prototypes = build_prototypes(mappings, chunks)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_jsonl(out_dir / "docs_chunks.jsonl", chunks)
     _write_jsonl(out_dir / "api_mapping.jsonl", mappings)
     _write_jsonl(out_dir / "label_prototypes.jsonl", prototypes)
+    _write_json(out_dir / CLASS_REFERENCE_FILE, class_reference)
     seconds = time.perf_counter() - t0
     errors = sum(e["status"] == "error" for e in report)
     warned = sum(e["status"] == "warning" for e in report)
     summary = {
         "summary": True, "pages": len(files), "pages_ok": len(files) - errors - warned, "pages_warning": warned,
         "pages_error": errors, "docs_chunks": len(chunks), "api_mapping": len(mappings),
-        "label_prototypes": len(prototypes), "mapping_warnings": mapping_warnings, "seconds": round(seconds, 2),
+        "label_prototypes": len(prototypes), "classes": len(class_reference["classes"]), "mapping_warnings": mapping_warnings, "seconds": round(seconds, 2),
         "target_chars": target_chars,
     }
     _write_jsonl(out_dir / "ingest_report.jsonl", report + [summary])

@@ -2,8 +2,10 @@
 
 Two lines match when their token sequences are equal up to a consistent renaming of
 identifiers (a "type-2 clone"): `v1.autostart = true` matches `timer.autostart = true`.
-Renaming is allowed only for a chunk identifier that the record never uses, and never
-for keywords, literals or operators. The ratio is the share of the chunk's tokens (in
+Renaming is allowed only for the author's names (what the chunk declares, and names the
+Godot 4 API does not know) that the record never uses, and never for API names, keywords,
+literals or operators: `Vector2` against `Vector3`, or `_process` against `_physics_process`,
+is a contradiction, not a match. The ratio is the share of the chunk's tokens (in
 lines of 3 tokens or more) that sit in matching lines. It is a structural signal, not
 a Godot rule, and it only multiplies the fused score: score * (1 + alpha * ratio).
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from ..gdscript import parse_chunk
 from .types import Candidate, sort_and_rank
 
 TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|"
@@ -36,12 +39,13 @@ def _is_ident(tok: str) -> bool:
     return tok[0].isalpha() or tok[0] == "_"
 
 
-def lines_match(q: list[str], d: list[str], record_tokens: set[str]) -> bool:
+def lines_match(q: list[str], d: list[str], record_tokens: set[str], renameable: set[str]) -> bool:
     renaming: dict[str, str] = {}
     for a, b in zip(q, d):
         if a == b:
             continue
-        if not (_is_ident(a) and _is_ident(b)) or a in KEYWORDS or b in KEYWORDS or a in record_tokens:
+        if (not (_is_ident(a) and _is_ident(b)) or a in KEYWORDS or b in KEYWORDS or a in record_tokens
+                or a not in renameable):
             return False
         if renaming.setdefault(a, b) != b:
             return False
@@ -52,8 +56,23 @@ def record_code(c: Candidate) -> str:
     return "\n".join(b.get("code", "") for b in c.payload.get("code_blocks") or [] if b.get("language") != "csharp")
 
 
-def clone_match(chunk: str, code: str) -> tuple[float, list[int]]:
+def renameable_names(facts, ref=None) -> frozenset[str]:
+    """The author's names: what the chunk declares (less the engine callbacks it overrides, `_process`),
+    and names the Godot 4 API does not know (a fragment's locals declared above it). Without the class
+    reference, a capitalised name is taken for a class and kept."""
+    names = set(facts.declared)
+    if ref is not None:
+        names -= {f for f in facts.functions if ref.exists(f)}
+        names |= {i for i in facts.identifiers if i not in facts.declared and not ref.exists(i) and not ref.global_member(i)}
+    else:
+        names |= {i for i in facts.identifiers if i not in facts.declared and not i[0].isupper()}
+    return frozenset(names)
+
+
+def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None) -> tuple[float, list[int]]:
     """(ratio of chunk tokens in matching lines, 1-based indexes of the matching chunk lines)."""
+    if renameable is None:
+        renameable = renameable_names(parse_chunk(chunk))
     qlines = code_lines(chunk)
     dlines = code_lines(code)
     if not qlines or not dlines:
@@ -64,18 +83,21 @@ def clone_match(chunk: str, code: str) -> tuple[float, list[int]]:
         by_len[len(line)].append(line)
     matched, hit = [], 0
     for i, line in enumerate(qlines, 1):
-        if any(lines_match(line, d, tokens) for d in by_len[len(line)]):
+        if any(lines_match(line, d, tokens, renameable) for d in by_len[len(line)]):
             matched.append(i)
             hit += len(line)
     return hit / sum(len(l) for l in qlines), matched
 
 
-def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float, stage: str = "codematch") -> list[Candidate]:
+def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float, stage: str = "codematch",
+                    renameable: frozenset[str] | None = None) -> list[Candidate]:
     qlines = code_lines(chunk)
+    if renameable is None:
+        renameable = renameable_names(parse_chunk(chunk))
     out = []
     for c in candidates:
         c = c.derive()
-        ratio, matched = clone_match(chunk, record_code(c)) if c.table == "docs_chunks" else (0.0, [])
+        ratio, matched = clone_match(chunk, record_code(c), renameable) if c.table == "docs_chunks" else (0.0, [])
         before = c.score
         c.score = before * (1 + alpha * ratio)
         c.trace[stage] = {"ratio": round(ratio, 4), "alpha": alpha, "score_before": round(before, 6),

@@ -17,6 +17,7 @@ STRATEGIES = {
 }
 FUSIONS = ("maxnorm", "rrf", "minmax", "zscore")
 RERANKERS = ("none", "nanoranker", "qwen", "cross-encoder")
+GODOT_VERSIONS = ("auto", "3", "4")
 MAX_CHUNK_CHARS = 20_000
 
 
@@ -56,6 +57,10 @@ class RetrieveConfig:
     min_direct_evidence: int = 1
     llm_optional: bool = False
     profile_keep_hallucinated: bool = False
+    godot_version: str = "auto"  # "3" | "4" | "auto": sharpens only the ambiguous migration cases
+    extends: str | None = None  # the script's class when the chunk has no `extends` (e.g. the scan's file header)
+    k_api: int = 15  # F: member entries of the resolved API uses, after the k guides
+    resolve_max_hops: int = 1  # F: call chains followed through documented return types
 
     def __post_init__(self):
         bad = [t for t in self.tables if t not in TABLES]
@@ -65,6 +70,8 @@ class RetrieveConfig:
             raise ConfigError(f"unknown fusion {self.fusion!r}; valid: {', '.join(FUSIONS)}")
         if self.reranker not in RERANKERS:
             raise ConfigError(f"unknown reranker {self.reranker!r}; valid: {', '.join(RERANKERS)}")
+        if self.godot_version not in GODOT_VERSIONS:
+            raise ConfigError(f"unknown godot_version {self.godot_version!r}; valid: {', '.join(GODOT_VERSIONS)}")
         if self.k < 1 or self.candidates < 1:
             raise ConfigError("k and candidates must be at least 1")
 

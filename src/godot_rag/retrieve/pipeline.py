@@ -3,6 +3,7 @@ each stage below adds its own score and explanation to the candidates."""
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 from collections import Counter
@@ -22,7 +23,17 @@ from .rerank import apply_rerank, rerank_text
 from .segment import split_segments
 from .tokenize import TokenizerConfig, local_names, tokenize
 from .types import Candidate, RetrieveResult, StageLog
-from .validate import idf_from_df, validate
+from ..classref import ClassReference
+from ..gdscript import parse_chunk
+from .codematch import renameable_names
+from .resolve import resolve_uses
+from .validate import ValidationContext, idf_from_df, validate
+from .version import version_context
+
+
+BOLD_NAME_RE = re.compile(r"\*\*(@?[A-Za-z_\\][A-Za-z0-9_\\]*)\*\*")
+CONVERTER_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "property_rename", "signal_rename",
+                   "enum_rename", "color_rename"}
 
 
 class ChunkError(ValueError):
@@ -75,6 +86,9 @@ class Retriever:
         self._texts: dict[str, list[tuple[str, str]]] = {}
         self._bm25: dict[tuple, bm25_mod.BM25Index] = {}
         self._rerankers: dict[str, object] = {}
+        self._class_reference: ClassReference | None = None
+        self._api_index: dict | None = None
+        self._version_names: tuple[set[str], set[str]] | None = None
         self._lock = threading.RLock()
         self._local = threading.local()
 
@@ -104,6 +118,50 @@ class Retriever:
                 self._records[table] = {rid: payload for rid, payload, _, _ in rows}
                 self._texts[table] = [(rid, text) for rid, _, text, _ in rows]
             return self._records[table]
+
+    def class_reference(self) -> ClassReference:
+        """The Godot 4 API that `load` stored beside the records (empty if the JSONL had none)."""
+        with self._lock:
+            if self._class_reference is None:
+                self._class_reference = ClassReference(queries_meta(self.conn(), "class_reference") or {})
+            return self._class_reference
+
+    def api_index(self) -> dict:
+        """Where the class reference documents each member: (class, member) -> docs chunk id,
+        class -> its page's first chunk, page path -> class."""
+        with self._lock:
+            if self._api_index is None:
+                ref = self.class_reference()
+                page_class = {info["page"]: cls for cls, info in ref.classes.items()}
+                members: dict[tuple[str, str], str] = {}
+                first: dict[str, str] = {}
+                for rid, rec in self.records("docs_chunks").items():
+                    cls = page_class.get((rec.get("metadata") or {}).get("page_path"))
+                    if cls is None:
+                        continue
+                    first.setdefault(cls, rid)
+                    sym = rec.get("symbol") or ""
+                    if sym.startswith(cls + "."):
+                        members[(cls, sym.split(".", 1)[1])] = rid  # the member's own entry wins
+                    for m in (rec.get("metadata") or {}).get("members") or []:
+                        members.setdefault((cls, m), rid)
+                    # Constants inside an enum entry, and table rows, are found by their bold name.
+                    for m in BOLD_NAME_RE.findall(rec.get("content") or ""):
+                        members.setdefault((cls, m.replace("\\", "")), rid)
+                self._api_index = {"members": members, "first": first, "page_class": page_class}
+            return self._api_index
+
+    def version_names(self) -> tuple[set[str], set[str]]:
+        """(Godot 3 names the converter renames, Godot 4 names they became), from the api_mapping records."""
+        with self._lock:
+            if self._version_names is None:
+                ref = self.class_reference()
+                recs = [r for r in self.records("api_mapping").values() if r["change_type"] in CONVERTER_TYPES]
+                old = {r["source_api"] for r in recs}
+                new = {r["target_api"] for r in recs if r["target_api"] not in old and ref.exists(r["target_api"])
+                       and r["change_type"] in ("class_rename", "builtin_type_rename", "method_rename")}
+                self._version_names = (old, new)
+            return self._version_names
 
     def bm25_index(self, table: str, tok: TokenizerConfig, cfg: RetrieveConfig) -> bm25_mod.BM25Index:
         key = (table, tok.key(), cfg.k1, cfg.b)
@@ -309,6 +367,15 @@ class Retriever:
         n_for = None
         if strategy == "F":
             n_for = {t: max(cfg.candidates, 200) if t == "api_mapping" else cfg.candidates for t in cfg.tables}
+            with timer.stage("parse") as info:
+                facts = parse_chunk(chunk)
+                info.update(facts.summary())
+            trace["gdscript"] = facts.summary()
+            with timer.stage("resolve") as info:
+                resolution = resolve_uses(facts, self.class_reference(), cfg.extends, cfg.resolve_max_hops)
+                info.update(uses=len(resolution.uses), unresolved=len(resolution.unresolved),
+                            own_class=resolution.own_class, own_class_from=resolution.own_class_from)
+            trace["resolve"] = resolution.to_trace()
         lists, token_lists = self.candidate_lists(texts, strategy, cfg, timer, explain, cfg.tables, n_for)
         trace["tokens"] = token_lists[0]
         trace["bm25_query"] = {"tokens": token_lists[0],
@@ -322,9 +389,33 @@ class Retriever:
             ids[t]["union"] = [c.id for c in per_table[t]]
         if strategy != "F":
             return [c for t in cfg.tables for c in per_table[t][: cfg.k]], []
-        return self._finish_f(chunk, per_table, cfg, timer, trace)
+        api = self._api_list(resolution, cfg, timer) if "docs_chunks" in cfg.tables else []
+        ids["docs_chunks"]["api"] = [c.id for c in api] if "docs_chunks" in ids else []
+        return self._finish_f(chunk, per_table, api, facts, resolution, cfg, timer, trace)
 
-    def _finish_f(self, chunk, per_table, cfg, timer, trace):
+    def _api_list(self, resolution, cfg, timer) -> list[Candidate]:
+        """The third candidate list: the member entry that documents each resolved use."""
+        index = self.api_index()
+        recs = self.records("docs_chunks")
+        out: dict[str, Candidate] = {}
+        with timer.stage("api:docs_chunks") as info:
+            for use in resolution.uses:
+                rid = index["members"].get((use.cls, use.member)) or index["first"].get(use.cls)
+                if rid is None:
+                    continue
+                entry = {"api": use.api, "line": use.line, "col": use.col, "code": use.text, "via": use.via,
+                         "entry": "member" if (use.cls, use.member) in index["members"] else "class page"}
+                if rid in out:
+                    out[rid].trace["api"]["uses"].append(entry)
+                    continue
+                c = Candidate(table="docs_chunks", id=rid, payload=recs[rid], score=1.0, rank=len(out) + 1,
+                              source="api", group="api_reference")
+                c.add_stage("api", {"rank": len(out) + 1, "uses": [entry]})
+                out[rid] = c
+            info.update(uses=len(resolution.uses), records=len(out))
+        return list(out.values())
+
+    def _finish_f(self, chunk, per_table, api, facts, resolution, cfg, timer, trace):
         # Rerank the docs candidates (before any cut), then validate everything.
         docs = per_table.get("docs_chunks", [])
         if docs and cfg.reranker != "none":
@@ -339,12 +430,33 @@ class Retriever:
             trace["candidate_ids"]["docs_chunks"]["rerank"] = [c.id for c in per_table["docs_chunks"]]
         idf = self._idf(cfg)
         pool = []
+        api_by_id = {c.id: c for c in api}
         for table, cands in per_table.items():
-            pool += cands[: cfg.rerank_top] if table == "docs_chunks" else cands
+            if table != "docs_chunks":
+                pool += cands
+                continue
+            for c in cands[: cfg.rerank_top]:
+                if c.id in api_by_id:  # found by BM25/embedding and resolved: one candidate, both sources
+                    c = c.derive()
+                    c.source = f"{c.source}+api"
+                    c.group = "api_reference"
+                    c.trace.setdefault("api", api_by_id.pop(c.id).trace["api"])
+                pool.append(c)
+        pool += list(api_by_id.values())
+        ref = self.class_reference()
+        old_names, new_names = self.version_names()
+        with timer.stage("version") as info:
+            version = version_context(facts, resolution, new_names, old_names, cfg.godot_version)
+            info.update(version.to_trace())
+        trace["version"] = version.to_trace()
+        vctx = ValidationContext(facts=facts, resolution=resolution, ref=ref, version=version, idf=idf,
+                                 class_of_page=self.api_index()["page_class"],
+                                 renameable=renameable_names(facts, ref), min_direct_evidence=cfg.min_direct_evidence)
         with timer.stage("validate") as info:
-            judged = validate(chunk, pool, idf, min_direct_evidence=cfg.min_direct_evidence)
+            judged = validate(vctx, pool)
             info.update(layer="deterministic", judged=len(judged),
                         accepted=sum(c.verdict == "accept" for c in judged))
+        trace["version"] = version.to_trace()  # the validator adds the Godot 3 uses it found
         if cfg.validator_llm:
             from .judge import judge_candidates
 
@@ -357,9 +469,20 @@ class Retriever:
                 c.score = float(c.score) * (0.5 + 0.5 * float(conf))
             acc = sorted([c for c in mine if c.verdict == "accept"], key=lambda c: (-c.score, c.id))
             rej = sorted([c for c in mine if c.verdict != "accept"], key=lambda c: (-c.score, c.id))
+            if table == "docs_chunks":
+                # Two groups, each with its own k: the best guides, then the member entries of the
+                # API the chunk calls (in the order the chunk uses them) that the guides did not already hold.
+                guides = [c for c in acc if c.group != "api_reference"]
+                api_acc = [c for c in acc if c.group == "api_reference"]
+                api_acc.sort(key=lambda c: (min(u["line"] for u in c.trace["api"]["uses"]), c.id))
+                acc = guides[: cfg.k] + api_acc[: cfg.k_api]
+                for c in acc:
+                    c.group = c.group or "guides"
+            else:
+                acc = acc[: cfg.k]
             for i, c in enumerate(acc):
                 c.rank = i + 1
-            results += acc[: cfg.k]
+            results += acc
             rejected += rej[: cfg.k]
         return results, rejected
 

@@ -13,6 +13,7 @@ class Candidate(BaseModel):
     score: float = 0.0  # the score of the latest stage that ranked it
     rank: int | None = None  # 1-based, per table
     source: str | None = None  # bm25 | embedding | both | tsquery | profile
+    group: str | None = None  # docs_chunks in F: "guides" or "api_reference" (member entries of resolved calls)
     verdict: Literal["accept", "reject"] | None = None
     reason: str | None = None
     # stage name -> that stage's own score, rank and explanation; stages only add keys

@@ -1,97 +1,74 @@
 """Direct-evidence validator, deterministic layer: what the chunk and a record literally share.
 
 Evidence is matched at identifier boundaries (`AnimatedSprite` is not in
-`AnimatedSprite2D`). Which shared identifiers count is decided by the corpus,
-not by a list: a shared identifier is evidence when its idf in the docs index is
-at least `min_idf` (so `func`, `var`, `velocity` do not count, `screen_size` does);
-a shared call chain (`Input.is_action_pressed`, `position.clamp`) always counts.
+`AnimatedSprite2D`), on the chunk's code only (comments and strings are not uses; see
+`godot_rag.gdscript`). Which shared identifiers count is decided by the corpus, not by a
+list: a shared identifier is evidence when its idf in the docs index is at least `min_idf`
+(so `func`, `var`, `velocity` do not count, `screen_size` does); a shared call chain
+(`Input.is_action_pressed`, `position.clamp`) always counts, and so does a resolved API use
+(`get_tree().quit()` -> `SceneTree.quit`) whose member entry the record is.
 
-Contradicting evidence is found by name shape: an identifier in the record that
-equals one of the chunk's identifiers once digit runs are masked (`Vector3` vs
-`Vector2`, `CharacterBody3D` vs `CharacterBody2D`) but that the chunk never uses.
+Contradicting evidence is found by name shape: an identifier in the record that equals one
+of the chunk's identifiers once digit runs are masked (`Vector3` vs `Vector2`) but that the
+chunk never uses, where the record never uses the chunk's own spelling either.
 
 Acceptance rules:
-- docs_chunks: at least `min_direct_evidence` items, one of them strong
-  (a call chain, an API symbol of the record, a code line of the chunk found in the
-  record's code up to renaming, or a rare method call), and confidence >= 0.5 where
+- docs_chunks: at least `min_direct_evidence` items, one of them strong (a resolved API
+  use, a call chain, an API symbol of the record, a code line of the chunk found in the
+  record's code up to renaming of the chunk's own names, or a rare method call); no API
+  contradiction in the record's code (a 3D page for 2D code); a class-reference record
+  only for a class the chunk uses (its resolved uses); and confidence >= 0.5 where
   confidence = support / (support + 1.5 * contradiction + 4);
-- api_mapping: the `source_api` occurs in the chunk (regex `re:` terms for
-  syntax changes, a call for prose-derived method changes), an occurrence is
-  left over once every negative pattern has claimed its matches, the chunk does
-  not declare that name itself (`var white`), and C#-only records need C# code;
-- label_prototypes: every `must_match` rule matches, no `must_not_match` rule
-  does, and a required api_mapping type was accepted for this chunk.
+- api_mapping: an occurrence of `source_api` that is Godot 3 use (see `version.py`:
+  code, not comment; not resolvable as valid Godot 4 API; ambiguous ones decided by the
+  chunk's version markers and the `godot_version` hint), not claimed by a negative
+  pattern, not a name the chunk declares; C#-only records need C# code;
+- label_prototypes: a migration finding needs an accepted api_mapping of its group *at
+  the same occurrence* as its `must_match` rule; other findings need every `must_match`
+  rule to match the code and no `must_not_match` rule to.
 """
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Callable
 
+from ..classref import ClassReference
+from ..gdscript import IDENT_RE, CHAIN_RE, GDScriptFacts, shape
 from .codematch import clone_match, code_lines, record_code
-from .tokenize import declared_names
+from .resolve import Resolution
 from .types import Candidate
+from .version import VersionContext, classify_occurrence, decide_ambiguous
 
-IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-CHAIN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 METHOD_CALL_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-CALL_CHAIN_RE = re.compile(r"((?:[A-Za-z_][A-Za-z0-9_]*\.)+[A-Za-z_][A-Za-z0-9_]*)\s*\(")
-STRING_RE = re.compile(r"&?\"((?:[^\"\\\n]|\\.)*)\"|'((?:[^'\\\n]|\\.)*)'")
-COMMENT_RE = re.compile(r"#.*$", re.M)
 DIGITS_RE = re.compile(r"\d+")
 
 
-def bounded(name: str) -> re.Pattern:
-    return re.compile(r"(?<![A-Za-z0-9_])" + re.escape(name) + r"(?![A-Za-z0-9_])")
+@dataclass
+class ValidationContext:
+    """What the validator knows about the chunk, computed once per request."""
+    facts: GDScriptFacts
+    resolution: Resolution
+    ref: ClassReference
+    version: VersionContext
+    idf: Callable[[str], float]
+    class_of_page: dict[str, str]  # classes/class_scenetree -> SceneTree
+    renameable: frozenset[str] = frozenset()
+    min_idf: float = 5.0
+    min_direct_evidence: int = 1
 
-
-def strip_comments(code: str) -> str:
-    """Drop `#` comments that are not inside strings."""
-    out = []
-    for line in code.split("\n"):
-        masked = STRING_RE.sub(lambda m: "\0" * len(m.group(0)), line)
-        cut = masked.find("#")
-        out.append(line if cut < 0 else line[:cut])
-    return "\n".join(out)
-
-
-def looks_csharp(code: str) -> bool:
-    lines = [l.strip() for l in code.split("\n") if l.strip()]
-    if not lines:
-        return False
-    semis = sum(l.endswith((";", "{", "}")) for l in lines)
-    return semis / len(lines) > 0.4
-
-
-def shape(ident: str) -> str:
-    return DIGITS_RE.sub("#", ident)
-
-
-class ChunkFacts:
-    """What the validator needs to know about the query chunk, computed once."""
-
-    def __init__(self, chunk: str):
-        self.text = chunk
-        self.code = strip_comments(chunk)
-        self.identifiers = set(IDENT_RE.findall(self.code))
-        self.chains = set(CHAIN_RE.findall(self.code))
-        self.calls = set(CALL_CHAIN_RE.findall(self.code))
-        self.methods = set(METHOD_CALL_RE.findall(self.code))
-        self.declared = declared_names(self.code)
-        self.strings = {a or b for a, b in STRING_RE.findall(self.code) if (a or b)}
-        self.shapes: dict[str, set[str]] = {}
-        for ident in self.identifiers:
-            if DIGITS_RE.search(ident):
-                self.shapes.setdefault(shape(ident), set()).add(ident)
-        self.csharp = looks_csharp(chunk)
-        self.all_identifiers = set(IDENT_RE.findall(chunk))  # comments and strings included
-        self._first_line: dict[str, int] = {}
-        for i, line in enumerate(chunk.split("\n"), 1):
-            for ident in IDENT_RE.findall(line):
-                self._first_line.setdefault(ident, i)
-
-    def line_of(self, literal: str) -> int | None:
-        return self._first_line.get(literal)
+    @property
+    def call_pairs(self) -> set[str]:
+        """`Owner.member` tails of the chunk's call chains (`Input.is_action_pressed`, `position.clamp`)."""
+        out = set()
+        for ch in self.facts.chains:
+            names = ([ch.root] if ch.root_kind in ("identifier", "call") and ch.root else []) + [p.name for p in ch.parts]
+            calls = [False] * (len(names) - len(ch.parts)) + [p.call for p in ch.parts]
+            for i in range(1, len(names)):
+                if calls[i]:
+                    out.add(f"{names[i - 1]}.{names[i]}")
+        return out
 
 
 def _record_text(c: Candidate) -> str:
@@ -108,40 +85,50 @@ def _pairs(chains: list[str]) -> set[str]:
     return out
 
 
-def docs_evidence(facts: ChunkFacts, c: Candidate, idf: Callable[[str], float], min_idf: float) -> dict:
+def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
+    facts, idf, min_idf = v.facts, v.idf, v.min_idf
     text = _record_text(c)
     symbols = set(c.payload.get("api_symbols") or [])
-    # Identifier sets make every boundary-respecting test a set lookup.
+    if c.payload.get("symbol"):
+        symbols.add(c.payload["symbol"])
     rec_idents = set(IDENT_RE.findall(text))
     rec_pairs = _pairs(CHAIN_RE.findall(text))
+    chains = facts.chain_texts
     items: list[dict] = []
     seen: set[str] = set()
 
-    def add(literal: str, kind: str, weight: float) -> None:
+    def add(literal: str, kind: str, weight: float, line: int | None = None) -> None:
         if literal in seen:
             return
         seen.add(literal)
-        items.append({"literal": literal, "kind": kind, "weight": round(weight, 3), "chunk_line": facts.line_of(literal.split(".")[0])})
+        items.append({"literal": literal, "kind": kind, "weight": round(weight, 3),
+                      "chunk_line": line if line is not None else facts.line_of(literal.split(".")[0].strip("."))})
 
+    page = c.page or ""
+    cls = v.class_of_page.get(page)
+    if cls is not None:
+        # A class-reference record that documents a member the chunk resolves to: the strongest evidence.
+        for use in v.resolution.uses:
+            if use.api in symbols or (use.member == "new" and use.cls == cls):
+                add(use.api, "resolved_api", 6.0, use.line)
     for sym in sorted(symbols):
-        if "." in sym and any(sym == ch or ch.endswith("." + sym) or ch.startswith(sym + ".") or ("." + sym) in ("." + ch) for ch in facts.chains):
+        if "." in sym and any(sym == ch or ch.endswith("." + sym) or ch.startswith(sym + ".") or ("." + sym) in ("." + ch) for ch in chains):
             add(sym, "api_symbol", 3.0 + idf(sym.split(".")[-1]))
         elif "." not in sym and sym in facts.identifiers and idf(sym) >= min_idf:
             add(sym, "api_symbol", 1.0 + idf(sym))
-    for chain in sorted(facts.calls):
-        tail = ".".join(chain.split(".")[-2:])
-        if tail not in seen and tail in rec_pairs:
-            add(tail, "call", 2.0 + idf(tail.split(".")[-1]))
+    for pair in sorted(v.call_pairs):
+        if pair not in seen and pair in rec_pairs:
+            add(pair, "call", 2.0 + idf(pair.split(".")[-1]))
     rec_methods = set(METHOD_CALL_RE.findall(text))
-    for m in sorted(facts.methods & rec_methods):
+    for m in sorted(facts.method_calls & rec_methods):
         if m not in seen and f".{m}" not in {i["literal"][-len(m) - 1:] for i in items} and idf(m.lower()) >= min_idf - 1:
             add(f".{m}()", "method_call", 1.0 + idf(m.lower()))
-    ratio, lines = clone_match(facts.text, record_code(c))
+    ratio, lines = clone_match(facts.text, record_code(c), v.renameable)
     if lines:
         qlines = code_lines(facts.text)
         for i in lines[:6]:
             add(" ".join(qlines[i - 1]), "code_line", 2.0 + 4.0 * ratio)
-    for lit in sorted(facts.strings):
+    for lit in sorted(facts.string_values):
         if len(lit) >= 3 and IDENT_RE.fullmatch(lit) and lit in rec_idents and idf(lit.lower()) >= min_idf:
             add(f'"{lit}"', "string", idf(lit.lower()))
     for ident in sorted(facts.identifiers):
@@ -149,116 +136,182 @@ def docs_evidence(facts: ChunkFacts, c: Candidate, idf: Callable[[str], float], 
             continue
         add(ident, "identifier", idf(ident.lower()))
     contra: list[dict] = []
+    rec_code_idents = set(IDENT_RE.findall(record_code(c)))
     for ident in sorted(rec_idents | {s for sym in symbols for s in sym.split(".")}):
         if ident in facts.identifiers or not DIGITS_RE.search(ident):
             continue
         twins = facts.shapes.get(shape(ident))
-        if twins:
-            contra.append({"literal": ident, "near_miss_of": sorted(twins)[0], "weight": round(max(idf(ident.lower()), 1.0), 3)})
+        if twins and not (twins & rec_idents):
+            api = v.ref.has_class(ident) and all(v.ref.has_class(t) for t in twins)
+            contra.append({"literal": ident, "near_miss_of": sorted(twins)[0], "weight": round(max(idf(ident.lower()), 1.0), 3),
+                           "api": api, "in_code": ident in rec_code_idents})
     support = sum(i["weight"] for i in items)
     against = sum(i["weight"] for i in contra)
     confidence = support / (support + 1.5 * against + 4.0) if support else 0.0
-    strong = [i for i in items if i["kind"] in ("api_symbol", "call", "code_line")
+    strong = [i for i in items if i["kind"] in ("resolved_api", "api_symbol", "call", "code_line")
               or (i["kind"] == "method_call" and i["weight"] >= 1.0 + min_idf)]
-    return {"evidence": items, "contradictions": contra, "support": round(support, 3), "against": round(against, 3),
+    info = {"evidence": items, "contradictions": contra, "support": round(support, 3), "against": round(against, 3),
             "confidence": round(confidence, 4), "strong": len(strong)}
+    reasons = []
+    if len(items) < v.min_direct_evidence:
+        reasons.append("no direct evidence shared with the chunk")
+    elif not strong:
+        reasons.append("only weak evidence (no shared API call or symbol)")
+    api_contra = [x for x in contra if x["api"] and x["in_code"]]
+    if api_contra and not any(i["kind"] == "resolved_api" for i in items):
+        x = api_contra[0]
+        reasons.append(f"contradiction: the record's code uses {x['literal']} where the chunk uses {x['near_miss_of']}")
+    if cls is not None and cls not in v.resolution.classes:
+        used = sorted(v.resolution.classes)
+        reasons.append(f"class reference for {cls}, which the chunk does not use"
+                       + (f" (it uses {', '.join(used[:6])})" if used else " (no Godot API use of the chunk resolves)"))
+    if confidence < 0.5 and not reasons:
+        reasons.append(f"confidence {confidence:.2f} < 0.5 (contradicting evidence)")
+    info["class"] = cls
+    info["accepted"] = not reasons
+    info["reasons"] = reasons
+    return info
 
 
-def mapping_evidence(facts: ChunkFacts, c: Candidate) -> dict:
-    p = c.payload
+def _regex_hits(facts: GDScriptFacts, patterns: list[str]) -> list[dict]:
+    """Occurrences of syntax-change patterns, matched on the code with comments removed."""
+    out = []
+    for rx in patterns:
+        for m in re.finditer(rx, facts.no_comments):
+            if facts.region(m.start()) != "code":
+                continue
+            out.append({"start": m.start(), "end": m.end(), "line": facts.line_of_offset(m.start()),
+                        "col": facts.col_of_offset(m.start()), "region": "code", "literal": m.group(0)[:60]})
+    return out
+
+
+def _claimed(facts: GDScriptFacts, patterns: list[str], start: int, end: int) -> str | None:
+    for neg in patterns:
+        for m in re.finditer(neg, facts.no_comments):
+            if m.start() <= start < m.end() or start <= m.start() < end:
+                return neg
+    return None
+
+
+def mapping_occurrences(v: ValidationContext, c: Candidate) -> dict:
+    """Every literal occurrence of the mapping's source, each with its version decision (pass 1)."""
+    facts, p = v.facts, c.payload
     src, change = p["source_api"], p["change_type"]
     regex_terms = [t[3:] for t in p.get("match_terms") or [] if t.startswith("re:")]
-    hits: list[tuple[int, int]] = []
+    decisions = []
     if regex_terms:
-        for rx in regex_terms:
-            hits += [m.span() for m in re.finditer(rx, facts.code)]
-    elif change in ("method_change", "api_change"):
-        hits = [m.span() for m in re.finditer(r"(?<![A-Za-z0-9_])" + re.escape(src) + r"(?![A-Za-z0-9_])\s*\(", facts.code)]
-    elif IDENT_RE.fullmatch(src) and src not in facts.all_identifiers:
-        hits = []  # the common case, answered by a set lookup
-    else:
-        hits = [m.span() for m in bounded(src).finditer(facts.text)]
-    text = facts.code if (regex_terms or change in ("method_change", "api_change")) else facts.text
-    claimed: list[dict] = []
-    free = []
-    for start, end in hits:
-        owner = None
-        for neg in p.get("negative_patterns") or []:
-            for m in re.finditer(neg, text):
-                if m.start() <= start < m.end() or start <= m.start() < end:
-                    owner = neg
-                    break
-            if owner:
-                break
-        if owner:
-            claimed.append({"at": start, "negative_pattern": owner})
-        else:
-            free.append(start)
+        # Syntax changes: each pattern is Godot 3-only syntax, so a match in code is Godot 3 use.
+        for h in _regex_hits(facts, regex_terms):
+            decisions.append({**h, "status": "godot3", "why": f"line {h['line']}:{h['col']}: Godot 3 syntax `{h['literal']}`"})
+    elif not (IDENT_RE.fullmatch(src) and src not in facts.all_identifiers):
+        for occ in facts.occurrences(src):
+            status, why = classify_occurrence(facts, v.resolution, v.ref, p, occ)
+            decisions.append({**occ, "status": status, "why": why})
+    for d in decisions:
+        neg = _claimed(facts, p.get("negative_patterns") or [], d["start"], d["end"]) if d["status"] != "ignored" else None
+        if neg:
+            d["status"], d["why"] = "ignored", f"line {d['line']}:{d['col']}: claimed by negative pattern {neg[:50]}"
+        elif d["status"] != "ignored" and not regex_terms and src in facts.declared:
+            d["status"], d["why"] = "ignored", f"line {d['line']}:{d['col']}: the chunk declares '{src}' itself"
+    return {"occurrences": decisions}
+
+
+def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
+    p = c.payload
+    src, change = p["source_api"], p["change_type"]
+    decisions = pass1["occurrences"]
     reasons = []
-    if not hits:
+    ambiguous_verdict = None
+    for d in decisions:
+        if d["status"] == "ambiguous":
+            if ambiguous_verdict is None:
+                ambiguous_verdict = decide_ambiguous(v.version)
+            ok, why = ambiguous_verdict
+            d["status"] = "godot3" if ok else "valid_godot4"
+            d["why"] += f"; ambiguous: {why}"
+            d["ambiguous"] = True
+    accepted_occ = [d for d in decisions if d["status"] == "godot3"]
+    if not decisions:
         reasons.append(f"source_api '{src}' does not occur in the chunk")
-    elif not free:
-        reasons.append(f"every occurrence of '{src}' is accounted for by a negative pattern")
-    if change.startswith("csharp") and not facts.csharp:
+    elif not accepted_occ:
+        reasons.append("no occurrence is Godot 3 use: " + "; ".join(d["why"] for d in decisions[:3]))
+    if change.startswith("csharp") and not v.facts.csharp:
         reasons.append("C#-only change, and the chunk is GDScript")
-    if free and src in facts.declared:
-        reasons.append(f"the chunk declares '{src}' itself (a local name, not the Godot 3 API)")
-    evidence = []
-    if free:
-        line = text[: free[0]].count("\n") + 1
-        evidence.append({"literal": src, "kind": "source_api", "chunk_line": line, "occurrences": len(free)})
     accepted = not reasons
-    confidence = float(p.get("confidence") or 0.0) if accepted else 0.0
-    return {"evidence": evidence, "claimed_by_negative_patterns": claimed, "contradictions": [],
-            "confidence": round(confidence, 4), "accepted": accepted, "reasons": reasons}
+    evidence = []
+    if accepted:
+        first = accepted_occ[0]
+        evidence.append({"literal": first.get("literal") or src, "kind": "source_api", "chunk_line": first["line"],
+                         "col": first["col"], "occurrences": len(accepted_occ)})
+    base = float(p.get("confidence") or 0.0)
+    if accepted and all(d.get("ambiguous") for d in accepted_occ):
+        base = min(base, 0.6)
+    elif accepted:
+        base = max(base, 0.9)
+    confidence = base if accepted else 0.0
+    return {"evidence": evidence, "occurrences": [{k: d[k] for k in ("line", "col", "region", "status", "why", "start", "end")}
+                                                  for d in decisions][:20],
+            "contradictions": [], "confidence": round(confidence, 4), "accepted": accepted, "reasons": reasons}
 
 
-def prototype_evidence(facts: ChunkFacts, c: Candidate, accepted_types: set[str]) -> dict:
+def prototype_evidence(v: ValidationContext, c: Candidate, accepted_mappings: dict[str, dict]) -> dict:
+    facts = v.facts
     rules = c.payload.get("validator_rules") or {}
     evidence, reasons = [], []
-    for rx in rules.get("must_match", []):
-        m = re.search(rx, facts.code)
-        if m:
-            evidence.append({"literal": m.group(0)[:80], "kind": "must_match", "chunk_line": facts.code[: m.start()].count("\n") + 1})
-        else:
-            reasons.append("a must_match rule does not match the chunk")
-    for rx in rules.get("must_not_match", []):
-        if re.search(rx, facts.code):
-            reasons.append(f"must_not_match rule matches: {rx[:60]}")
     need = rules.get("requires_accepted_mapping_type")
-    if need and need not in accepted_types:
-        reasons.append(f"no accepted api_mapping of type {need}")
+    if need or c.payload.get("task_type") == "migration":
+        # A migration finding follows its mapping: the rule must match where an accepted mapping occurs.
+        ids = set(c.payload.get("evidence_mapping_ids") or [])
+        spans = [(mid, d) for mid, info in accepted_mappings.items() if mid in ids
+                 for d in info["occurrences"] if d["status"] == "godot3"]
+        for rx in rules.get("must_match", []):
+            for m in re.finditer(rx, facts.no_comments):
+                hit = next(((mid, d) for mid, d in spans if m.start() <= d["start"] < max(m.end(), d["start"] + 1)
+                            or d["start"] <= m.start() < d["end"]), None)
+                if hit and facts.region(m.start()) != "comment":
+                    evidence.append({"literal": m.group(0)[:80], "kind": "must_match", "chunk_line": hit[1]["line"],
+                                     "col": hit[1]["col"], "mapping_id": hit[0]})
+        if not spans:
+            reasons.append("no accepted api_mapping of this finding's group" + (f" ({need})" if need else ""))
+        elif not evidence:
+            reasons.append("the finding's rule does not match where the accepted mapping occurs")
+    else:
+        for rx in rules.get("must_match", []):
+            m = re.search(rx, facts.no_comments)
+            if m:
+                evidence.append({"literal": m.group(0)[:80], "kind": "must_match", "chunk_line": facts.line_of_offset(m.start())})
+            else:
+                reasons.append("a must_match rule does not match the chunk's code")
+    for rx in rules.get("must_not_match", []):
+        if re.search(rx, facts.no_comments):
+            reasons.append(f"must_not_match rule matches: {rx[:60]}")
     accepted = not reasons and bool(evidence)
-    return {"evidence": evidence, "contradictions": [], "confidence": 1.0 if accepted else 0.0,
+    return {"evidence": evidence[:10], "contradictions": [], "confidence": 1.0 if accepted else 0.0,
             "accepted": accepted, "reasons": reasons}
 
 
-def validate(chunk: str, candidates: list[Candidate], idf: Callable[[str], float], *, min_idf: float = 5.0,
-             min_direct_evidence: int = 1, stage: str = "validate") -> list[Candidate]:
+def validate(v: ValidationContext, candidates: list[Candidate], stage: str = "validate") -> list[Candidate]:
     """Adds a `validate` explanation and a verdict to every candidate (pure: no I/O)."""
-    facts = ChunkFacts(chunk)
     out = []
+    mappings = [c for c in candidates if c.table == "api_mapping"]
+    pass1 = {c.id: mapping_occurrences(v, c) for c in mappings}
+    # Unambiguous Godot 3 use of one mapping is a version marker for the ambiguous occurrences of others.
+    for c in mappings:
+        hits = [d for d in pass1[c.id]["occurrences"] if d["status"] == "godot3"]
+        if hits and not c.payload["change_type"].startswith("csharp"):
+            v.version.godot3.append(f"line {hits[0]['line']}: {c.payload['source_api']} ({hits[0]['why'].split(': ', 1)[-1]})")
     for c in candidates:
         if c.table == "api_mapping":
-            info = mapping_evidence(facts, c)
+            info = mapping_evidence(v, c, pass1[c.id])
         elif c.table == "docs_chunks":
-            info = docs_evidence(facts, c, idf, min_idf)
-            reasons = []
-            if len(info["evidence"]) < min_direct_evidence:
-                reasons.append("no direct evidence shared with the chunk")
-            elif not info["strong"]:
-                reasons.append("only weak evidence (no shared API call or symbol)")
-            if info["confidence"] < 0.5 and not reasons:
-                reasons.append(f"confidence {info['confidence']:.2f} < 0.5 (contradicting evidence)")
-            info["accepted"] = not reasons
-            info["reasons"] = reasons
+            info = docs_evidence(v, c)
         else:
             continue
         out.append(_verdict(c, info, stage))
-    accepted_types = {c.payload["change_type"] for c in out if c.table == "api_mapping" and c.verdict == "accept"}
+    accepted = {c.id: c.trace[stage] for c in out if c.table == "api_mapping" and c.verdict == "accept"}
     for c in candidates:
         if c.table == "label_prototypes":
-            out.append(_verdict(c, prototype_evidence(facts, c, accepted_types), stage))
+            out.append(_verdict(c, prototype_evidence(v, c, accepted), stage))
     return out
 
 

@@ -39,11 +39,30 @@ def _digest(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+CLASS_REFERENCE_FILE = "class_reference.json"  # written by ingest beside the JSONL files
+
+
 def files_digest(jsonl_dir: Path) -> str:
     h = hashlib.sha256()
     for table in SCHEMA:
         h.update((jsonl_dir / SCHEMA[table]["file"]).read_bytes())
+    ref = jsonl_dir / CLASS_REFERENCE_FILE
+    if ref.exists():
+        h.update(ref.read_bytes())
     return h.hexdigest()
+
+
+def read_class_reference(jsonl_dir: Path) -> dict | None:
+    path = jsonl_dir / CLASS_REFERENCE_FILE
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise StoreError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("classes"), dict):
+        raise StoreError(f"{path}:1: field 'classes': expected an object of class entries")
+    return data
 
 
 def _row(table: str, rec: dict) -> list:
@@ -60,6 +79,7 @@ def load_jsonl(db: Database, jsonl_dir: Path, *, prune: bool = True, force: bool
     jsonl_dir = Path(jsonl_dir)
     # Validate every file before touching the database: a bad line changes nothing.
     data = {table: read_jsonl(jsonl_dir / SCHEMA[table]["file"], table) for table in SCHEMA}
+    class_reference = read_class_reference(jsonl_dir)
     digest = files_digest(jsonl_dir)
     stats = LoadStats()
     with db.transaction() as conn:
@@ -89,6 +109,8 @@ def load_jsonl(db: Database, jsonl_dir: Path, *, prune: bool = True, force: bool
                 deleted = cur.rowcount
             conn.execute("DROP TABLE incoming")
             stats.tables[table] = {"rows": len(data[table]), "inserted_or_updated": changed, "deleted": deleted}
+        if class_reference is not None:
+            set_meta(conn, "class_reference", class_reference)
         set_meta(conn, "loaded_digest", digest)
         set_meta(conn, "loaded_from", str(jsonl_dir.resolve()))
     return stats

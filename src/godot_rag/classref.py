@@ -1,0 +1,96 @@
+"""The Godot 4 API as the class reference defines it: classes, inheritance, members
+(method, property, signal, constant, enum, ...) with their documented types.
+
+Built from the `classes/class_*` pages at ingest (`ingest/classref.py`), stored in the
+database beside the records (`godot_rag_meta`, key `class_reference`), and read here.
+Nothing in it is typed in by hand: a name is Godot 4 API exactly when a class page
+documents it.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+GLOBAL_SCOPES = ("@GlobalScope", "@GDScript")
+# Types a member can have that name no class: what the reference writes for "nothing".
+NO_TYPE = {"", "void", "Variant"}
+
+
+class ClassReference:
+    def __init__(self, data: dict):
+        # {"classes": {name: {"inherits": str|None, "page": str, "members": {name: {"kind", "type"}}}}}
+        self.classes: dict[str, dict] = data.get("classes", {})
+
+    def to_dict(self) -> dict:
+        return {"classes": self.classes}
+
+    def __bool__(self) -> bool:
+        return bool(self.classes)
+
+    def has_class(self, name: str) -> bool:
+        return name in self.classes and not name.startswith("@")
+
+    def page(self, cls: str) -> str | None:
+        return (self.classes.get(cls) or {}).get("page")
+
+    def lineage(self, cls: str) -> list[str]:
+        """`cls` and its ancestors, nearest first."""
+        out, seen = [], set()
+        while cls and cls in self.classes and cls not in seen:
+            out.append(cls)
+            seen.add(cls)
+            cls = self.classes[cls].get("inherits")
+        return out
+
+    def member(self, cls: str, name: str) -> tuple[str, dict] | None:
+        """(owner class, member info) for `cls.name`, walking up the inheritance chain."""
+        for owner in self.lineage(cls):
+            info = self.classes[owner]["members"].get(name)
+            if info is not None:
+                return owner, info
+        return None
+
+    def global_member(self, name: str) -> tuple[str, dict] | None:
+        """A global function, constant or singleton (`load`, `deg_to_rad`, `PI`, `Input`)."""
+        for scope in GLOBAL_SCOPES:
+            info = (self.classes.get(scope) or {}).get("members", {}).get(name)
+            if info is not None:
+                return scope, info
+        return None
+
+    @cached_property
+    def owners(self) -> dict[str, set[str]]:
+        """member name -> the classes that document it."""
+        out: dict[str, set[str]] = {}
+        for cls, info in self.classes.items():
+            for m in info["members"]:
+                out.setdefault(m, set()).add(cls)
+        return out
+
+    def resolver_map(self, name: str) -> dict[str, str]:
+        """class -> the class whose entry documents `name` for it (walking inheritance); cached per name."""
+        cache = self.__dict__.setdefault("_resolver_maps", {})
+        if name not in cache:
+            out = {}
+            for cls in self.classes:
+                if cls.startswith("@"):
+                    continue
+                found = self.member(cls, name)
+                if found is not None and found[1]["kind"] == "method":
+                    out[cls] = found[0]
+            cache[name] = out
+        return cache[name]
+
+    def exists(self, name: str) -> bool:
+        """Whether Godot 4 has this name at all: a class, or a member of some class."""
+        return self.has_class(name) or name in self.owners
+
+    def where(self, name: str, limit: int = 4) -> list[str]:
+        """Where Godot 4 documents `name` (`Viewport`, `CanvasItem.hide`), for traces and notes."""
+        if self.has_class(name):
+            return [name]
+        return sorted(f"{c}.{name}" for c in self.owners.get(name, ()))[:limit]
+
+    @staticmethod
+    def type_of(info: dict) -> str | None:
+        t = (info or {}).get("type") or ""
+        return None if t in NO_TYPE else t

@@ -1,0 +1,575 @@
+"""GDScript facts about one chunk, parsed once with tree-sitter-gdscript.
+
+The one home for what a chunk *is*: which characters are code, comment or string;
+the access chains (`Input.is_action_pressed(...)`, `get_tree().quit()`,
+`$AnimatedSprite2D.play()`) with their receivers; bare calls; the names the chunk
+declares; the types it gives its locals; annotations; `extends`; and the syntax
+that only one Godot version accepts. The validator, the tokenizer's local-name
+weighting, the clone match and the resolve stage all read these facts.
+
+Text that tree-sitter cannot parse cleanly falls back to regular expressions;
+`parser` says which was used, so the trace can show it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+STRING_RE = re.compile(r"[&^]?\"\"\"[\s\S]*?\"\"\"|[&^]?\"(?:[^\"\\\n]|\\.)*\"|[&^]?'(?:[^'\\\n]|\\.)*'")
+COMMENT_RE = re.compile(r"#[^\n]*")
+CHAIN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+DIGITS_RE = re.compile(r"\d+")
+
+
+def bounded(name: str) -> re.Pattern:
+    """`name` at identifier boundaries: `AnimatedSprite` does not match inside `AnimatedSprite2D`."""
+    return re.compile(r"(?<![A-Za-z0-9_])" + re.escape(name) + r"(?![A-Za-z0-9_])")
+
+
+def shape(ident: str) -> str:
+    """Digit runs masked: `Vector3` and `Vector2` share the shape `Vector#`."""
+    return DIGITS_RE.sub("#", ident)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One link of an access chain: `quit` in `get_tree().quit()`."""
+    name: str
+    call: bool
+    start: int  # character offsets in the chunk
+    end: int
+    line: int  # 1-based
+    col: int  # 1-based
+
+
+@dataclass(frozen=True)
+class Chain:
+    """`receiver.part.part()`; the receiver is an identifier, a bare call, `$Node`, `self`, a string or other."""
+    root_kind: str  # identifier | call | get_node | self | super | string | other
+    root: str  # the identifier or callee name ('' when none)
+    root_start: int
+    parts: tuple[Part, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class Call:
+    """A bare call `name(...)`; `args` holds the first arguments' kinds (`string`, `identifier`, ...)."""
+    name: str
+    start: int
+    end: int
+    line: int
+    col: int
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Marker:
+    """Syntax only one Godot version accepts, at a line."""
+    version: str  # "3" | "4"
+    what: str
+    line: int
+
+
+@dataclass
+class GDScriptFacts:
+    text: str
+    parser: str  # "tree-sitter" | "regex-fallback"
+    parse_errors: list[int] = field(default_factory=list)  # lines with syntax errors
+    comments: list[tuple[int, int]] = field(default_factory=list)
+    strings: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, value)
+    chains: list[Chain] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    declared: set[str] = field(default_factory=set)  # var, const, params, for, func, class, signal, enum names
+    params: set[str] = field(default_factory=set)
+    functions: set[str] = field(default_factory=set)
+    local_types: dict[str, str] = field(default_factory=dict)  # name -> declared or constructed type
+    annotations: list[tuple[str, int]] = field(default_factory=list)
+    extends: str | None = None
+    class_name: str | None = None
+    markers: list[Marker] = field(default_factory=list)
+
+    def __post_init__(self):
+        chars = list(self.text)
+        for s, e in self.comments:
+            chars[s:e] = " " * (e - s)
+        self.no_comments = "".join(chars)
+        for s, e, _ in self.strings:
+            chars[s:e] = " " * (e - s)
+        # Code only: comments and string literals blanked, offsets unchanged.
+        self.code = "".join(chars)
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        self.identifiers = set(IDENT_RE.findall(self.code))
+        self.all_identifiers = set(IDENT_RE.findall(self.text))
+        self.string_values = {v for _, _, v in self.strings if v}
+        self.shapes: dict[str, set[str]] = {}
+        for ident in self.identifiers:
+            if DIGITS_RE.search(ident):
+                self.shapes.setdefault(shape(ident), set()).add(ident)
+        first: dict[str, int] = {}
+        for m in IDENT_RE.finditer(self.code):
+            first.setdefault(m.group(0), self.line_of_offset(m.start()))
+        self._first_line = first
+        self.csharp = _looks_csharp(self.text)
+
+    # -- positions ------------------------------------------------------------------
+    def line_of_offset(self, offset: int) -> int:
+        lo, hi = 0, len(self._line_starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._line_starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1
+
+    def col_of_offset(self, offset: int) -> int:
+        return offset - self._line_starts[self.line_of_offset(offset) - 1] + 1
+
+    def line_of(self, ident: str) -> int | None:
+        """First code line that uses `ident`."""
+        return self._first_line.get(ident)
+
+    def line_text(self, line: int) -> str:
+        lines = self.text.split("\n")
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+    def region(self, offset: int) -> str:
+        """`code`, `comment` or `string` for one character offset."""
+        for s, e in self.comments:
+            if s <= offset < e:
+                return "comment"
+        for s, e, _ in self.strings:
+            if s <= offset < e:
+                return "string"
+        return "code"
+
+    def occurrences(self, name: str) -> list[dict]:
+        """Every occurrence of `name` at identifier boundaries, with line, column and region."""
+        out = []
+        for m in bounded(name).finditer(self.text):
+            out.append({"start": m.start(), "end": m.end(), "line": self.line_of_offset(m.start()),
+                        "col": self.col_of_offset(m.start()), "region": self.region(m.start())})
+        return out
+
+    # -- derived ----------------------------------------------------------------------
+    @property
+    def chain_texts(self) -> set[str]:
+        """Dotted identifier chains of the code (`Input.is_action_pressed`, `position.clamp`)."""
+        return set(CHAIN_RE.findall(self.code))
+
+    @property
+    def method_calls(self) -> set[str]:
+        return {p.name for ch in self.chains for p in ch.parts if p.call}
+
+    def version_votes(self) -> dict[str, list[Marker]]:
+        out: dict[str, list[Marker]] = {"3": [], "4": []}
+        for m in self.markers:
+            out[m.version].append(m)
+        return out
+
+    def summary(self) -> dict:
+        """A compact, JSON-ready view for the trace."""
+        return {"parser": self.parser, "parse_error_lines": self.parse_errors[:10], "extends": self.extends,
+                "declared": sorted(self.declared)[:40], "local_types": dict(sorted(self.local_types.items())[:20]),
+                "annotations": sorted({a for a, _ in self.annotations}),
+                "markers": [{"version": m.version, "what": m.what, "line": m.line} for m in self.markers[:12]],
+                "comments": len(self.comments), "strings": len(self.strings)}
+
+
+def _looks_csharp(code: str) -> bool:
+    lines = [l.strip() for l in code.split("\n") if l.strip()]
+    if not lines:
+        return False
+    return sum(l.endswith((";", "{", "}")) for l in lines) / len(lines) > 0.4
+
+
+# --------------------------------------------------------------------------------------
+# tree-sitter
+@lru_cache(maxsize=1)
+def _parser():
+    import tree_sitter
+    import tree_sitter_gdscript
+
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_gdscript.language()))
+
+
+STRING_NODES = {"string", "string_name", "node_path"}
+VAR_NODES = {"variable_statement", "export_variable_statement", "onready_variable_statement", "const_statement"}
+PARAM_NODES = {"typed_parameter", "default_parameter", "typed_default_parameter"}
+
+
+class _Walker:
+    def __init__(self, text: str, data: bytes):
+        self.text = text
+        self.data = data
+        ascii_only = len(data) == len(text)
+        self._b2c = None if ascii_only else _byte_to_char(text)
+        self.facts_kw: dict = {"comments": [], "strings": [], "chains": [], "calls": [], "declared": set(),
+                               "params": set(), "functions": set(), "local_types": {}, "annotations": [],
+                               "markers": [], "parse_errors": []}
+        self.extends: str | None = None
+        self.class_name: str | None = None
+
+    def pos(self, byte: int) -> int:
+        return byte if self._b2c is None else self._b2c[byte]
+
+    def src(self, node) -> str:
+        return self.data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+    def line(self, node) -> int:
+        return node.start_point[0] + 1
+
+    def col(self, node) -> int:
+        s = self.pos(node.start_byte)
+        return s - (self.text.rfind("\n", 0, s) + 1) + 1
+
+    def walk(self, root) -> None:
+        stack = [(root, 0)]
+        while stack:
+            node, depth = stack.pop()
+            t = node.type
+            if t == "ERROR" or node.is_missing:
+                self.facts_kw["parse_errors"].append(self.line(node))
+            handler = getattr(self, "on_" + t, None)
+            if handler is not None and handler(node, depth) is False:
+                continue
+            stack.extend((c, depth + 1) for c in reversed(node.children))
+
+    # -- regions
+    def on_comment(self, node, depth):
+        self.facts_kw["comments"].append((self.pos(node.start_byte), self.pos(node.end_byte)))
+        return False
+
+    def _string(self, node):
+        s, e = self.pos(node.start_byte), self.pos(node.end_byte)
+        raw = self.text[s:e]
+        value = raw.lstrip("&^")
+        q = 3 if value.startswith(('"""', "'''")) else 1
+        self.facts_kw["strings"].append((s, e, value[q:-q] if len(value) >= 2 * q else ""))
+        return False
+
+    def on_string(self, node, depth):
+        return self._string(node)
+
+    def on_string_name(self, node, depth):
+        self.facts_kw["markers"].append(Marker("4", '&"StringName" literal', self.line(node)))
+        return self._string(node)
+
+    def on_node_path(self, node, depth):
+        if self.src(node).startswith("^"):
+            self.facts_kw["markers"].append(Marker("4", '^"NodePath" literal', self.line(node)))
+        return self._string(node)
+
+    # -- declarations
+    def _var(self, node):
+        name = node.child_by_field_name("name") or next((c for c in node.children if c.type == "name"), None)
+        if name is None:
+            return
+        n = self.src(name)
+        self.facts_kw["declared"].add(n)
+        typ = next((c for c in node.children if c.type == "type"), None)
+        if typ is not None:
+            self.facts_kw["local_types"][n] = _base_type(self.src(typ))
+        else:
+            value = node.children[-1] if node.children else None
+            ctor = _constructed_type(self, value)
+            if ctor:
+                self.facts_kw["local_types"][n] = ctor
+
+    def on_variable_statement(self, node, depth):
+        self._var(node)
+        for c in node.children:
+            if c.type == "setget":
+                self.facts_kw["markers"].append(Marker("3", "setget", self.line(c)))
+
+    def on_const_statement(self, node, depth):
+        self._var(node)
+
+    def on_export_variable_statement(self, node, depth):
+        self._var(node)
+        self.facts_kw["markers"].append(Marker("3", "export var", self.line(node)))
+
+    def on_onready_variable_statement(self, node, depth):
+        self._var(node)
+        self.facts_kw["markers"].append(Marker("3", "onready var", self.line(node)))
+
+    def on_setget(self, node, depth):
+        self.facts_kw["markers"].append(Marker("3", "setget", self.line(node)))
+
+    def on_function_definition(self, node, depth):
+        name = next((c for c in node.children if c.type == "name"), None)
+        if name is not None:
+            self.facts_kw["functions"].add(self.src(name))
+            self.facts_kw["declared"].add(self.src(name))
+        params = next((c for c in node.children if c.type == "parameters"), None)
+        if params is not None:
+            for p in params.children:
+                ident = p if p.type == "identifier" else next((c for c in p.children if c.type == "identifier"), None)
+                if ident is None or p.type not in PARAM_NODES | {"identifier"}:
+                    continue
+                n = self.src(ident)
+                self.facts_kw["declared"].add(n)
+                self.facts_kw["params"].add(n)
+                typ = next((c for c in p.children if c.type == "type"), None)
+                if typ is not None:
+                    self.facts_kw["local_types"][n] = _base_type(self.src(typ))
+
+    def on_lambda(self, node, depth):
+        self.facts_kw["markers"].append(Marker("4", "lambda func", self.line(node)))
+        return self.on_function_definition(node, depth)
+
+    def on_for_statement(self, node, depth):
+        ident = next((c for c in node.children if c.type == "identifier"), None)
+        if ident is not None:
+            self.facts_kw["declared"].add(self.src(ident))
+        typ = next((c for c in node.children if c.type == "type"), None)
+        if typ is not None and ident is not None:
+            self.facts_kw["markers"].append(Marker("4", "typed for loop variable", self.line(node)))
+
+    def on_class_definition(self, node, depth):
+        name = next((c for c in node.children if c.type == "name"), None)
+        if name is not None:
+            self.facts_kw["declared"].add(self.src(name))
+
+    def on_signal_statement(self, node, depth):
+        name = next((c for c in node.children if c.type == "name"), None)
+        if name is not None:
+            self.facts_kw["declared"].add(self.src(name))
+
+    def on_enum_definition(self, node, depth):
+        name = next((c for c in node.children if c.type == "name"), None)
+        if name is not None:
+            self.facts_kw["declared"].add(self.src(name))
+        for c in node.children:
+            if c.type == "enumerator_list":
+                for e in c.children:
+                    if e.type == "enumerator":
+                        left = e.children[0] if e.children else None
+                        if left is not None and left.type == "identifier":
+                            self.facts_kw["declared"].add(self.src(left))
+
+    def on_class_name_statement(self, node, depth):
+        name = next((c for c in node.children if c.type == "name"), None)
+        if name is not None:
+            self.class_name = self.src(name)
+            self.facts_kw["declared"].add(self.class_name)
+
+    def on_extends_statement(self, node, depth):
+        typ = next((c for c in node.children if c.type in ("type", "string")), None)
+        # Only the script's own `extends`: an inner class's has a parent class_definition.
+        if typ is not None and typ.type == "type" and (node.parent is None or node.parent.type == "source"):
+            self.extends = _base_type(self.src(typ))
+        return False
+
+    def on_annotation(self, node, depth):
+        ident = next((c for c in node.children if c.type == "identifier"), None)
+        if ident is not None:
+            name = self.src(ident)
+            self.facts_kw["annotations"].append((name, self.line(node)))
+            self.facts_kw["markers"].append(Marker("4", f"@{name} annotation", self.line(node)))
+
+    def on_expression_statement(self, node, depth):
+        # Godot 3's `tool` keyword parses as a lone identifier statement at the top of a script.
+        if (len(node.children) == 1 and node.children[0].type == "identifier" and self.src(node) == "tool"
+                and node.parent is not None and node.parent.type == "source"):
+            self.facts_kw["markers"].append(Marker("3", "tool keyword", self.line(node)))
+
+    def on_await_expression(self, node, depth):
+        self.facts_kw["markers"].append(Marker("4", "await", self.line(node)))
+
+    # -- uses
+    def on_call(self, node, depth):
+        callee = node.children[0] if node.children else None
+        if callee is None or callee.type not in ("identifier", "super"):
+            return
+        name = self.src(callee)
+        args = next((c for c in node.children if c.type == "arguments"), None)
+        kinds = tuple(c.type for c in (args.children if args is not None else []) if c.type not in ("(", ")", ","))
+        s = self.pos(node.start_byte)
+        self.facts_kw["calls"].append(Call(name, s, self.pos(callee.end_byte), self.line(node), self.col(node), kinds[:4]))
+        if name == "yield":
+            self.facts_kw["markers"].append(Marker("3", "yield()", self.line(node)))
+        elif name == "super":
+            self.facts_kw["markers"].append(Marker("4", "super()", self.line(node)))
+        elif name == "connect" and len(kinds) >= 3 and kinds[0] == "string" and kinds[2] == "string":
+            self.facts_kw["markers"].append(Marker("3", 'connect("signal", target, "method")', self.line(node)))
+
+    def on_attribute(self, node, depth):
+        kids = [c for c in node.children if c.type != "."]
+        if not kids:
+            return
+        root = kids[0]
+        kind, name = "other", ""
+        if root.type == "identifier":
+            name = self.src(root)
+            kind = "self" if name == "self" else "identifier"
+        elif root.type in ("self",):
+            kind, name = "self", "self"
+        elif root.type == "super":
+            kind, name = "super", "super"
+        elif root.type == "call":
+            callee = root.children[0] if root.children else None
+            if callee is not None and callee.type == "identifier":
+                kind, name = "call", self.src(callee)
+        elif root.type == "get_node":
+            kind = "get_node"
+        elif root.type in STRING_NODES:
+            kind = "string"
+        parts = []
+        for k in kids[1:]:
+            if k.type == "identifier":
+                parts.append(Part(self.src(k), False, self.pos(k.start_byte), self.pos(k.end_byte), self.line(k), self.col(k)))
+            elif k.type == "attribute_call":
+                ident = next((c for c in k.children if c.type == "identifier"), None)
+                if ident is None:
+                    break
+                n = self.src(ident)
+                parts.append(Part(n, True, self.pos(ident.start_byte), self.pos(ident.end_byte), self.line(ident), self.col(ident)))
+                args = next((c for c in k.children if c.type == "arguments"), None)
+                if n == "connect" and args is not None:
+                    first = next((c for c in args.children if c.type not in ("(", ")", ",")), None)
+                    if first is not None and first.type not in STRING_NODES:
+                        self.facts_kw["markers"].append(Marker("4", "signal.connect(callable)", self.line(k)))
+                    elif first is not None:
+                        rest = [c.type for c in args.children if c.type not in ("(", ")", ",")]
+                        if len(rest) >= 3 and rest[2] in STRING_NODES:
+                            self.facts_kw["markers"].append(Marker("3", 'connect("signal", target, "method")', self.line(k)))
+            else:
+                break  # subscripts and other forms end what we can follow
+        if kind == "super":
+            self.facts_kw["markers"].append(Marker("4", "super.method()", self.line(node)))
+        s = self.pos(node.start_byte)
+        self.facts_kw["chains"].append(Chain(kind, name, s, tuple(parts), self.src(node)))
+
+
+def _byte_to_char(text: str) -> list[int]:
+    out = []
+    for i, ch in enumerate(text):
+        out.extend([i] * len(ch.encode("utf-8")))
+    out.append(len(text))
+    return out
+
+
+def _base_type(t: str) -> str:
+    """`Array[Node]` -> `Array`; `Dictionary[String, int]` -> `Dictionary`."""
+    return t.split("[", 1)[0].strip()
+
+
+def _constructed_type(w: _Walker, value) -> str | None:
+    """`Timer.new()` -> `Timer`; `preload(...)`, literals and other values -> None."""
+    if value is None or value.type != "attribute":
+        return None
+    kids = [c for c in value.children if c.type != "."]
+    if len(kids) == 2 and kids[0].type == "identifier" and kids[1].type == "attribute_call":
+        ident = next((c for c in kids[1].children if c.type == "identifier"), None)
+        if ident is not None and w.src(ident) == "new":
+            return w.src(kids[0])
+    return None
+
+
+def _tree_sitter_facts(text: str) -> GDScriptFacts | None:
+    data = text.encode("utf-8")
+    tree = _parser().parse(data)
+    w = _Walker(text, data)
+    w.walk(tree.root_node)
+    kw = w.facts_kw
+    kw["parse_errors"] = sorted(set(kw["parse_errors"]))
+    kw["comments"].sort()
+    kw["strings"].sort()
+    kw["chains"].sort(key=lambda c: c.root_start)
+    kw["calls"].sort(key=lambda c: c.start)
+    kw["markers"].sort(key=lambda m: m.line)
+    return GDScriptFacts(text=text, parser="tree-sitter", extends=w.extends, class_name=w.class_name, **kw)
+
+
+# --------------------------------------------------------------------------------------
+# regex fallback, for text the parser rejects
+DECL_RE = re.compile(r"\b(?:var|const|for|signal|class|enum)\s+([A-Za-z_][A-Za-z0-9_]*)")
+FUNC_RE = re.compile(r"\bfunc\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(([^)]*)\)")
+PARAM_RE = re.compile(r"(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::\s*([A-Za-z_][A-Za-z0-9_]*))?")
+TYPED_VAR_RE = re.compile(r"\bvar\s+([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([A-Za-z_][A-Za-z0-9_]*)")
+NEW_VAR_RE = re.compile(r"\bvar\s+([A-Za-z_][A-Za-z0-9_]*)\s*:?=\s*([A-Z][A-Za-z0-9_]*)\.new\s*\(")
+ACCESS_RE = re.compile(r"(\$[A-Za-z0-9_/]+|[A-Za-z_][A-Za-z0-9_]*(?:\s*\([^()\n]*\))?)((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*(?:\s*\()?)+)")
+BARE_CALL_RE = re.compile(r"(?<![A-Za-z0-9_.$])([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+MARKER_RES = [
+    ("4", "@annotation", re.compile(r"(?m)^\s*@[a-z_]+")), ("4", "await", re.compile(r"\bawait\b")),
+    ("4", "super()", re.compile(r"\bsuper\s*[.(]")),
+    ("3", "export var", re.compile(r"(?m)^\s*export\b")), ("3", "onready var", re.compile(r"(?m)^\s*onready\s+var\b")),
+    ("3", "yield()", re.compile(r"\byield\s*\(")), ("3", "setget", re.compile(r"\bsetget\b")),
+    ("3", "tool keyword", re.compile(r"(?m)^tool\s*$")),
+]
+
+
+def _regex_facts(text: str, errors: list[int]) -> GDScriptFacts:
+    strings, comments = [], []
+    pos = 0
+    # One left-to-right scan, so a `#` inside a string is not a comment and quotes in a comment are not strings.
+    scan = re.compile(STRING_RE.pattern + "|" + COMMENT_RE.pattern)
+    for m in scan.finditer(text, pos):
+        s = m.group(0)
+        if s.startswith("#"):
+            comments.append((m.start(), m.end()))
+        else:
+            body = s.lstrip("&^")
+            q = 3 if body.startswith(('"""', "'''")) else 1
+            strings.append((m.start(), m.end(), body[q:-q]))
+    facts = GDScriptFacts(text=text, parser="regex-fallback", parse_errors=errors, comments=comments, strings=strings)
+    code = facts.code
+    for m in DECL_RE.finditer(code):
+        facts.declared.add(m.group(1))
+    for m in FUNC_RE.finditer(code):
+        facts.functions.add(m.group(1))
+        facts.declared.add(m.group(1))
+        for p in PARAM_RE.finditer(m.group(2)):
+            facts.declared.add(p.group(1))
+            facts.params.add(p.group(1))
+            if p.group(2):
+                facts.local_types[p.group(1)] = p.group(2)
+    for m in TYPED_VAR_RE.finditer(code):
+        facts.local_types[m.group(1)] = m.group(2)
+    for m in NEW_VAR_RE.finditer(code):
+        facts.local_types[m.group(1)] = m.group(2)
+    ext = re.search(r"(?m)^extends\s+([A-Za-z_][A-Za-z0-9_]*)", code)
+    facts.extends = ext.group(1) if ext else None
+    for m in ACCESS_RE.finditer(code):
+        head = m.group(1)
+        if head.startswith("$"):
+            kind, root = "get_node", ""
+        elif "(" in head:
+            kind, root = "call", head.split("(")[0].strip()
+        else:
+            kind, root = ("self", "self") if head == "self" else ("identifier", head)
+        parts = []
+        base = m.start(2)
+        for pm in re.finditer(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?", m.group(2)):
+            s = base + pm.start(1)
+            parts.append(Part(pm.group(1), bool(pm.group(2)), s, s + len(pm.group(1)),
+                              facts.line_of_offset(s), facts.col_of_offset(s)))
+        facts.chains.append(Chain(kind, root, m.start(), tuple(parts), m.group(0)))
+    for m in BARE_CALL_RE.finditer(code):
+        if m.group(1) in ("func", "if", "elif", "while", "for", "match", "return", "and", "or", "not"):
+            continue
+        facts.calls.append(Call(m.group(1), m.start(), m.end(1), facts.line_of_offset(m.start()), facts.col_of_offset(m.start())))
+    for version, what, rx in MARKER_RES:
+        for m in rx.finditer(code):
+            facts.markers.append(Marker(version, what, facts.line_of_offset(m.start())))
+    facts.markers.sort(key=lambda mk: mk.line)
+    return facts
+
+
+@lru_cache(maxsize=256)
+def parse_chunk(text: str) -> GDScriptFacts:
+    """The chunk's facts, parsed once per distinct text (the stages share the cached result)."""
+    try:
+        facts = _tree_sitter_facts(text)
+    except Exception:  # noqa: BLE001 - a missing or broken parser must not stop retrieval
+        return _regex_facts(text, [])
+    if facts is not None and facts.parse_errors:
+        # Error recovery keeps most of the tree, but a chunk that is mostly errors is better read by regex.
+        n_lines = max(1, text.count("\n") + 1)
+        if len(facts.parse_errors) > n_lines / 4:
+            return _regex_facts(text, facts.parse_errors)
+    return facts

@@ -1,0 +1,79 @@
+"""Build the class reference (see `godot_rag.classref`) from the `classes/class_*` pages:
+inheritance from the **Inherits:** line, members and types from the Properties, Methods
+and other tables, and from the member entries of the Signals, Enumerations, Constants
+and Annotations sections."""
+from __future__ import annotations
+
+import re
+
+from .markdown import Page, strip_links
+from .symbols import is_class_page
+
+IDENT = r"@?[A-Za-z_][A-Za-z0-9_]*"
+INHERITS_RE = re.compile(r"\*\*Inherits:\*\*\s*([A-Za-z_@][A-Za-z0-9_]*)")
+TABLE_ROW_RE = re.compile(r"^\|(.*)\|\s*$")
+ENTRY_RE = re.compile(r"^(?:(?P<type>[^*\n]*?)\s+)?\*\*(?P<name>" + IDENT + r")\*\*\s*(?P<call>\()?")
+BOLD_RE = re.compile(r"\*\*(" + IDENT + r")\*\*")
+TABLE_KINDS = {"Properties": "property", "Methods": "method", "Theme Properties": "theme_property",
+               "Constructors": "constructor"}
+ENTRY_KINDS = {"Signals": "signal", "Enumerations": "enum", "Constants": "constant", "Annotations": "annotation"}
+
+
+def _clean(text: str) -> str:
+    return strip_links(text)[0].replace("\\", "")
+
+
+def _type(cell: str) -> str:
+    t = _clean(cell).strip()
+    t = t.split("[", 1)[0].strip()
+    return t.split()[-1] if t else ""
+
+
+def build_class_reference(pages: list[Page]) -> dict:
+    classes: dict[str, dict] = {}
+    for page in pages:
+        if not is_class_page(page.path):
+            continue
+        cls = page.title.replace("\\", "")
+        info = {"inherits": None, "page": page.path, "members": {}}
+        members = info["members"]
+        section = ""
+        for block in page.blocks:
+            if block.kind == "heading":
+                section = block.text if block.level == 2 else section
+                continue
+            if block.kind != "text":
+                continue
+            text = _clean(block.text)
+            if info["inherits"] is None and not section:
+                m = INHERITS_RE.search(text)
+                if m:
+                    info["inherits"] = m.group(1)
+            if section in TABLE_KINDS:
+                for line in text.split("\n"):
+                    row = TABLE_ROW_RE.match(line.strip())
+                    if not row or set(row.group(1)) <= set("|-: "):
+                        continue
+                    cells = [c.strip() for c in row.group(1).split("|")]
+                    if len(cells) < 2:
+                        continue
+                    name = re.match(IDENT, cells[1])
+                    if not name or cells[1].startswith("operator"):
+                        continue
+                    kind = TABLE_KINDS[section]
+                    if kind == "property" and "(" in cells[1]:
+                        kind = "method"
+                    members.setdefault(name.group(0), {"kind": kind, "type": _type(cells[0])})
+            elif section in ENTRY_KINDS:
+                first = text.split("\n", 1)[0].strip()
+                if section == "Enumerations" and first.startswith("enum "):
+                    m = BOLD_RE.search(first)
+                    if m:
+                        members.setdefault(m.group(1), {"kind": "enum", "type": m.group(1)})
+                    continue
+                m = ENTRY_RE.match(first)
+                if m and m.group("name") != cls:
+                    kind = "constant" if section == "Enumerations" else ENTRY_KINDS[section]
+                    members.setdefault(m.group("name"), {"kind": kind, "type": _type(m.group("type") or "")})
+        classes[cls] = info
+    return {"classes": classes}

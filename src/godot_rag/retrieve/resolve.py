@@ -1,0 +1,217 @@
+"""Resolve stage: the chunk's Godot API uses, as `Class.member`, through the Godot 4 class reference.
+
+What is resolved (from the parsed facts, nothing guessed from a list):
+- `Class.member` on a class or singleton (`Input.is_action_pressed`, `Vector2.ZERO`);
+- `Class.new()`;
+- bare calls of methods of the script's own class: its `extends` (the chunk's, or the
+  request's `extends` hint, e.g. the scan's file header), walking the inheritance chain.
+  Without either, a bare call resolves only when every class that documents the name
+  agrees with the other bare calls on one lineage (`get_tree()` is only ever `Node.get_tree`);
+- call chains through the documented return type (`get_tree().quit()` is `SceneTree.quit`),
+  up to `max_hops` calls deep;
+- locals and parameters typed or constructed in the chunk (`var t: Timer`, `var t := Timer.new()`).
+
+Everything else stays unresolved and is listed with the reason. A receiver that resolves to
+a class which does not document the member is a *missing* member: Godot 4 has no such API
+there, which is what the migration validator needs (`get_tree().change_scene(...)`).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ..classref import ClassReference
+from ..gdscript import GDScriptFacts
+
+# Kinds of member whose documented type is a value one can keep calling into.
+TYPED_KINDS = {"method", "property", "constructor"}
+
+
+@dataclass(frozen=True)
+class ApiUse:
+    api: str  # `Owner.member`, or `Class.new`
+    cls: str  # the class whose page documents it
+    member: str
+    kind: str
+    line: int
+    col: int
+    text: str  # the code that uses it
+    via: str  # class | constructor | local_type | own_class | inferred_own_class | return_type | self
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    name: str
+    line: int
+    col: int
+    text: str
+    reason: str
+    missing_on: str | None = None  # the class that resolved but lacks the member in Godot 4
+
+
+@dataclass
+class Resolution:
+    own_class: str | None
+    own_class_from: str  # chunk | hint | inferred | none
+    uses: list[ApiUse] = field(default_factory=list)
+    unresolved: list[Unresolved] = field(default_factory=list)
+    globals: list[str] = field(default_factory=list)  # global functions called (`load`, `randf_range`)
+
+    @property
+    def classes(self) -> set[str]:
+        return {u.cls for u in self.uses}
+
+    @property
+    def apis(self) -> list[str]:
+        return list(dict.fromkeys(u.api for u in self.uses))
+
+    def missing(self) -> list[Unresolved]:
+        return [u for u in self.unresolved if u.missing_on]
+
+    def to_trace(self) -> dict:
+        return {"own_class": self.own_class, "own_class_from": self.own_class_from,
+                "uses": [asdict(u) for u in self.uses][:60],
+                "unresolved": [asdict(u) for u in self.unresolved][:60],
+                "globals": self.globals[:30]}
+
+
+def _own_class(facts: GDScriptFacts, ref: ClassReference, hint: str | None) -> tuple[str | None, str]:
+    if facts.extends and ref.has_class(facts.extends):
+        return facts.extends, "chunk"
+    if hint and ref.has_class(hint):
+        return hint, "hint"
+    return None, "none"
+
+
+def _bare_call_names(facts: GDScriptFacts, ref: ClassReference) -> list[str]:
+    """The bare calls the chunk does not define itself and that some class documents as a method."""
+    out = []
+    for call in facts.calls:
+        n = call.name
+        if n in facts.functions or n in facts.declared or n in out or ref.global_member(n) is not None:
+            continue
+        if ref.resolver_map(n):
+            out.append(n)
+    return out
+
+
+def _infer_owners(names: list[str], ref: ClassReference, share: float = 0.95) -> dict[str, tuple[str, float]]:
+    """Without `extends`: the script's class must be one that has every bare-called method.
+    Over those classes, a name resolves when one documenting class serves at least `share` of
+    them (`get_tree()` is `Node.get_tree` for every class that has it but TreeItem). A deduction
+    from the class reference, traced with its share; a name that stays split stays unresolved."""
+    if not names:
+        return {}
+    maps = [ref.resolver_map(n) for n in names]
+    candidates = set(maps[0])
+    for m in maps[1:]:
+        candidates &= set(m)
+    out = {}
+    if not candidates:
+        return out
+    for n, m in zip(names, maps):
+        counts: dict[str, int] = {}
+        for cls in candidates:
+            counts[m[cls]] = counts.get(m[cls], 0) + 1
+        owner, hits = max(counts.items(), key=lambda kv: kv[1])
+        if hits / len(candidates) >= share:
+            out[n] = (owner, round(hits / len(candidates), 4))
+    return out
+
+
+def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | None = None,
+                 max_hops: int = 1, infer_own_class: bool = True) -> Resolution:
+    own, own_from = _own_class(facts, ref, extends_hint)
+    res = Resolution(own, own_from)
+    if not ref:
+        res.own_class_from = "no class reference loaded"
+        return res
+    inferred: dict[str, tuple[str, float]] = {}
+    if own is None and infer_own_class:
+        inferred = _infer_owners(_bare_call_names(facts, ref), ref)
+        if inferred:
+            res.own_class_from = "inferred"
+    seen: set[tuple[str, int, int]] = set()
+
+    def add(api_cls: str, member: str, info_kind: str, line: int, col: int, text: str, via: str) -> None:
+        key = (f"{api_cls}.{member}", line, col)
+        if key in seen:
+            return
+        seen.add(key)
+        res.uses.append(ApiUse(f"{api_cls}.{member}", api_cls, member, info_kind, line, col, text, via))
+
+    # Bare calls: the script's own methods, or global functions.
+    call_types: dict[int, str | None] = {}  # call start offset -> documented return type
+    for call in facts.calls:
+        n = call.name
+        if n in facts.functions or n in facts.declared or n in ("super", "yield", "preload", "assert"):
+            continue
+        hit = None
+        if own is not None:
+            found = ref.member(own, n)
+            if found and found[1]["kind"] == "method":
+                hit = (found[0], found[1], "own_class")
+        elif n in inferred:
+            owner, share = inferred[n]
+            hit = (owner, ref.classes[owner]["members"][n], f"inferred_own_class ({share:.0%} of the classes with these calls)")
+        if hit:
+            add(hit[0], n, hit[1]["kind"], call.line, call.col, f"{n}()", hit[2])
+            call_types[call.start] = ref.type_of(hit[1])
+            continue
+        if ref.global_member(n) is not None:
+            res.globals.append(n)  # global functions are listed, not followed: their page is not the class's
+            continue
+        if ref.has_class(n):
+            continue  # a built-in constructor call such as `Vector2(1, 0)`
+        reason = (f"not a method of {own} or its ancestors, nor a global function" if own
+                  else "no `extends` to resolve a bare call against")
+        res.unresolved.append(Unresolved(n, call.line, call.col, f"{n}()", reason))
+
+    for chain in facts.chains:
+        typ, via, hops = None, "", 0
+        if chain.root_kind == "identifier":
+            name = chain.root
+            if name in facts.local_types and ref.has_class(facts.local_types[name]):
+                typ, via = facts.local_types[name], "local_type"
+            elif ref.has_class(name) and name not in facts.declared:
+                typ, via = name, "class"
+            elif ref.global_member(name) and ref.type_of(ref.global_member(name)[1]) and name not in facts.declared:
+                typ, via = ref.type_of(ref.global_member(name)[1]), "class"  # a singleton by its global name
+            else:
+                if chain.parts:
+                    p = chain.parts[0]
+                    why = "a local whose type the chunk does not state" if name in facts.declared else "an untyped name"
+                    res.unresolved.append(Unresolved(f"{name}.{p.name}", p.line, p.col, chain.text[:80], why))
+                continue
+        elif chain.root_kind == "call":
+            typ = call_types.get(chain.root_start)
+            via, hops = "return_type", 1
+            if typ is None or not ref.has_class(typ):
+                continue
+        elif chain.root_kind == "self" and own is not None:
+            typ, via = own, "self"
+        else:
+            if chain.parts:
+                p = chain.parts[0]
+                res.unresolved.append(Unresolved(p.name, p.line, p.col, chain.text[:80],
+                                                 f"receiver is {chain.root_kind.replace('_', ' ')}, whose class is not known"))
+            continue
+        for i, part in enumerate(chain.parts):
+            if typ is None or not ref.has_class(typ):
+                break
+            if part.name == "new" and part.call and via == "class" and i == 0:
+                add(typ, "new", "constructor", part.line, part.col, chain.text[:80], "constructor")
+                continue  # the chain goes on with an instance of the same class
+            found = ref.member(typ, part.name)
+            if found is None:
+                res.unresolved.append(Unresolved(part.name, part.line, part.col, chain.text[:80],
+                                                 f"{typ} has no member '{part.name}' in Godot 4", missing_on=typ))
+                break
+            owner, info = found
+            add(owner, part.name, info["kind"], part.line, part.col, chain.text[:80], via if hops == 0 else "return_type")
+            # Chains go on only through a call's documented return type (`get_tree().quit()`).
+            nxt = ref.type_of(info) if part.call and info["kind"] in TYPED_KINDS else None
+            if nxt is None or hops >= max_hops:
+                break
+            typ, hops = nxt, hops + 1
+    res.uses.sort(key=lambda u: (u.line, u.col))
+    return res

@@ -1,0 +1,173 @@
+"""Version awareness: is an occurrence of a Godot 3 name in the chunk really Godot 3 use?
+
+Decided from the corpus, per occurrence, and traced:
+- where it is: code, comment or string. Comments never count; strings count only for
+  string-based APIs (project settings, input actions, theme overrides, signal names);
+- what it resolves to in Godot 4 (the resolve stage): a use that resolves as valid Godot 4
+  API is not evidence (`hide()` on a CanvasItem, `Viewport.SCALING_3D_MODE_FSR`); a receiver
+  whose Godot 4 class lacks the member is (`get_tree().change_scene()`); a name Godot 4 does
+  not have at all is (`KinematicBody2D`, `deg2rad`);
+- what is left is ambiguous (a name valid in both versions): the chunk's version markers
+  decide (`@export`, `await`, `super()` against `export var`, `yield(`, `connect("s", o, "m")`,
+  and the unambiguous Godot 3 names found in the same chunk), sharpened by the request's
+  `godot_version` hint. Nothing is accepted without a literal occurrence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..classref import ClassReference
+from ..gdscript import GDScriptFacts
+from .resolve import Resolution
+
+# Change types whose Godot 3 use is a string literal (a setting path, an action, a theme key, a signal name).
+STRING_TYPES = {"project_setting_rename", "input_map_rename", "theme_override_rename", "signal_rename",
+                "signal_change", "project_godot_rename", "shader_rename"}
+CLASS_TYPES = {"class_rename", "builtin_type_rename"}
+SIGNAL_TYPES = {"signal_rename", "signal_change"}
+METHOD_TYPES = {"method_rename", "method_change"}
+SIGNAL_CALLS = {"connect", "disconnect", "is_connected", "emit_signal", "yield", "has_signal"}
+
+
+@dataclass
+class VersionContext:
+    """The chunk-level signals that weigh ambiguous occurrences."""
+    hint: str = "auto"  # "3" | "4" | "auto"
+    godot3: list[str] = field(default_factory=list)
+    godot4: list[str] = field(default_factory=list)
+
+    def lean(self) -> str:
+        """`3`, `4` or `none`: what the chunk itself says about its version."""
+        if self.godot3 and not self.godot4:
+            return "3"
+        if self.godot4 and not self.godot3:
+            return "4"
+        return "mixed" if self.godot3 else "none"
+
+    def to_trace(self) -> dict:
+        return {"hint": self.hint, "godot3_markers": self.godot3[:12], "godot4_markers": self.godot4[:12],
+                "lean": self.lean()}
+
+
+def version_context(facts: GDScriptFacts, res: Resolution, godot4_only_names: set[str], godot3_names: set[str],
+                    hint: str) -> VersionContext:
+    ctx = VersionContext(hint=hint)
+    for m in facts.markers:
+        (ctx.godot3 if m.version == "3" else ctx.godot4).append(f"line {m.line}: {m.what}")
+    # A Godot 4 name that a Godot 3 name was renamed to, used as resolved API, is Godot 4 code.
+    for use in res.uses:
+        if use.member in godot4_only_names or use.cls in godot4_only_names:
+            ctx.godot4.append(f"line {use.line}: {use.api} (a Godot 4 name)")
+    # A member missing on its Godot 4 class is Godot 3 use only when Godot 3 had it under that name
+    # (a rename source): `get_parent().my_method()` is just a dynamic call.
+    for u in res.missing():
+        if u.name in godot3_names:
+            ctx.godot3.append(f"line {u.line}: {u.missing_on} has no '{u.name}' in Godot 4")
+    return ctx
+
+
+def _part_at(facts: GDScriptFacts, start: int):
+    """(chain, index) of the chain part that starts at this offset, or (chain, -1) for a chain root."""
+    for ch in facts.chains:
+        if ch.root_start == start and ch.root_kind == "identifier":
+            return ch, -1
+        for i, p in enumerate(ch.parts):
+            if p.start == start:
+                return ch, i
+    return None, None
+
+
+def _call_at(facts: GDScriptFacts, start: int):
+    return next((c for c in facts.calls if c.start == start), None)
+
+
+def _in_signal_call(facts: GDScriptFacts, offset: int) -> bool:
+    """Whether a string at `offset` is an argument of connect/emit_signal/yield/... on its line."""
+    line = facts.line_of_offset(offset)
+    for c in facts.calls:
+        if c.line == line and c.name in SIGNAL_CALLS and c.start < offset:
+            return True
+    for ch in facts.chains:
+        for p in ch.parts:
+            if p.call and p.name in SIGNAL_CALLS and p.line == line and p.start < offset:
+                return True
+    return False
+
+
+def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict) -> tuple[str, str]:
+    """(status, why) for one literal occurrence of the mapping's source.
+
+    status: ignored | valid_godot4 | godot3 | ambiguous"""
+    change = mapping["change_type"]
+    src = mapping["source_api"]
+    classes = [t.split(".", 1)[0] for t in mapping.get("match_terms") or [] if "." in t and not t.startswith("re:")]
+    line, col = occ["line"], occ["col"]
+    where = f"line {line}:{col}"
+    if occ["region"] == "comment":
+        return "ignored", f"{where} is in a comment"
+    if occ["region"] == "string":
+        if change not in STRING_TYPES:
+            return "ignored", f"{where} is in a string, and {change} is not a string-based API"
+        if change in SIGNAL_TYPES and not _in_signal_call(facts, occ["start"]):
+            return "ignored", f"{where} is a string that is not a signal argument"
+        if change in ("project_setting_rename", "theme_override_rename", "input_map_rename", "project_godot_rename") \
+                or not ref.exists(src):
+            return "godot3", f"{where}: the string names '{src}', which Godot 4 no longer has"
+        return "ambiguous", f"{where}: the signal name '{src}' still exists in Godot 4 ({', '.join(ref.where(src))})"
+    # Code.
+    chain, idx = _part_at(facts, occ["start"])
+    call = _call_at(facts, occ["start"])
+    is_call = (call is not None) or (chain is not None and idx is not None and idx >= 0 and chain.parts[idx].call)
+    if change == "color_rename" and not (chain is not None and idx == 0 and chain.root == "Color"):
+        return "ignored", f"{where} is not a `Color.{src}` constant"
+    if change in SIGNAL_TYPES:
+        nxt = chain.parts[idx + 1].name if chain is not None and idx is not None and idx + 1 < len(chain.parts) else None
+        if nxt not in ("connect", "emit", "disconnect", "is_connected"):
+            return "ignored", f"{where} uses '{src}' as {'a method call' if is_call else 'a name'}, not as the signal"
+    if change in METHOD_TYPES and not is_call:
+        line_text = facts.line_text(line).lstrip()
+        if not line_text.startswith(("func ", "static func ")):
+            return "ignored", f"{where} is not a call of '{src}'"
+    # What does this occurrence resolve to in Godot 4?
+    for u in res.uses:
+        if u.line == line and u.member == src and (u.col == col or (call is not None and u.col == call.col)):
+            if classes and not any(c in ref.lineage(u.cls) or u.cls in ref.lineage(c) for c in classes if ref.has_class(c)):
+                return "ignored", f"{where} resolves to {u.api}, not to {' or '.join(classes)}"
+            return "valid_godot4", f"{where} resolves to {u.api}, valid Godot 4 API"
+    for u in res.unresolved:
+        if u.missing_on and u.line == line and u.col == col and u.name == src:
+            if classes and not any(ref.has_class(c) and (c in ref.lineage(u.missing_on) or u.missing_on in ref.lineage(c))
+                                   for c in classes):
+                if any(ref.has_class(c) for c in classes):
+                    return "ignored", f"{where}: the receiver is {u.missing_on}, and the change concerns {' or '.join(classes)}"
+            return "godot3", f"{where}: {u.missing_on} has no '{src}' in Godot 4"
+    if change in CLASS_TYPES:
+        if chain is not None and idx == -1 and chain.parts:
+            first = chain.parts[0]
+            found = ref.member(src, first.name) if ref.has_class(src) else None
+            if found:
+                return "valid_godot4", f"{where}: {src}.{first.name} resolves in Godot 4 ({found[0]}.{first.name})"
+        if not ref.has_class(src):
+            return "godot3", f"{where}: Godot 4 has no class '{src}'"
+        return "ambiguous", f"{where}: '{src}' is still a Godot 4 class"
+    exists = ref.exists(src) if change != "color_rename" else src in ref.classes.get("Color", {}).get("members", {})
+    if not exists:
+        if classes and chain is None and call is None and len(src) < 8 and "_" not in src:
+            return "ignored", f"{where}: '{src}' is too short or common to stand for {classes[0]}.{src} on its own"
+        return "godot3", f"{where}: Godot 4 documents no '{src}'"
+    return "ambiguous", f"{where}: '{src}' is still Godot 4 API ({', '.join(ref.where(src))})"
+
+
+def decide_ambiguous(ctx: VersionContext) -> tuple[bool, str]:
+    lean = ctx.lean()
+    if ctx.hint == "4":
+        return False, "godot_version hint is 4"
+    if lean == "3":
+        return True, "the chunk has Godot 3 markers: " + "; ".join(ctx.godot3[:3])
+    if lean == "4":
+        return False, "the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:3])
+    if lean == "mixed":
+        return False, "the chunk has both Godot 3 and Godot 4 markers"
+    if ctx.hint == "3":
+        return True, "no version markers; godot_version hint is 3"
+    return False, "no version markers, and the name is valid in both versions"
