@@ -80,6 +80,13 @@ class ClassReference:
             cache[name] = out
         return cache[name]
 
+    def on_subclass(self, cls: str, name: str) -> str | None:
+        """A class below `cls` that documents `name` (`pressed` on InputEventKey for an InputEvent)."""
+        for owner in sorted(self.owners.get(name, ())):
+            if cls in self.lineage(owner)[1:]:
+                return owner
+        return None
+
     def exists(self, name: str) -> bool:
         """Whether Godot 4 has this name at all: a class, or a member of some class."""
         return self.has_class(name) or name in self.owners

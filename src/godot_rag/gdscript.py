@@ -80,6 +80,7 @@ class GDScriptFacts:
     parse_errors: list[int] = field(default_factory=list)  # lines with syntax errors
     comments: list[tuple[int, int]] = field(default_factory=list)
     strings: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, value)
+    node_paths: list[tuple[int, int]] = field(default_factory=list)  # `$Player/Sprite`: scene node names
     chains: list[Chain] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     declared: set[str] = field(default_factory=set)  # var, const, params, for, func, class, signal, enum names
@@ -97,6 +98,8 @@ class GDScriptFacts:
             chars[s:e] = " " * (e - s)
         self.no_comments = "".join(chars)
         for s, e, _ in self.strings:
+            chars[s:e] = " " * (e - s)
+        for s, e in self.node_paths:
             chars[s:e] = " " * (e - s)
         # Code only: comments and string literals blanked, offsets unchanged.
         self.code = "".join(chars)
@@ -137,13 +140,16 @@ class GDScriptFacts:
         return lines[line - 1] if 0 < line <= len(lines) else ""
 
     def region(self, offset: int) -> str:
-        """`code`, `comment` or `string` for one character offset."""
+        """`code`, `comment`, `string` or `node_path` (`$Sprite`) for one character offset."""
         for s, e in self.comments:
             if s <= offset < e:
                 return "comment"
         for s, e, _ in self.strings:
             if s <= offset < e:
                 return "string"
+        for s, e in self.node_paths:
+            if s <= offset < e:
+                return "node_path"
         return "code"
 
     def occurrences(self, name: str) -> list[dict]:
@@ -209,7 +215,7 @@ class _Walker:
         self._b2c = None if ascii_only else _byte_to_char(text)
         self.facts_kw: dict = {"comments": [], "strings": [], "chains": [], "calls": [], "declared": set(),
                                "params": set(), "functions": set(), "local_types": {}, "annotations": [],
-                               "markers": [], "parse_errors": []}
+                               "markers": [], "parse_errors": [], "node_paths": []}
         self.extends: str | None = None
         self.class_name: str | None = None
 
@@ -249,6 +255,12 @@ class _Walker:
         value = raw.lstrip("&^")
         q = 3 if value.startswith(('"""', "'''")) else 1
         self.facts_kw["strings"].append((s, e, value[q:-q] if len(value) >= 2 * q else ""))
+        return False
+
+    def on_get_node(self, node, depth):
+        # `$Skeleton/Arm` and `%Unique` name nodes of the scene, not classes: a path, like a string.
+        s, e = self.pos(node.start_byte), self.pos(node.end_byte)
+        self.facts_kw["node_paths"].append((s, e))
         return False
 
     def on_string(self, node, depth):
@@ -479,6 +491,7 @@ def _tree_sitter_facts(text: str) -> GDScriptFacts | None:
     kw["parse_errors"] = sorted(set(kw["parse_errors"]))
     kw["comments"].sort()
     kw["strings"].sort()
+    kw["node_paths"].sort()
     kw["chains"].sort(key=lambda c: c.root_start)
     kw["calls"].sort(key=lambda c: c.start)
     kw["markers"].sort(key=lambda m: m.line)

@@ -203,6 +203,11 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
                 continue  # the chain goes on with an instance of the same class
             found = ref.member(typ, part.name)
             if found is None:
+                sub = ref.on_subclass(typ, part.name)
+                if sub is not None:  # a downcast access, valid Godot 4: not a missing member
+                    res.unresolved.append(Unresolved(part.name, part.line, part.col, chain.text[:80],
+                                                     f"{typ} has no '{part.name}', its subclass {sub} has"))
+                    break
                 res.unresolved.append(Unresolved(part.name, part.line, part.col, chain.text[:80],
                                                  f"{typ} has no member '{part.name}' in Godot 4", missing_on=typ))
                 break

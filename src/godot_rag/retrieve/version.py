@@ -26,6 +26,9 @@ STRING_TYPES = {"project_setting_rename", "input_map_rename", "theme_override_re
 CLASS_TYPES = {"class_rename", "builtin_type_rename"}
 SIGNAL_TYPES = {"signal_rename", "signal_change"}
 METHOD_TYPES = {"method_rename", "method_change"}
+CONVERTER_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "property_rename", "signal_rename",
+                   "enum_rename", "color_rename", "project_setting_rename", "input_map_rename", "theme_override_rename",
+                   "project_godot_rename", "shader_rename"}
 SIGNAL_CALLS = {"connect", "disconnect", "is_connected", "emit_signal", "yield", "has_signal"}
 
 
@@ -105,6 +108,10 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
     where = f"line {line}:{col}"
     if occ["region"] == "comment":
         return "ignored", f"{where} is in a comment"
+    if occ["region"] == "node_path":
+        if change in CLASS_TYPES:  # a node often keeps its class's old name; only the chunk's version can tell
+            return "ambiguous", f"{where}: '{src}' names a scene node (`$` path), not the class itself"
+        return "ignored", f"{where} is a node name in a `$` path"
     if occ["region"] == "string":
         if change not in STRING_TYPES:
             return "ignored", f"{where} is in a string, and {change} is not a string-based API"
@@ -134,12 +141,14 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
             if classes and not any(c in ref.lineage(u.cls) or u.cls in ref.lineage(c) for c in classes if ref.has_class(c)):
                 return "ignored", f"{where} resolves to {u.api}, not to {' or '.join(classes)}"
             return "valid_godot4", f"{where} resolves to {u.api}, valid Godot 4 API"
+    prose = change not in CONVERTER_TYPES
     for u in res.unresolved:
         if u.missing_on and u.line == line and u.col == col and u.name == src:
-            if classes and not any(ref.has_class(c) and (c in ref.lineage(u.missing_on) or u.missing_on in ref.lineage(c))
-                                   for c in classes):
-                if any(ref.has_class(c) for c in classes):
-                    return "ignored", f"{where}: the receiver is {u.missing_on}, and the change concerns {' or '.join(classes)}"
+            related = [c for c in classes if ref.has_class(c) and (c in ref.lineage(u.missing_on) or u.missing_on in ref.lineage(c))]
+            if classes and not related and any(ref.has_class(c) for c in classes):
+                return "ignored", f"{where}: the receiver is {u.missing_on}, and the change concerns {' or '.join(classes)}"
+            if prose and not classes:
+                break  # a page's sentence without its class says nothing about this receiver
             return "godot3", f"{where}: {u.missing_on} has no '{src}' in Godot 4"
     if change in CLASS_TYPES:
         if chain is not None and idx == -1 and chain.parts:
@@ -152,8 +161,9 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
         return "ambiguous", f"{where}: '{src}' is still a Godot 4 class"
     exists = ref.exists(src) if change != "color_rename" else src in ref.classes.get("Color", {}).get("members", {})
     if not exists:
-        if classes and chain is None and call is None and len(src) < 8 and "_" not in src:
-            return "ignored", f"{where}: '{src}' is too short or common to stand for {classes[0]}.{src} on its own"
+        if prose and len(src) < 8 and "_" not in src:
+            return "ignored", (f"{where}: '{src}' is too short or common to stand for "
+                               f"{classes[0] + '.' if classes else ''}{src} without a receiver of that class")
         return "godot3", f"{where}: Godot 4 documents no '{src}'"
     return "ambiguous", f"{where}: '{src}' is still Godot 4 API ({', '.join(ref.where(src))})"
 
