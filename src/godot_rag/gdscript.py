@@ -99,9 +99,8 @@ class GDScriptFacts:
         self.no_comments = "".join(chars)
         for s, e, _ in self.strings:
             chars[s:e] = " " * (e - s)
-        for s, e in self.node_paths:
-            chars[s:e] = " " * (e - s)
-        # Code only: comments and string literals blanked, offsets unchanged.
+        # Code only (node paths such as `$AnimatedSprite2D` stay: they name nodes, and evidence may match them;
+        # `region()` tells them apart where the version decision needs it): comments and string literals blanked, offsets unchanged.
         self.code = "".join(chars)
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
         self.identifiers = set(IDENT_RE.findall(self.code))

@@ -261,7 +261,8 @@ class Retriever:
         trace["stages"] = [log.model_dump() for log in timer.logs]
         trace["total_ms"] = round((time.perf_counter() - t0) * 1000, 3)
         return RetrieveResult(strategy=strategy, chunk_text=chunk, chunk_sha256=hashlib.sha256(chunk.encode()).hexdigest(),
-                              k={t: cfg.k for t in cfg.tables}, config=cfg.to_dict(), results=results,
+                              k={t: cfg.k for t in cfg.tables} | ({"api_reference": cfg.k_api} if strategy == "F" else {}),
+                              config=cfg.to_dict(), results=results,
                               rejected=rejected, trace=trace)
 
     def _strategy_a(self, chunk, cfg, timer, trace):

@@ -193,6 +193,13 @@ def _claimed(facts: GDScriptFacts, patterns: list[str], start: int, end: int) ->
     return None
 
 
+def _overrides_virtual(p: dict, facts: GDScriptFacts, d: dict) -> bool:
+    """`func get_preset_name():` where Godot 4 renamed the callback to `_get_preset_name`: the
+    declaration is the Godot 3 override, not a local name."""
+    return (p["change_type"] in ("method_rename", "method_change") and str(p["target_api"]).startswith("_")
+            and p["source_api"] in facts.functions)
+
+
 def mapping_occurrences(v: ValidationContext, c: Candidate) -> dict:
     """Every literal occurrence of the mapping's source, each with its version decision (pass 1)."""
     facts, p = v.facts, c.payload
@@ -211,7 +218,7 @@ def mapping_occurrences(v: ValidationContext, c: Candidate) -> dict:
         neg = _claimed(facts, p.get("negative_patterns") or [], d["start"], d["end"]) if d["status"] != "ignored" else None
         if neg:
             d["status"], d["why"] = "ignored", f"line {d['line']}:{d['col']}: claimed by negative pattern {neg[:50]}"
-        elif d["status"] != "ignored" and not regex_terms and src in facts.declared:
+        elif d["status"] != "ignored" and not regex_terms and src in facts.declared and not _overrides_virtual(p, facts, d):
             d["status"], d["why"] = "ignored", f"line {d['line']}:{d['col']}: the chunk declares '{src}' itself"
     return {"occurrences": decisions}
 
@@ -230,7 +237,7 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
             d["status"] = "godot3" if ok else "valid_godot4"
             d["why"] += f"; ambiguous: {why}"
             d["ambiguous"] = True
-    accepted_occ = [d for d in decisions if d["status"] == "godot3"]
+    accepted_occ = [d for d in decisions if d["status"] in ("godot3", "godot3_node")]
     if not decisions:
         reasons.append(f"source_api '{src}' does not occur in the chunk")
     elif not accepted_occ:
@@ -244,8 +251,8 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
         evidence.append({"literal": first.get("literal") or src, "kind": "source_api", "chunk_line": first["line"],
                          "col": first["col"], "occurrences": len(accepted_occ)})
     base = float(p.get("confidence") or 0.0)
-    if accepted and all(d.get("ambiguous") for d in accepted_occ):
-        base = min(base, 0.6)
+    if accepted and all(d.get("ambiguous") or d["status"] == "godot3_node" for d in accepted_occ):
+        base = min(base, 0.6 if any(d.get("ambiguous") for d in accepted_occ) else 0.5)
     elif accepted:
         base = max(base, 0.9)
     confidence = base if accepted else 0.0
@@ -262,8 +269,9 @@ def prototype_evidence(v: ValidationContext, c: Candidate, accepted_mappings: di
     if need or c.payload.get("task_type") == "migration":
         # A migration finding follows its mapping: the rule must match where an accepted mapping occurs.
         ids = set(c.payload.get("evidence_mapping_ids") or [])
+        # Only uses in code: a node named after an old class is no finding of its own.
         spans = [(mid, d) for mid, info in accepted_mappings.items() if mid in ids
-                 for d in info["occurrences"] if d["status"] == "godot3"]
+                 for d in info["occurrences"] if d["status"] == "godot3" and d["region"] == "code"]
         for rx in rules.get("must_match", []):
             for m in re.finditer(rx, facts.no_comments):
                 hit = next(((mid, d) for mid, d in spans if m.start() <= d["start"] < max(m.end(), d["start"] + 1)

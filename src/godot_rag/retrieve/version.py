@@ -29,6 +29,7 @@ METHOD_TYPES = {"method_rename", "method_change"}
 CONVERTER_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "property_rename", "signal_rename",
                    "enum_rename", "color_rename", "project_setting_rename", "input_map_rename", "theme_override_rename",
                    "project_godot_rename", "shader_rename"}
+NODE_CALLS = {"get_node", "get_node_or_null", "has_node", "find_node", "find_child"}
 SIGNAL_CALLS = {"connect", "disconnect", "is_connected", "emit_signal", "yield", "has_signal"}
 
 
@@ -84,23 +85,27 @@ def _call_at(facts: GDScriptFacts, start: int):
     return next((c for c in facts.calls if c.start == start), None)
 
 
-def _in_signal_call(facts: GDScriptFacts, offset: int) -> bool:
-    """Whether a string at `offset` is an argument of connect/emit_signal/yield/... on its line."""
+def _in_call(facts: GDScriptFacts, offset: int, names: set[str]) -> bool:
+    """Whether a string at `offset` is an argument of one of these calls on its line."""
     line = facts.line_of_offset(offset)
     for c in facts.calls:
-        if c.line == line and c.name in SIGNAL_CALLS and c.start < offset:
+        if c.line == line and c.name in names and c.start < offset:
             return True
     for ch in facts.chains:
         for p in ch.parts:
-            if p.call and p.name in SIGNAL_CALLS and p.line == line and p.start < offset:
+            if p.call and p.name in names and p.line == line and p.start < offset:
                 return True
     return False
+
+
+def _in_signal_call(facts: GDScriptFacts, offset: int) -> bool:
+    return _in_call(facts, offset, SIGNAL_CALLS)
 
 
 def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict) -> tuple[str, str]:
     """(status, why) for one literal occurrence of the mapping's source.
 
-    status: ignored | valid_godot4 | godot3 | ambiguous"""
+    status: ignored | valid_godot4 | godot3 | godot3_node (a node named after a Godot 3 class) | ambiguous"""
     change = mapping["change_type"]
     src = mapping["source_api"]
     classes = [t.split(".", 1)[0] for t in mapping.get("match_terms") or [] if "." in t and not t.startswith("re:")]
@@ -108,10 +113,15 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
     where = f"line {line}:{col}"
     if occ["region"] == "comment":
         return "ignored", f"{where} is in a comment"
-    if occ["region"] == "node_path":
-        if change in CLASS_TYPES:  # a node often keeps its class's old name; only the chunk's version can tell
-            return "ambiguous", f"{where}: '{src}' names a scene node (`$` path), not the class itself"
-        return "ignored", f"{where} is a node name in a `$` path"
+    node_path = occ["region"] == "node_path" or (occ["region"] == "string" and _in_call(facts, occ["start"], NODE_CALLS))
+    if node_path:
+        if change not in CLASS_TYPES:
+            return "ignored", f"{where} is a node name in a node path"
+        # Godot names a node after its class, and a node keeps that name through a port: a node named after
+        # a class Godot 4 no longer has points to Godot 3, but weakly; one named after a live class says nothing.
+        if not ref.has_class(src):
+            return "godot3_node", f"{where}: a scene node named after the Godot 3 class '{src}' (node path)"
+        return "ambiguous", f"{where}: '{src}' names a scene node (node path), not the class itself"
     if occ["region"] == "string":
         if change not in STRING_TYPES:
             return "ignored", f"{where} is in a string, and {change} is not a string-based API"
