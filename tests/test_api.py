@@ -36,6 +36,41 @@ def test_errors(client, body, status, text):
     assert r.status_code == status and text in r.json()["error"]
 
 
+BAD_SETTINGS = [
+    {"weight_bm25": "abc"}, {"k1": "x"}, {"b": "1.5x"}, {"rrf_k": "sixty"}, {"ef_search": "many"},
+    {"codematch_alpha": "on"}, {"min_direct_evidence": "one"}, {"k1": float("nan")}, {"weight_bm25": float("inf")},
+    {"segments": "no"}, {"rerank_top": -1}, {"candidates": 10 ** 9}, {"godot_version": "5"}, {"extends": "Node2D; DROP"},
+    {"tables": "docs_chunks"}, {"k_api": 10 ** 6}, {"nonsense": 1},
+]
+
+
+@pytest.mark.parametrize("settings", BAD_SETTINGS)
+def test_bad_settings_are_400_never_500(client, settings):
+    r = client.post("/api/retrieve", content=__import__("json").dumps(
+        {"chunkText": "func f(): pass", "strategy": "D", "config": settings}, allow_nan=True),
+        headers={"content-type": "application/json"})
+    assert r.status_code == 400, (settings, r.status_code, r.text[:200])
+    assert next(iter(settings)) in r.json()["error"]
+
+
+def test_unknown_request_field_is_400_and_errors_do_not_echo_the_input(client):
+    r = client.post("/api/retrieve", json={"chunkText": "func f(): pass", "strateg": "A"})
+    assert r.status_code == 400 and "strateg" in r.json()["error"] and "valid:" in r.json()["error"]
+    huge = "x" * 2_000_000
+    r = client.post("/api/retrieve", json={"chunkText": 5, "strategy": "B", "k": huge})
+    assert r.status_code == 422 and len(r.content) < 5_000
+
+
+def test_dsn_password_is_masked_everywhere():
+    from godot_rag.store.db import mask_dsn
+
+    for dsn in ("postgresql://u:secret@127.0.0.1:1/db", "host=127.0.0.1 port=1 user=u password=secret dbname=db"):
+        assert "secret" not in mask_dsn(dsn) and "***" in mask_dsn(dsn)
+        app = create_app(Retriever(Database(dsn=dsn)), warm=False)
+        r = TestClient(app).post("/api/retrieve", json={"chunkText": "func f(): pass", "strategy": "B"})
+        assert r.status_code == 503 and "secret" not in r.text
+
+
 def test_database_unreachable_is_503():
     app = create_app(Retriever(Database(dsn="postgresql://nobody@127.0.0.1:1/none")), warm=False)
     r = TestClient(app).post("/api/retrieve", json={"chunkText": "func f(): pass", "strategy": "B"})

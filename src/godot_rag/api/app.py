@@ -14,7 +14,8 @@ try:
     from fastapi import Body, FastAPI
     from fastapi.responses import FileResponse, JSONResponse
     from fastapi.staticfiles import StaticFiles
-    from pydantic import BaseModel, Field
+    from fastapi.exceptions import RequestValidationError
+    from pydantic import BaseModel, ConfigDict, Field
 except ImportError as e:  # pragma: no cover - depends on the extra
     raise ImportError("the HTTP API needs the 'serve' extra: pip install 'godot-rag[serve]'") from e
 
@@ -22,6 +23,8 @@ STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 
 
 class RetrieveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelled key ("strateg") is a 400, never a silent default
+
     chunkText: str = Field(..., description="The raw GDScript chunk, exactly as in the .gd file.")
     strategy: str = Field("F", description="A-F; see GET /api/strategies.")
     k: int = Field(10, ge=1, le=100, description="Results per table.")
@@ -39,6 +42,18 @@ def _error(status: int, message: str, **extra) -> JSONResponse:
 def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = False) -> FastAPI:
     app = FastAPI(title="godot-rag", version="0.1.0",
                   description="Evidence retrieval for raw GDScript chunks, with a trace for every score.")
+
+    @app.exception_handler(RequestValidationError)
+    def _bad_request(request, exc: RequestValidationError):
+        # Never echo the input back (a 5 MB body must not come back as a 5 MB answer).
+        errors = [{"loc": [str(x) for x in e.get("loc", ())][:5], "msg": str(e.get("msg", ""))[:200], "type": e.get("type")}
+                  for e in exc.errors()[:10]]
+        unknown = [e["loc"][-1] for e in errors if e["type"] == "extra_forbidden"]
+        if unknown:
+            valid = ", ".join(RetrieveRequest.model_fields)
+            return _error(400, f"unknown request field(s) {', '.join(unknown)}; valid: {valid}", errors=errors)
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        return _error(422, f"{'.'.join(first['loc'][1:]) or 'body'}: {first['msg']}", errors=errors)
 
     @app.on_event("startup")
     def _warm() -> None:

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from ..ingest.schema import TABLES
 
@@ -32,64 +34,93 @@ def check_strategy(name: str) -> str:
     return up
 
 
-@dataclass
-class RetrieveConfig:
-    k: int = 10  # per table
-    tables: list[str] = field(default_factory=lambda: list(TABLES))
-    k1: float = 1.2
-    b: float = 0.75
-    tokenizer_parts: bool = False
-    tokenizer_dotted: bool = False
-    local_weight: float = 0.0  # BM25 weight of names the chunk declares itself (see tokenize.local_names)
-    candidates: int = 50  # N taken from each retriever before the union
-    fusion: str = "maxnorm"
-    rrf_k: int = 60
-    weight_bm25: float = 1.0
-    weight_embedding: float = 0.3
-    codematch_alpha: float = 1.0  # D/E/F: fused * (1 + alpha * code-clone ratio); 0 turns it off
-    segments: bool = True  # retrieve per function/block of the chunk and merge
-    ef_search: int = 100
-    reranker: str = "none"  # nanoranker and Qwen P(yes) measured no better than D's order (README)
-    rerank_top: int = 30  # how many fused candidates the reranker sees
-    rerank_weight: float = 0.3  # share of the reranker in the final F score
-    validator_llm: bool = False
-    validate_top: int = 5
-    min_direct_evidence: int = 1
-    llm_optional: bool = False
-    profile_keep_hallucinated: bool = False
-    godot_version: str = "auto"  # "3" | "4" | "auto": sharpens only the ambiguous migration cases
-    extends: str | None = None  # the script's class when the chunk has no `extends` (e.g. the scan's file header)
-    k_api: int = 15  # F: member entries of the resolved API uses, after the k guides
-    resolve_max_hops: int = 1  # F: call chains followed through documented return types
+Fusion = Literal["maxnorm", "rrf", "minmax", "zscore"]
+Reranker = Literal["none", "nanoranker", "qwen", "cross-encoder"]
+Weight = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False)]
 
-    def __post_init__(self):
+
+class RetrieveConfig(BaseModel):
+    """Every retrieval setting, typed and bounded. `--set`, `--config` (TOML) and the HTTP `config`
+    object all go through this model; an unknown or wrong-typed name is an error listing the valid ones."""
+
+    model_config = ConfigDict(extra="forbid", strict=False, validate_assignment=True)
+
+    k: int = Field(10, ge=1, le=100, strict=True, description="results per table (F: the guides group of docs)")
+    tables: list[str] = Field(default_factory=lambda: list(TABLES), description="tables to search")
+    k1: float = Field(1.2, ge=0.0, le=10.0, allow_inf_nan=False, description="BM25 term-frequency saturation")
+    b: float = Field(0.75, ge=0.0, le=1.0, allow_inf_nan=False, description="BM25 length normalisation")
+    tokenizer_parts: StrictBool = Field(False, description="add snake/camel parts of identifiers")
+    tokenizer_dotted: StrictBool = Field(False, description="add member chains (position.clamp)")
+    local_weight: Weight = Field(0.0, description="BM25 weight of names the chunk declares itself")
+    candidates: int = Field(50, ge=1, le=500, strict=True, description="N taken from each retriever before the union")
+    fusion: Fusion = Field("maxnorm", description="how the lists are fused")
+    rrf_k: int = Field(60, ge=1, le=10_000, strict=True)
+    weight_bm25: Weight = Field(1.0)
+    weight_embedding: Weight = Field(0.3)
+    codematch_alpha: Weight = Field(1.0, description="D/E/F: fused * (1 + alpha * code-clone ratio); 0 turns it off")
+    segments: StrictBool = Field(True, description="retrieve per function/block of the chunk and merge")
+    ef_search: int = Field(100, ge=1, le=1000, strict=True)
+    reranker: Reranker = Field("none", description="nanoranker and Qwen P(yes) measured no better than D's order")
+    rerank_top: int = Field(30, ge=1, le=500, strict=True, description="how many fused candidates the reranker sees")
+    rerank_weight: float = Field(0.3, ge=0.0, le=1.0, allow_inf_nan=False, description="share of the reranker in F's score")
+    validator_llm: StrictBool = Field(False, description="add the Qwen judge to F's validator")
+    validate_top: int = Field(5, ge=1, le=100, strict=True)
+    min_direct_evidence: int = Field(1, ge=0, le=50, strict=True)
+    llm_optional: StrictBool = Field(False, description="fall back to the deterministic validator when the LLM is down")
+    profile_keep_hallucinated: StrictBool = Field(False)
+    godot_version: Literal["auto", "3", "4"] = Field("auto", description="sharpens only the ambiguous migration cases")
+    extends: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                                description="the script's class when the chunk has no `extends` line (e.g. the file header's)")
+    k_api: int = Field(15, ge=0, le=100, strict=True, description="F: member entries of the resolved API uses, after the guides")
+    resolve_max_hops: int = Field(1, ge=0, le=5, strict=True, description="F: call chains followed through return types")
+
+    def __init__(self, **data):
+        unknown = [k for k in data if k not in type(self).model_fields]
+        if unknown:
+            raise ConfigError(f"unknown setting(s) {', '.join(unknown)}; valid: {', '.join(sorted(type(self).model_fields))}")
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise ConfigError(_describe(e)) from None
         bad = [t for t in self.tables if t not in TABLES]
         if bad:
             raise ConfigError(f"unknown table(s) {', '.join(bad)}; valid tables: {', '.join(TABLES)}")
-        if self.fusion not in FUSIONS:
-            raise ConfigError(f"unknown fusion {self.fusion!r}; valid: {', '.join(FUSIONS)}")
-        if self.reranker not in RERANKERS:
-            raise ConfigError(f"unknown reranker {self.reranker!r}; valid: {', '.join(RERANKERS)}")
-        if self.godot_version not in GODOT_VERSIONS:
-            raise ConfigError(f"unknown godot_version {self.godot_version!r}; valid: {', '.join(GODOT_VERSIONS)}")
-        if self.k < 1 or self.candidates < 1:
-            raise ConfigError("k and candidates must be at least 1")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return self.model_dump()
 
     @classmethod
     def from_mapping(cls, data: dict) -> "RetrieveConfig":
-        names = {f.name for f in fields(cls)}
-        unknown = [k for k in data if k not in names]
-        if unknown:
-            raise ConfigError(f"unknown setting(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
+        if not isinstance(data, dict):
+            raise ConfigError("settings must be an object of name -> value")
         return cls(**data)
 
     @classmethod
     def from_file(cls, path: Path, **overrides) -> "RetrieveConfig":
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+        try:
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{path}: not valid TOML ({e})") from None
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read ({e.strerror})") from None
         data = data.get("retrieve", data)
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: [retrieve] must be a table of settings")
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls.from_mapping(data)
+
+
+VALID = {"fusion": FUSIONS, "reranker": RERANKERS, "godot_version": GODOT_VERSIONS}
+
+
+def _describe(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors()[:5]:
+        name = ".".join(str(x) for x in err["loc"]) or "settings"
+        value = repr(err.get("input"))[:40]
+        field = str(err["loc"][0]) if err["loc"] else ""
+        hint = f"; valid: {', '.join(VALID[field])}" if field in VALID else ""
+        kind = "unknown" if field in VALID else "invalid"
+        parts.append(f"{kind} {field} {value}: {err['msg']}{hint}" if field in VALID else f"setting '{name}' = {value}: {err['msg']}")
+    return "; ".join(parts)

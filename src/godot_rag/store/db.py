@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +28,17 @@ def data_dir_from(value: str | os.PathLike | None) -> Path:
     return Path(value or os.environ.get(DATA_ENV) or DEFAULT_DATA_DIR)
 
 
+def mask_dsn(dsn: str) -> str:
+    """The DSN with any password replaced by ***, in URI (`postgresql://u:secret@h/db`) and key=value form."""
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return re.sub(r"(://[^:/@]*:).*@", r"\1***@", re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn))
+    if "password" in params:
+        params["password"] = "***"
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
 class Database:
     """Where the data lives. `dsn=None` means the embedded server in `data_dir`.
 
@@ -48,7 +60,7 @@ class Database:
     def describe(self) -> str:
         if self.embedded:
             return f"embedded PostgreSQL in {self.data_dir.resolve()}"
-        return "PostgreSQL at " + psycopg.conninfo.make_conninfo(self.dsn, password="***") if "password" in self.dsn else self.dsn
+        return "PostgreSQL at " + mask_dsn(self.dsn)
 
     def uri(self) -> str:
         if self._uri:
