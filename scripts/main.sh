@@ -7,10 +7,11 @@ cd "$(dirname "$0")/.."
 SHARED="${GODOT_RAG_SHARED:-../shared}"
 bash scripts/install.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+export PATH="$PWD/.venv/bin:$PATH"  # godot-rag and python from the project's own environment
 godot-rag ingest --pages "$SHARED/godot_docs/pages" --renames "$SHARED/godot_docs/renames_3_to_4.jsonl" --out work/godot_rag/jsonl
 godot-rag load --jsonl work/godot_rag/jsonl
 godot-rag embed
 godot-rag status
-python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).readline())['chunk_text'])" "$SHARED/eval/reference.jsonl" > work/reference.gd
+python -c "import json,sys; print(json.loads(open(sys.argv[1]).readline())['chunk_text'])" "$SHARED/eval/reference.jsonl" > work/reference.gd
 godot-rag retrieve work/reference.gd --strategy F --k 5 --explain
 godot-rag eval --queries "$SHARED"/eval/*.jsonl --strategies A,B,C,D,F --out eval-out/main

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# The test command: install, then the whole suite (real PostgreSQL, real models, real Chromium).
+# The test command: install into ./.venv, then the whole suite (real PostgreSQL, real models, real Chromium).
+# `--fast` skips the slow, LLM and browser tests, for the edit-test loop; the default run is complete.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-python3 -m pytest -q -p no:cacheprovider tests "$@"
+args=()
+for a in "$@"; do
+  if [ "$a" = "--fast" ]; then args+=(-m "not slow and not llm and not browser"); else args+=("$a"); fi
+done
+.venv/bin/python -m pytest -q -p no:cacheprovider tests "${args[@]}"

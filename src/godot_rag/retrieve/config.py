@@ -15,7 +15,7 @@ STRATEGIES = {
     "C": "embedding alone",
     "D": "BM25 + embedding in parallel -> union -> fused score",
     "E": "Qwen search profile -> BM25 over its literals + embedding of its intent",
-    "F": "BM25 + embedding -> union -> reranker -> direct-evidence validator (recommended)",
+    "F": "parse + resolve API uses -> BM25 + embedding + api member entries -> union -> reranker -> version-aware direct-evidence validator (recommended)",
 }
 FUSIONS = ("maxnorm", "rrf", "minmax", "zscore")
 RERANKERS = ("none", "nanoranker", "qwen", "cross-encoder")
