@@ -113,3 +113,31 @@ def test_cli_retrieve_and_batch(fixture_db, tmp_path):
     assert out.returncode == 0, out.stderr
     results = [json.loads(l) for l in out.stdout.splitlines()]
     assert [r["chunk_text"] for r in results] == texts
+
+
+def test_cli_bad_inputs_are_one_line_errors(fixture_db, tmp_path):
+    """Bad lines in a batch give error lines (the batch goes on, also with two workers); binary files,
+    bad TOML and bad --set values give one-line errors, never a traceback."""
+    import json
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "godot_rag.cli", "retrieve", "--data-dir", str(fixture_db.data_dir)]
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(json.dumps({"chunkText": t}) + "\n" for t in ["func f():\n    pass", "   ", "x" * 20001]))
+    out = subprocess.run(base + ["--batch", str(batch), "--strategy", "B", "--workers", "2", "--quiet"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(l) for l in out.stdout.splitlines()]
+    assert "chunk_text" in lines[0] and lines[1]["status"] == 422 and lines[1]["line"] == 2 and lines[2]["status"] == 413
+    binary = tmp_path / "blob.gd"
+    binary.write_bytes(b"\xff\xfe\x00\x01binary")
+    toml = tmp_path / "bad.toml"
+    toml.write_text("[retrieve\nk = ")
+    malformed = tmp_path / "bad.jsonl"
+    malformed.write_text('{"chunkText": "a"}\n{oops\n')
+    for args, needle in [([str(binary)], "blob.gd"), ([str(batch), "--config", str(toml)], "bad.toml"),
+                         ([str(batch), "--set", "weight_bm25=abc"], "weight_bm25"),
+                         (["--batch", str(malformed)], "bad.jsonl:2")]:
+        r = subprocess.run(base + args + ["--strategy", "B"], capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0 and needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr[-300:])

@@ -46,8 +46,18 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec):
     _worker["retriever"].warm(cfg, embed=strategy != "B")
 
 
-def _retrieve_one(chunk: str) -> str:
-    return _worker["retriever"].retrieve(chunk, _worker["strategy"], _worker["cfg"], explain=False).model_dump_json()
+def _retrieve_line(retriever, strategy, cfg, n: int, chunk: str) -> str:
+    """One result line; a bad chunk gives an error line for that input line, and the batch goes on."""
+    from .retrieve.pipeline import ChunkError
+
+    try:
+        return retriever.retrieve(chunk, strategy, cfg, explain=False).model_dump_json()
+    except ChunkError as e:
+        return json.dumps({"line": n, "error": str(e), "status": e.status})
+
+
+def _retrieve_one(item: tuple[int, str]) -> str:
+    return _retrieve_line(_worker["retriever"], _worker["strategy"], _worker["cfg"], *item)
 
 
 def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet: bool = False,
@@ -56,7 +66,7 @@ def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet
     t0 = time.perf_counter()
     if workers <= 1:
         retriever.warm(cfg, embed=strategy != "B")
-        results = (retriever.retrieve(c, strategy, cfg, explain=False).model_dump_json() for c in chunks)
+        results = (_retrieve_line(retriever, strategy, cfg, n, c) for n, c in enumerate(chunks, 1))
         for res in tqdm(results, total=len(chunks), desc="retrieve", disable=quiet, file=sys.stderr):
             sys.stdout.write(res + "\n")
     else:
@@ -64,7 +74,7 @@ def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet
         db = retriever.db
         with ctx.Pool(workers, initializer=_init_worker,
                       initargs=(db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec)) as pool:
-            results = pool.imap(_retrieve_one, chunks, chunksize=4)
+            results = pool.imap(_retrieve_one, list(enumerate(chunks, 1)), chunksize=4)
             for res in tqdm(results, total=len(chunks), desc="retrieve", disable=quiet, file=sys.stderr):
                 sys.stdout.write(res + "\n")
     seconds = time.perf_counter() - t0

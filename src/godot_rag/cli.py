@@ -243,8 +243,14 @@ def retrieve(source, batch, workers, explain, as_json, quiet, strategy, k, table
             return
         if source is None:
             raise click.UsageError("give a FILE, - for stdin, or --batch FILE.jsonl")
-        result = retriever.retrieve(source.read(), strategy, cfg, explain=True)
+        try:
+            text = source.read()
+        except UnicodeDecodeError as e:
+            fail(f"{source.name}: not a UTF-8 text file (byte {e.start}); pass the raw GDScript chunk")
+        result = retriever.retrieve(text, strategy, cfg, explain=True)
     except (ConfigError, ChunkError, StoreError) as e:
+        fail(str(e))
+    except ValueError as e:  # a malformed --batch line names its file, line and field
         fail(str(e))
     if as_json:
         click.echo(result.model_dump_json(indent=2))

