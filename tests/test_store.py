@@ -183,3 +183,30 @@ def test_broken_handle_list_is_repaired(make_database, fixture_jsonl):
     again = Database(data_dir=db.data_dir)
     assert counts(again)["docs_chunks"] > 0
     again.stop()
+
+
+def test_a_load_that_would_delete_most_of_a_table_is_refused(make_database, fixture_jsonl, tmp_path):
+    from godot_rag.store.db import StoreError
+
+    db = make_database("prune-guard")
+    load_jsonl(db, fixture_jsonl, quiet=True)
+    before = counts(db)
+    empty = edited_copy(fixture_jsonl, tmp_path / "jsonl", lambda lines: lines.__delitem__(slice(0, None)))
+    with pytest.raises(StoreError, match=r"would delete \d+ of \d+ docs_chunks rows.*--prune-all"):
+        load_jsonl(db, empty, quiet=True)
+    assert counts(db) == before  # nothing stored is lost
+    stats = load_jsonl(db, empty, quiet=True, prune_all=True)
+    assert stats.tables["docs_chunks"]["deleted"] == before["docs_chunks"]
+
+
+def test_retrieve_on_an_empty_database_says_what_to_run(make_database):
+    from godot_rag.retrieve.pipeline import Retriever
+    from godot_rag.store.db import StoreError
+    from godot_rag.store.schema import ensure_schema
+
+    db = make_database("empty")
+    with db.connect() as conn:
+        ensure_schema(conn, db.describe())
+        conn.commit()
+    with pytest.raises(StoreError, match="the database is empty: run `godot-rag ingest` and `load`"):
+        Retriever(db).retrieve("func f():\n    pass", "B")

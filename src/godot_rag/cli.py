@@ -17,7 +17,8 @@ db_options = [
     click.option("--dsn", envvar="GODOT_RAG_DSN", default=None,
                  help="PostgreSQL DSN of your own server (env GODOT_RAG_DSN). Default: the embedded server."),
     click.option("--data-dir", envvar="GODOT_RAG_DATA", default=None, type=click.Path(path_type=Path),
-                 help="Data directory of the embedded server (env GODOT_RAG_DATA; default work/godot_rag/pgdata)."),
+                 help="Data directory of the embedded server (env GODOT_RAG_DATA; default: the user data directory, "
+                      "e.g. ~/.local/share/godot-rag/pgdata; `status` prints it)."),
 ]
 
 
@@ -71,10 +72,11 @@ def ingest(pages, renames, out, chunk_chars, force, quiet):
 @main.command()
 @click.option("--jsonl", type=click.Path(path_type=Path), default=DEFAULT_JSONL, show_default=True)
 @click.option("--no-prune", is_flag=True, help="Keep rows whose id is no longer in the files.")
+@click.option("--prune-all", is_flag=True, help="Allow a load that deletes more than half of a table.")
 @click.option("--force", is_flag=True, help="Load even when the files did not change since the last load.")
 @click.option("--quiet", is_flag=True)
 @with_db
-def load(jsonl, no_prune, force, quiet, dsn, data_dir):
+def load(jsonl, no_prune, prune_all, force, quiet, dsn, data_dir):
     """Load the JSONL files into PostgreSQL (one transaction, upsert by id)."""
     from .ingest.schema import RecordError
     from .store.db import StoreError
@@ -82,7 +84,7 @@ def load(jsonl, no_prune, force, quiet, dsn, data_dir):
 
     db = make_db(dsn, data_dir)
     try:
-        stats = load_jsonl(db, jsonl, prune=not no_prune, force=force, quiet=quiet)
+        stats = load_jsonl(db, jsonl, prune=not no_prune, force=force, quiet=quiet, prune_all=prune_all)
     except (RecordError, StoreError) as e:
         fail(str(e))
     click.echo(json.dumps({"load": "unchanged" if stats.skipped else "done", "tables": stats.tables}))

@@ -1,6 +1,7 @@
 """FastAPI app: POST /api/retrieve, GET /api/strategies, GET /api/examples, the debugger page at /."""
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,16 @@ def _error(status: int, message: str, **extra) -> JSONResponse:
 
 
 def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = False) -> FastAPI:
-    app = FastAPI(title="godot-rag", version="0.1.0",
+    @asynccontextmanager
+    async def lifespan(app):
+        if warm:
+            try:
+                retriever.warm()
+            except StoreError:
+                pass  # requests will answer 503 with the reason
+        yield
+
+    app = FastAPI(title="godot-rag", version="0.1.0", lifespan=lifespan,
                   description="Evidence retrieval for raw GDScript chunks, with a trace for every score.")
 
     @app.exception_handler(RequestValidationError)
@@ -54,14 +64,6 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
             return _error(400, f"unknown request field(s) {', '.join(unknown)}; valid: {valid}", errors=errors)
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
         return _error(422, f"{'.'.join(first['loc'][1:]) or 'body'}: {first['msg']}", errors=errors)
-
-    @app.on_event("startup")
-    def _warm() -> None:
-        if warm:
-            try:
-                retriever.warm()
-            except StoreError:
-                pass  # requests will answer 503 with the reason
 
     @app.post("/api/retrieve", response_model=RetrieveResult,
               responses={400: {"description": "unknown strategy or setting"}, 413: {"description": "chunk too long"},

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..ingest.schema import TABLES
 from ..store import queries
 from ..store.bm25_cache import load_or_build
-from ..store.db import Database
+from ..store.db import Database, StoreError
 from . import bm25 as bm25_mod
 from .config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig, check_strategy
 from .codematch import apply_codematch
@@ -246,6 +246,9 @@ class Retriever:
         chunk = check_chunk(chunk)
         strategy = check_strategy(strategy)
         cfg = cfg or RetrieveConfig()
+        if not any(self.records(t) for t in cfg.tables):
+            raise StoreError("the database is empty: run `godot-rag ingest` and `load` (or `scripts/main.sh`); "
+                             f"it is the {self.db.describe()}")
         timer = Timer()
         t0 = time.perf_counter()
         trace: dict = {"chunk_chars": len(chunk)}

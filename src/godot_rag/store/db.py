@@ -12,7 +12,14 @@ import psycopg
 
 DSN_ENV = "GODOT_RAG_DSN"
 DATA_ENV = "GODOT_RAG_DATA"
-DEFAULT_DATA_DIR = Path("work/godot_rag/pgdata")
+def _default_data_dir() -> Path:
+    """One well-known place, whatever the working directory: the user's data directory."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("godot-rag", appauthor=False)) / "pgdata"
+
+
+DEFAULT_DATA_DIR = _default_data_dir()
 DB_NAME = "godot_rag"
 
 

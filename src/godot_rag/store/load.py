@@ -75,7 +75,8 @@ def _row(table: str, rec: dict) -> list:
     return row
 
 
-def load_jsonl(db: Database, jsonl_dir: Path, *, prune: bool = True, force: bool = False, quiet: bool = False) -> LoadStats:
+def load_jsonl(db: Database, jsonl_dir: Path, *, prune: bool = True, force: bool = False, quiet: bool = False,
+               prune_all: bool = False) -> LoadStats:
     jsonl_dir = Path(jsonl_dir)
     # Validate every file before touching the database: a bad line changes nothing.
     data = {table: read_jsonl(jsonl_dir / SCHEMA[table]["file"], table) for table in SCHEMA}
@@ -105,7 +106,16 @@ def load_jsonl(db: Database, jsonl_dir: Path, *, prune: bool = True, force: bool
             changed = cur.rowcount
             deleted = 0
             if prune:
-                cur = conn.execute(f"DELETE FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM incoming i WHERE i.{key} = t.{key})")
+                gone = f"FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM incoming i WHERE i.{key} = t.{key})"
+                n_gone = conn.execute(f"SELECT count(*) {gone}").fetchone()[0]
+                n_rows = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                if n_gone and n_gone * 2 > n_rows and not prune_all:
+                    # A truncated or wrong file must not wipe the store: the transaction is rolled back.
+                    sample = [r[0] for r in conn.execute(f"SELECT t.{key} {gone} ORDER BY t.{key} LIMIT 3").fetchall()]
+                    raise StoreError(f"{jsonl_dir / SCHEMA[table]['file']}: loading it would delete {n_gone} of "
+                                     f"{n_rows} {table} rows (e.g. {', '.join(sample)}); nothing was changed. "
+                                     "Pass --prune-all if that is what you want, or --no-prune to keep them.")
+                cur = conn.execute(f"DELETE {gone}")
                 deleted = cur.rowcount
             conn.execute("DROP TABLE incoming")
             stats.tables[table] = {"rows": len(data[table]), "inserted_or_updated": changed, "deleted": deleted}
