@@ -57,6 +57,7 @@ class RetrieveConfig(BaseModel):
     rrf_k: int = Field(60, ge=1, le=10_000, strict=True)
     weight_bm25: Weight = Field(1.0)
     weight_embedding: Weight = Field(0.3)
+    weight_api: Weight = Field(0.5, description="F: weight of the `api` source (member entries of resolved uses)")
     codematch_alpha: Weight = Field(1.0, description="D/E/F: fused * (1 + alpha * code-clone ratio); 0 turns it off")
     segments: StrictBool = Field(True, description="retrieve per function/block of the chunk and merge")
     ef_search: int = Field(100, ge=1, le=1000, strict=True)

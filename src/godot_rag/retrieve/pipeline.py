@@ -415,9 +415,9 @@ class Retriever:
                 if rid in out:
                     out[rid].trace["api"]["uses"].append(entry)
                     continue
-                c = Candidate(table="docs_chunks", id=rid, payload=recs[rid], score=1.0, rank=len(out) + 1,
+                c = Candidate(table="docs_chunks", id=rid, payload=recs[rid], score=cfg.weight_api, rank=len(out) + 1,
                               source="api", group="api_reference")
-                c.add_stage("api", {"rank": len(out) + 1, "uses": [entry]})
+                c.add_stage("api", {"rank": len(out) + 1, "weight": cfg.weight_api, "score": cfg.weight_api, "uses": [entry]})
                 out[rid] = c
             info.update(uses=len(resolution.uses), records=len(out))
         return list(out.values())
@@ -445,9 +445,12 @@ class Retriever:
             for c in cands[: cfg.rerank_top]:
                 if c.id in api_by_id:  # found by BM25/embedding and resolved: one candidate, both sources
                     c = c.derive()
+                    before = c.score
                     c.source = f"{c.source}+api"
                     c.group = "api_reference"
-                    c.trace.setdefault("api", api_by_id.pop(c.id).trace["api"])
+                    c.score = before + cfg.weight_api  # the api source's own weight, added to the fused score
+                    c.add_stage("api", {**api_by_id.pop(c.id).trace["api"], "weight": cfg.weight_api,
+                                        "score_before": round(before, 6), "score": round(c.score, 6)})
                 pool.append(c)
         pool += list(api_by_id.values())
         ref = self.class_reference()
@@ -481,7 +484,8 @@ class Retriever:
                 # API the chunk calls (in the order the chunk uses them) that the guides did not already hold.
                 guides = [c for c in acc if c.group != "api_reference"]
                 api_acc = [c for c in acc if c.group == "api_reference"]
-                api_acc.sort(key=lambda c: (min(u["line"] for u in c.trace["api"]["uses"]), c.id))
+                # Highest score first (found by BM25/embedding too), then in the order the chunk uses them.
+                api_acc.sort(key=lambda c: (-round(c.score, 6), min(u["line"] for u in c.trace["api"]["uses"]), c.id))
                 acc = guides[: cfg.k] + api_acc[: cfg.k_api]
                 for c in acc:
                     c.group = c.group or "guides"
