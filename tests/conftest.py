@@ -20,6 +20,25 @@ def pg_root(tmp_path_factory):
     return tmp_path_factory.mktemp("pg")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_server_left_behind(pg_root):
+    """Session end: every embedded PostgreSQL the suite started must be stopped again."""
+    yield
+    import time
+
+    import psutil
+
+    def left():
+        return [p.pid for p in psutil.process_iter(["name", "cmdline"])
+                if (p.info.get("name") or "").startswith("postgres") and any(str(pg_root) in a for a in p.info.get("cmdline") or [])]
+
+    for _ in range(40):
+        if not left():
+            return
+        time.sleep(0.25)
+    pytest.fail(f"embedded PostgreSQL still running after the session: pids {left()}")
+
+
 @pytest.fixture(scope="session")
 def make_database(pg_root):
     """Each call gives a fresh, empty database on its own embedded server."""

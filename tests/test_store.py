@@ -210,3 +210,41 @@ def test_retrieve_on_an_empty_database_says_what_to_run(make_database):
         conn.commit()
     with pytest.raises(StoreError, match="the database is empty: run `godot-rag ingest` and `load`"):
         Retriever(db).retrieve("func f():\n    pass", "B")
+
+
+def test_sigterm_on_serve_stops_its_embedded_postgres(make_database, fixture_jsonl):
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    from conftest import free_port, start_http_server
+
+    db = make_database("serve-sigterm")
+    load_jsonl(db, fixture_jsonl, quiet=True)
+    db.stop()  # only `serve` holds the server from here on
+    data = str(db.data_dir)
+
+    def postgres_for_data_dir():
+        out = []
+        for p in psutil.process_iter(["name", "cmdline"]):
+            cmd = p.info.get("cmdline") or []
+            if p.info.get("name", "").startswith("postgres") and data in cmd:
+                out.append(p)
+        return out
+
+    port = free_port()
+    proc = start_http_server([sys.executable, "-m", "godot_rag.cli", "serve", "--no-warm", "--port", str(port),
+                              "--data-dir", data], f"http://127.0.0.1:{port}", "/api/strategies")
+    import httpx
+
+    r = httpx.post(f"http://127.0.0.1:{port}/api/retrieve", json={"chunkText": "func f():\n    pass", "strategy": "B"}, timeout=60)
+    assert r.status_code == 200 and postgres_for_data_dir()
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+    for _ in range(60):
+        if not postgres_for_data_dir():
+            break
+        time.sleep(0.5)
+    assert not postgres_for_data_dir()

@@ -286,7 +286,19 @@ def serve(host, port, no_warm, cross_encoder, dsn, data_dir, **llm_kwargs):
                    llm_timeout=llm_kwargs.get("llm_timeout", 60.0), llm_retries=llm_kwargs.get("llm_retries", 2), needed=False)
     retriever = Retriever(make_db(dsn, data_dir), llm=llm, cross_encoder_path=cross_encoder)
     app = create_app(retriever, warm=not no_warm, llm_optional=llm_kwargs.get("llm_optional", False))
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    import signal
+
+    def _exit(signum, frame):
+        raise SystemExit(128 + signum)
+
+    # uvicorn shuts down cleanly on SIGINT/SIGTERM, then re-raises the signal to the handler that was
+    # there before it: this one, so the `finally` below runs instead of the process dying on the spot.
+    signal.signal(signal.SIGTERM, _exit)
+    signal.signal(signal.SIGINT, _exit)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    finally:
+        retriever.db.stop()  # the embedded PostgreSQL this process started goes with it
 
 
 for _opt in reversed(llm_options):

