@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 from ..classref import ClassReference
@@ -58,7 +59,7 @@ class ValidationContext:
     min_idf: float = 5.0
     min_direct_evidence: int = 1
 
-    @property
+    @cached_property
     def call_pairs(self) -> set[str]:
         """`Owner.member` tails of the chunk's call chains (`Input.is_action_pressed`, `position.clamp`)."""
         out = set()
