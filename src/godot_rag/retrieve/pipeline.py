@@ -28,12 +28,10 @@ from ..gdscript import parse_chunk
 from .codematch import renameable_names
 from .resolve import resolve_uses
 from .validate import ValidationContext, idf_from_df, validate
-from .version import version_context
+from .version import CODE_RENAME_TYPES, version_context
 
 
 BOLD_NAME_RE = re.compile(r"\*\*(@?[A-Za-z_\\][A-Za-z0-9_\\]*)\*\*")
-CONVERTER_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "property_rename", "signal_rename",
-                   "enum_rename", "color_rename"}
 
 
 class ChunkError(ValueError):
@@ -159,7 +157,7 @@ class Retriever:
         with self._lock:
             if self._version_names is None:
                 ref = self.class_reference()
-                recs = [r for r in self.records("api_mapping").values() if r["change_type"] in CONVERTER_TYPES]
+                recs = [r for r in self.records("api_mapping").values() if r["change_type"] in CODE_RENAME_TYPES]
                 old = {r["source_api"] for r in recs}
                 new = {r["target_api"] for r in recs if r["target_api"] not in old and ref.exists(r["target_api"])
                        and r["change_type"] in ("class_rename", "builtin_type_rename", "method_rename")}
@@ -376,8 +374,8 @@ class Retriever:
             n_for = {t: max(cfg.candidates, 200) if t == "api_mapping" else cfg.candidates for t in cfg.tables}
             with timer.stage("parse") as info:
                 facts = parse_chunk(chunk)
-                info.update(facts.summary())
-            trace["gdscript"] = facts.summary()
+                trace["gdscript"] = facts.summary()
+                info.update(trace["gdscript"])
             with timer.stage("resolve") as info:
                 resolution = resolve_uses(facts, self.class_reference(), cfg.extends, cfg.resolve_max_hops)
                 info.update(uses=len(resolution.uses), unresolved=len(resolution.unresolved),
@@ -458,7 +456,6 @@ class Retriever:
         with timer.stage("version") as info:
             version = version_context(facts, resolution, new_names, old_names, cfg.godot_version)
             info.update(version.to_trace())
-        trace["version"] = version.to_trace()
         vctx = ValidationContext(facts=facts, resolution=resolution, ref=ref, version=version, idf=idf,
                                  class_of_page=self.api_index()["page_class"],
                                  renameable=renameable_names(facts, ref), min_direct_evidence=cfg.min_direct_evidence)

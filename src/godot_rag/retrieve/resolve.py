@@ -174,8 +174,8 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
                 typ, via = facts.local_types[name], "local_type"
             elif ref.has_class(name) and name not in facts.declared:
                 typ, via = name, "class"
-            elif ref.global_member(name) and ref.type_of(ref.global_member(name)[1]) and name not in facts.declared:
-                typ, via = ref.type_of(ref.global_member(name)[1]), "class"  # a singleton by its global name
+            elif name not in facts.declared and (glob := ref.global_member(name)) and ref.type_of(glob[1]):
+                typ, via = ref.type_of(glob[1]), "class"  # a singleton by its global name
             else:
                 if chain.parts:
                     p = chain.parts[0]

@@ -36,14 +36,13 @@ from functools import cached_property
 from typing import Callable
 
 from ..classref import ClassReference
-from ..gdscript import IDENT_RE, CHAIN_RE, GDScriptFacts, shape
+from ..gdscript import CHAIN_RE, DIGITS_RE, IDENT_RE, GDScriptFacts, shape
 from .codematch import clone_match, code_lines, record_code
 from .resolve import Resolution
 from .types import Candidate
 from .version import VersionContext, classify_occurrence, decide_ambiguous
 
 METHOD_CALL_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-DIGITS_RE = re.compile(r"\d+")
 
 
 @dataclass

