@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from godot_rag.eval.metrics import dedupe_pages, recall_at
+from godot_rag.eval.metrics import dedupe_pages, all_relevant_at
 from godot_rag.ingest.schema import search_text
 from godot_rag.models.embedder import Embedder
 
@@ -52,7 +52,7 @@ for pooling in args.poolings.split(","):
         order = np.argsort(-scores[qi])[:50]
         pages = dedupe_pages([ids[i] for i in order])
         v = q.get("variant") or q["file"].split(".")[0]
-        res[v].append((recall_at(pages, q["relevant_pages"], 1), recall_at(pages, q["relevant_pages"], 5)))
+        res[v].append((all_relevant_at(pages, q["relevant_pages"], 1), all_relevant_at(pages, q["relevant_pages"], 5)))
     out[pooling] = {v: {"recall@1": round(float(np.mean([a for a, _ in l])), 3),
                         "recall@5": round(float(np.mean([b for _, b in l])), 3), "n": len(l)} for v, l in res.items()}
 sample = texts[:300]

@@ -10,7 +10,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from godot_rag.eval.metrics import dedupe_pages, recall_at
+from godot_rag.eval.metrics import dedupe_pages, all_relevant_at
 from godot_rag.models.llm import make_llm
 from godot_rag.retrieve.config import RetrieveConfig
 from godot_rag.retrieve.pipeline import Retriever
@@ -36,8 +36,8 @@ for reranker in ("none", "nanoranker", "qwen"):
         res = r.retrieve(q["chunk_text"], "F", cfg, explain=False)
         ms.append((time.perf_counter() - t) * 1000)
         pages = dedupe_pages([c.id for c in res.by_table("docs_chunks")])
-        hits["recall@1"].append(recall_at(pages, q["relevant_pages"], 1))
-        hits["recall@5"].append(recall_at(pages, q["relevant_pages"], 5))
+        hits["recall@1"].append(all_relevant_at(pages, q["relevant_pages"], 1))
+        hits["recall@5"].append(all_relevant_at(pages, q["relevant_pages"], 5))
     ms.sort()
     out[reranker] = {k: round(sum(v) / len(v), 3) for k, v in hits.items()}
     out[reranker]["latency_ms_p50"] = round(ms[len(ms) // 2], 1)

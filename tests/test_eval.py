@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from godot_rag.eval.metrics import dedupe_pages, mrr, ndcg_at, recall_at
+from godot_rag.eval.metrics import all_relevant_at, dedupe_pages, score_queries
 from godot_rag.eval.queries import QueryFileError, read_queries
 from godot_rag.eval.runner import mapping_triple, run_eval
 from godot_rag.retrieve.config import RetrieveConfig
@@ -14,13 +14,15 @@ def test_metrics_by_hand():
     chunks = ["a#001", "a#003", "b#000", "c#002", "d#001"]
     pages = dedupe_pages(chunks)
     assert pages == ["a", "b", "c", "d"]  # a page's chunks count once, at the best rank
-    assert recall_at(pages, {"b": 2}, 1) == 0.0 and recall_at(pages, {"b": 2}, 2) == 1.0
-    assert recall_at(pages, {"a": 2, "d": 2}, 3) == 0.0 and recall_at(pages, {"a": 2, "d": 2}, 4) == 1.0
-    assert mrr(pages, {"c": 2}) == pytest.approx(1 / 3)
+    assert all_relevant_at(pages, {"b": 2}, 1) == 0.0 and all_relevant_at(pages, {"b": 2}, 2) == 1.0
+    assert all_relevant_at(pages, {"a": 2, "d": 2}, 3) == 0.0 and all_relevant_at(pages, {"a": 2, "d": 2}, 4) == 1.0
+    got = score_queries({"q": pages, "r": pages}, {"q": {"b": 2, "d": 1}, "r": {"c": 2}})
+    assert got["r"]["mrr"] == pytest.approx(1 / 3)
     # graded nDCG: gains 2^g - 1; relevant b (grade 2) at rank 2, d (grade 1) at rank 4
     dcg = 3 / math.log2(3) + 1 / math.log2(5)
     idcg = 3 / math.log2(2) + 1 / math.log2(3)
-    assert ndcg_at(pages, {"b": 2, "d": 1}) == pytest.approx(dcg / idcg)
+    assert got["q"]["ndcg@10"] == pytest.approx(dcg / idcg)
+    assert got["q"]["recall@1"] == 0.0 and got["q"]["recall@5"] == 1.0 and got["q"]["all_relevant@1"] == 0.0
     assert mapping_triple("class_renames:AnimatedSprite->AnimatedSprite2D") == ("class_renames", "AnimatedSprite", "AnimatedSprite2D")
     assert mapping_triple("gdscript_syntax:yield->await") is None
 
@@ -40,7 +42,7 @@ def test_regression_on_fixture_corpus(retriever, tmp_path):
     report = run_eval(retriever, [FIXTURES / "queries.jsonl"], ["A", "B", "D", "F"], RetrieveConfig(reranker="none"),
                       out_dir=tmp_path, quiet=True)
     runs = {(r["strategy"], r["variant"]): r for r in report["runs"]}
-    got = {key: {m: runs[key][m] for m in ("recall@1", "recall@5", "mrr", "ndcg@10", "mapping_precision", "mapping_recall",
+    got = {key: {m: runs[key][m] for m in ("all_relevant@1", "all_relevant@5", "mrr", "ndcg@10", "mapping_precision", "mapping_recall",
                                           "zero_result_rate")} for key in runs if key[1] == "all"}
     for key in EXPECTED:
         assert got[key] == EXPECTED[key], (key, json.dumps(got[key]))
@@ -56,12 +58,23 @@ def test_regression_on_fixture_corpus(retriever, tmp_path):
 
 # Exact values on the fixture corpus: a change in scoring shows up here, not as silent drift.
 EXPECTED = {
-    ("A", "all"): {"recall@1": 0.25, "recall@5": 0.25, "mrr": 0.25, "ndcg@10": 0.25, "mapping_precision": None,
+    ("A", "all"): {"all_relevant@1": 0.25, "all_relevant@5": 0.25, "mrr": 0.25, "ndcg@10": 0.25, "mapping_precision": None,
                    "mapping_recall": 0.0, "zero_result_rate": 0.8},
-    ("B", "all"): {"recall@1": 0.75, "recall@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 0.6,
+    ("B", "all"): {"all_relevant@1": 0.75, "all_relevant@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 0.6,
                    "mapping_recall": 1.0, "zero_result_rate": 0.0},
-    ("D", "all"): {"recall@1": 0.75, "recall@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 0.1364,
+    ("D", "all"): {"all_relevant@1": 0.75, "all_relevant@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 0.1364,
                    "mapping_recall": 1.0, "zero_result_rate": 0.0},
-    ("F", "all"): {"recall@1": 0.75, "recall@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 1.0,
+    ("F", "all"): {"all_relevant@1": 0.75, "all_relevant@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 1.0,
                    "mapping_recall": 1.0, "zero_result_rate": 0.0},
 }
+
+
+def test_trec_run_scores_are_pinned():
+    """A fixed TREC run and qrels through the same scoring as `godot-rag eval` (ranx), pinned to 4 decimals
+    (hand-checked: q1 finds both pages, q2 its page at 3, q3 one of two at 6, q4 nothing)."""
+    from godot_rag.eval.trec import score_trec
+
+    trec = FIXTURES / "trec"
+    assert score_trec(trec / "run.txt", trec / "qrels.txt") == {
+        "recall@1": 0.0, "recall@5": 0.5, "recall@10": 0.625, "mrr": 0.25, "ndcg@10": 0.3143,
+        "all_relevant@1": 0.0, "all_relevant@5": 0.5, "all_relevant@10": 0.5}

@@ -37,13 +37,14 @@ def test_reference_chunk_on_the_full_pages(full):
     f = full.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5))
     accepted = [c for c in f.by_table("docs_chunks")]
     assert accepted[0].id.startswith(CODING) and accepted[0].verdict == "accept"
-    lits = {e["literal"] for e in accepted[0].trace["validate"]["evidence"]}
+    lits = {e["literal"] for e in accepted[0].info("validate").evidence}
     assert {"Input.is_action_pressed", "AnimatedSprite2D.play", "AnimatedSprite2D.stop"} <= lits
-    coding_conf = min(c.trace["validate"]["confidence"] for c in accepted if c.id.startswith(CODING))
-    for c in f.results + f.rejected:
-        if c.id.startswith(MOVEMENT_3D) and c.verdict == "accept":
-            assert c.rank > 2 and c.trace["validate"]["confidence"] < coding_conf
+    coding_conf = min(c.info("validate").confidence for c in accepted if c.id.startswith(CODING))
+    movement = [c for c in f.results + f.rejected + f.cut if c.id.startswith(MOVEMENT_3D)]
+    assert movement, "the 3D page must reach the validator for this test to mean anything"
+    assert all(c.verdict == "reject" or (c.info("validate").confidence < coding_conf and (c.rank or 99) > 2)
+               for c in movement)
     assert f.by_table("api_mapping") == []
     assert not [p for p in f.by_table("label_prototypes") if p.payload["task_type"] == "migration"]
     a = full.retrieve(REFERENCE_CHUNK, "A", RetrieveConfig(k=5))
-    assert a.results == [] and a.trace["tables"]["docs_chunks"]["zero_hit_diagnosis"]["best_row"].startswith(CODING)
+    assert a.results == [] and a.trace.tables["docs_chunks"]["zero_hit_diagnosis"]["best_row"].startswith(CODING)

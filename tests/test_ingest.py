@@ -19,7 +19,7 @@ def out(tmp_path_factory):
 
 
 def test_docs_chunks_fields_and_rules(out):
-    from godot_rag.ingest.schema import SCHEMA
+    from godot_rag.records import SCHEMA
 
     chunks = read(out / "docs_chunks.jsonl")
     names = [f for f, _ in SCHEMA["docs_chunks"]["fields"]]
@@ -83,6 +83,7 @@ def test_report_warnings_and_bad_pages(tmp_path):
     pages = tmp_path / "pages"
     shutil.copytree(FIXTURES / "pages", pages)
     (pages / "manual__latin1__ffffffff.md").write_bytes("# Caf\xe9\n".encode("latin-1"))
+    (pages / "manual__nul__fefefefe.md").write_bytes(b"# Title\n\nSome text\x00 with a NUL byte.\n")
     run_ingest(pages, None, tmp_path / "out", quiet=True)
     report = read(tmp_path / "out" / "ingest_report.jsonl")
     by = {r.get("source_file"): r for r in report}
@@ -91,6 +92,9 @@ def test_report_warnings_and_bad_pages(tmp_path):
     assert any("unclosed code fence" in w for w in by["pages/manual__broken__d0e1f2a3.md"]["warnings"])
     assert "empty page" in by["pages/manual__empty__e1f2a3b4.md"]["warnings"]
     assert report[-1]["summary"] is True and report[-1]["pages_error"] == 1
+    # a NUL byte (which PostgreSQL text cannot hold) is removed, said in the report, and never reaches the JSONL
+    assert any("NUL byte(s) removed" in w for w in by["pages/manual__nul__fefefefe.md"]["warnings"])
+    assert "\\u0000" not in (tmp_path / "out" / "docs_chunks.jsonl").read_text()
 
 
 def test_empty_pages_dir_is_a_clear_error(tmp_path):

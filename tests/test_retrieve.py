@@ -24,43 +24,49 @@ def ids(result, table="docs_chunks"):
 def test_a_is_todays_tsquery_and_explains_zero_hits(retriever):
     res = retriever.retrieve(REFERENCE_CHUNK, "A", RetrieveConfig(k=5))
     assert res.results == []  # every token ANDed: no chunk holds them all
-    docs = res.trace["tables"]["docs_chunks"]
+    docs = res.trace.tables["docs_chunks"]
     assert docs["row_count"] == 0
     diag = docs["zero_hit_diagnosis"]
     assert diag["best_row"].startswith("getting_started/demo/coding_the_player#")
     assert diag["missing_from_best"] and set(diag["best_subset"]).isdisjoint(diag["missing_from_best"])
     counts = {t["token"]: t["rows"] for t in diag["token_rows"]}
-    assert counts["func"] > 0 and "'" in res.trace["tsquery"] and "&" in res.trace["tsquery"]
+    assert counts["func"] > 0 and "'" in res.trace.tsquery and "&" in res.trace.tsquery
     ok = retriever.retrieve("timeout connect", "A", RetrieveConfig(k=5))
-    assert ids(ok)[0].startswith("tutorials/demo/signals#") and ok.results[0].trace["tsquery"]["ts_rank_cd"] > 0
+    assert ids(ok)[0].startswith("tutorials/demo/signals#") and ok.results[0].info("tsquery").ts_rank_cd > 0
 
 
 def test_b_explains_every_matched_term(retriever):
     res = retriever.retrieve(REFERENCE_CHUNK, "B", RetrieveConfig(k=5, segments=False))
     top = res.by_table("docs_chunks")[0]
     assert top.id.startswith("getting_started/demo/coding_the_player#")
-    bm = top.trace["bm25"]
-    assert {"df", "tf", "idf", "tfn", "contribution"} <= set(bm["matched_terms"][0])
-    assert bm["dl"] > 0 and bm["avgdl"] > 0
-    assert abs(sum(t["contribution"] for t in bm["matched_terms"]) - top.score) < 1e-2
-    assert "velocity" in res.trace["stages"][0]["info"]["local_names"]  # declared by the chunk itself
+    bm = top.info("explain")
+    assert {"df", "tf", "idf", "tfn", "contribution"} <= set(bm.matched_terms[0])
+    assert bm.dl > 0 and bm.avgdl > 0
+    assert abs(sum(t["contribution"] for t in bm.matched_terms) - top.score) < 1e-2
+    assert abs(top.info("bm25").score - top.score) < 1e-3 and top.info("cut").rank == 1
+    tokenize = next(s for s in res.trace.stages if s.stage == "tokenize")
+    assert "velocity" in tokenize.info["local_names"]  # declared by the chunk itself
+    assert res.trace.stage_list == ["segment", "tokenize", "bm25", "union", "merge", "cut", "explain"]
 
 
 def test_c_and_d_union_sources(retriever):
     c = retriever.retrieve(REFERENCE_CHUNK, "C", RetrieveConfig(k=5))
-    cos = [x.trace["embedding"]["cosine"] for x in c.by_table("docs_chunks")]
+    cos = [x.info("embedding").cosine for x in c.by_table("docs_chunks")]
     assert cos == sorted(cos, reverse=True) and all(-1 <= x <= 1 for x in cos)
     d = retriever.retrieve(REFERENCE_CHUNK, "D", RetrieveConfig(k=10))
     docs = d.by_table("docs_chunks")
     assert docs[0].id.startswith("getting_started/demo/coding_the_player#")
     assert {x.source for x in docs} <= {"bm25", "embedding", "both"} and "both" in {x.source for x in docs}
-    fused = docs[0].trace["fuse"]
-    assert fused["method"] == "maxnorm" and set(fused["inputs"]) == {"bm25", "embedding"}
+    fused = docs[0].info("fuse")
+    assert fused.method == "maxnorm" and set(fused.inputs) == {"bm25", "embedding"}
+    assert docs[0].info("union").source == docs[0].source == "both"
+    expected = sum(fused.weights[n] * e.normalised for n, e in fused.inputs.items())
+    assert abs(fused.score - expected) < 1e-5
     rrf = retriever.retrieve(REFERENCE_CHUNK, "D", RetrieveConfig(k=5, fusion="rrf", codematch_alpha=0, segments=False))
-    top = rrf.by_table("docs_chunks")[0].trace["fuse"]
-    assert top["rrf_k"] == 60
-    expected = sum(top["weights"][n] / (60 + e["rank"]) for n, e in top["inputs"].items())
-    assert abs(top["score"] - expected) < 1e-6
+    top = rrf.by_table("docs_chunks")[0].info("fuse")
+    assert top.rrf_k == 60
+    expected = sum(top.weights[n] / (60 + e.rank) for n, e in top.inputs.items())
+    assert abs(top.score - expected) < 1e-6
 
 
 def test_f_accepts_direct_evidence_and_rejects_the_rest(retriever):
@@ -68,9 +74,14 @@ def test_f_accepts_direct_evidence_and_rejects_the_rest(retriever):
     accepted = ids(res)
     assert accepted and all(a.startswith("getting_started/demo/coding_the_player#") for a in accepted[:2])
     top = res.by_table("docs_chunks")[0]
-    lits = [e["literal"] for e in top.trace["validate"]["evidence"]]
+    lits = [e["literal"] for e in top.info("validate").evidence]
     assert "Input.is_action_pressed" in lits and top.verdict == "accept"
-    assert "rerank" in top.trace and "rank_change" in top.trace["rerank"]
+    rr = top.info("rerank")
+    assert rr is not None and rr.backend == "nanoranker" and rr.rank_change == (rr.rank_before or rr.rank) - rr.rank
+    # the final score is its own traced stage: score_before x (0.5 + 0.5 x confidence)
+    sc = top.info("score")
+    assert sc.confidence_from == "validate" and abs(sc.score - sc.score_before * (0.5 + 0.5 * sc.confidence)) < 1e-5
+    assert abs(top.score - sc.score) < 1e-5
     movement_3d = [c for c in res.results + res.rejected if c.id.startswith("tutorials/demo3d/player_movement#")]
     assert movement_3d, "the 3D page must reach the validator for this test to mean anything"
     for c in movement_3d:  # rejected, not just demoted, and the reason says why
@@ -86,12 +97,12 @@ def test_f_migration_evidence_never_comes_from_comments_or_strings(retriever):
     assert ids(res, "api_mapping") == []
     assert not [p for p in res.by_table("label_prototypes") if p.payload["task_type"] == "migration"]
     rej = next(c for c in res.rejected if c.id == "class_renames:KinematicBody2D->CharacterBody2D")
-    regions = {o["region"] for o in rej.trace["validate"]["occurrences"]}
+    regions = {o["region"] for o in rej.info("validate").occurrences}
     assert regions == {"comment", "string"} and "no occurrence is Godot 3 use" in rej.reason
     hinted = retriever.retrieve("func f(v: Viewport):\n    pass\n", "F", RetrieveConfig(k=10, godot_version="3"))
     plain = retriever.retrieve("func f(v: Viewport):\n    pass\n", "F", RetrieveConfig(k=10))
-    assert "resolve" in plain.trace and plain.trace["version"]["hint"] == "auto"
-    assert hinted.trace["version"]["hint"] == "3"
+    assert plain.trace.resolve is not None and plain.trace.version["hint"] == "auto"
+    assert hinted.trace.version["hint"] == "3"
 
 
 def test_f_migration_mappings(retriever):
@@ -104,7 +115,7 @@ def test_f_migration_mappings(retriever):
     clean = retriever.retrieve(GODOT4, "F", RetrieveConfig(k=10, reranker="none"))
     assert ids(clean, "api_mapping") == []  # AnimatedSprite is not in AnimatedSprite2D
     rejected = {c.id: c.reason for c in clean.rejected if c.table == "api_mapping"}
-    assert "does not occur" in rejected.get("class_renames:AnimatedSprite->AnimatedSprite2D", "does not occur")
+    assert "does not occur" in rejected["class_renames:AnimatedSprite->AnimatedSprite2D"]
 
 
 def _cand(table, payload):

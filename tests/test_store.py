@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from godot_rag.ingest.schema import RecordError
+from godot_rag.records import RecordError
 from godot_rag.store import queries
 from godot_rag.store.db import Database, StoreError, StoreUnavailable
 from godot_rag.store.embed import embed_rows, pending_count
@@ -49,6 +49,7 @@ def test_load_is_idempotent_and_columns_are_typed(fixture_db, fixture_jsonl):
     (lambda recs: recs.__setitem__(1, "{not json"), None, 2),
     (lambda recs: recs.__setitem__(2, json.dumps({k: v for k, v in json.loads(recs[2]).items() if k != "content"})), "content", 3),
     (lambda recs: recs.__setitem__(0, json.dumps(dict(json.loads(recs[0]), token_count="many"))), "token_count", 1),
+    (lambda recs: recs.__setitem__(4, json.dumps(dict(json.loads(recs[4]), heading="A\u0000B"))), "heading", 5),
 ])
 def test_bad_file_changes_nothing(make_database, fixture_jsonl, tmp_path, mutate, field, line):
     db = make_database(f"bad-{line}")
@@ -159,19 +160,27 @@ def test_embedded_server_survives_a_killed_cli(make_database, fixture_jsonl):
 
 def test_bm25_index_is_persisted_and_rebuilt_only_on_change(fixture_db, tmp_path):
     from godot_rag.retrieve.config import RetrieveConfig
-    from godot_rag.retrieve.pipeline import Retriever
+    from godot_rag.retrieve.pipeline import BM25_PARAM_SLOTS, Retriever
     from godot_rag.retrieve.tokenize import TokenizerConfig
-    from godot_rag.store.bm25_cache import load_or_build
+    from godot_rag.store.bm25_cache import load_counts
 
     r = Retriever(fixture_db, cache_dir=tmp_path)
-    r.bm25_index("docs_chunks", TokenizerConfig(), RetrieveConfig())
+    default = r.bm25_index("docs_chunks", TokenizerConfig(), RetrieveConfig())
     files = list(tmp_path.glob("bm25-docs_chunks-*.npz"))
     assert len(files) == 1
     with fixture_db.connect() as conn:
         digest = queries.table_digest(conn, "docs_chunks")
     ids = list(r.records("docs_chunks"))
-    _, built = load_or_build(tmp_path, "docs_chunks", digest, TokenizerConfig().key(), ids, lambda: 1 / 0, None)
-    assert built is False  # a hit never tokenizes
+    assert load_counts(tmp_path, "docs_chunks", digest, TokenizerConfig().key(), ids) is not None  # a hit never tokenizes
+    assert load_counts(tmp_path, "docs_chunks", digest, TokenizerConfig().key(), ids[:-1]) is None  # other content: rebuilt
+    # Another tokenizer setting (a request's `tokenizer_parts`) adds its own file and never deletes the default one.
+    r.bm25_index("docs_chunks", TokenizerConfig(parts=True), RetrieveConfig(tokenizer_parts=True))
+    assert set(files) < set(tmp_path.glob("bm25-docs_chunks-*.npz"))
+    # k1/b chosen per request share the counts, and only a few variants are kept.
+    for i in range(BM25_PARAM_SLOTS + 4):
+        idx = r.bm25_index("docs_chunks", TokenizerConfig(), RetrieveConfig(k1=0.5 + i / 10))
+        assert idx.tf is default.tf and idx.params.k1 == 0.5 + i / 10
+    assert len(r._bm25) == BM25_PARAM_SLOTS
 
 
 def test_broken_handle_list_is_repaired(make_database, fixture_jsonl):
@@ -248,3 +257,41 @@ def test_sigterm_on_serve_stops_its_embedded_postgres(make_database, fixture_jso
             break
         time.sleep(0.5)
     assert not postgres_for_data_dir()
+
+
+def test_concurrent_forced_loads_take_turns(make_database, fixture_jsonl):
+    """Two `load --force` processes at once on one database: both finish (an advisory lock), none deadlocks."""
+    db = make_database("two-loads")
+    load_jsonl(db, fixture_jsonl, quiet=True)
+    code = ("import sys; from godot_rag.store.db import Database; from godot_rag.store.load import load_jsonl; "
+            "db = Database(data_dir=sys.argv[1]); load_jsonl(db, sys.argv[2], quiet=True, force=True); db.stop()")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(db.data_dir), str(fixture_jsonl)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-400:] for _, err in outs]
+    assert counts(db)["docs_chunks"] > 0
+
+
+def test_a_killed_embedded_server_is_started_again_on_the_next_request(make_database, fixture_jsonl, tmp_path):
+    """`serve` keeps answering after its embedded PostgreSQL is killed: the next request starts it again."""
+    import os
+    import signal
+    import time
+
+    from godot_rag.retrieve.pipeline import Retriever
+
+    db = make_database("restart")
+    load_jsonl(db, fixture_jsonl, quiet=True)
+    r = Retriever(db, cache_dir=tmp_path)
+    assert r.retrieve("func _ready():\n    $Timer.start()", "B").results
+    pid = int((db.data_dir / "postmaster.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+            time.sleep(0.1)
+        except ProcessLookupError:
+            break
+    again = r.retrieve("func _ready():\n    $Timer.start()", "A")  # A queries the database itself
+    assert again.trace.tsquery and (db.data_dir / "postmaster.pid").exists()
+    assert int((db.data_dir / "postmaster.pid").read_text().split()[0]) != pid

@@ -26,7 +26,7 @@ def read_batch(path: Path) -> list[str]:
 _worker = {}
 
 
-def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec):
+def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None):
     """Each process has its own Retriever: the GIL-bound stages then run on both cores."""
     from .models.llm import make_llm
     from .retrieve.config import RetrieveConfig
@@ -41,7 +41,7 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec):
     except ImportError:
         pass
     llm = make_llm(**llm_spec) if llm_spec else None
-    _worker["retriever"] = Retriever(Database(dsn=dsn, data_dir=data_dir), llm=llm)
+    _worker["retriever"] = Retriever(Database(dsn=dsn, data_dir=data_dir), llm=llm, cross_encoder_path=cross_encoder)
     _worker["strategy"], _worker["cfg"] = strategy, cfg
     _worker["retriever"].warm(cfg, embed=strategy != "B")
 
@@ -61,7 +61,7 @@ def _retrieve_one(item: tuple[int, str]) -> str:
 
 
 def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet: bool = False,
-              llm_spec: dict | None = None) -> dict:
+              llm_spec: dict | None = None, cross_encoder: str | None = None) -> dict:
     chunks = read_batch(path)
     t0 = time.perf_counter()
     if workers <= 1:
@@ -73,7 +73,7 @@ def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet
         ctx = multiprocessing.get_context("spawn")
         db = retriever.db
         with ctx.Pool(workers, initializer=_init_worker,
-                      initargs=(db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec)) as pool:
+                      initargs=(db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder)) as pool:
             results = pool.imap(_retrieve_one, list(enumerate(chunks, 1)), chunksize=4)
             for res in tqdm(results, total=len(chunks), desc="retrieve", disable=quiet, file=sys.stderr):
                 sys.stdout.write(res + "\n")

@@ -8,24 +8,9 @@ from pathlib import Path
 
 import click
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+from .cli_options import with_db, with_llm, with_output, with_retrieve
 
 DEFAULT_JSONL = Path("work/godot_rag/jsonl")
-
-db_options = [
-    click.option("--dsn", envvar="GODOT_RAG_DSN", default=None,
-                 help="PostgreSQL DSN of your own server (env GODOT_RAG_DSN). Default: the embedded server."),
-    click.option("--data-dir", envvar="GODOT_RAG_DATA", default=None, type=click.Path(path_type=Path),
-                 help="Data directory of the embedded server (env GODOT_RAG_DATA; default: the user data directory, "
-                      "e.g. ~/.local/share/godot-rag/pgdata; `status` prints it)."),
-]
-
-
-def with_db(f):
-    for opt in reversed(db_options):
-        f = opt(f)
-    return f
 
 
 def make_db(dsn, data_dir):
@@ -39,10 +24,28 @@ def fail(message: str, code: int = 1):
     sys.exit(code)
 
 
-@click.group()
+class Commands(click.Group):
+    """No Python traceback reaches the user: an unexpected error is one line naming what failed."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as e:  # noqa: BLE001 - the last line of defence
+            if os.environ.get("GODOT_RAG_DEBUG"):
+                raise
+            fail(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no message'} "
+                 "(GODOT_RAG_DEBUG=1 shows the traceback)")
+
+
+@click.group(cls=Commands)
 @click.version_option(package_name="godot-rag")
 def main():
     """Evidence retrieval for raw GDScript chunks over the Godot 4 docs."""
+    # Models come from installed packages: never reach for the network at run time.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 @main.command()
@@ -78,7 +81,7 @@ def ingest(pages, renames, out, chunk_chars, force, quiet):
 @with_db
 def load(jsonl, no_prune, prune_all, force, quiet, dsn, data_dir):
     """Load the JSONL files into PostgreSQL (one transaction, upsert by id)."""
-    from .ingest.schema import RecordError
+    from .records import RecordError
     from .store.db import StoreError
     from .store.load import load_jsonl
 
@@ -134,80 +137,15 @@ def status(dsn, data_dir):
     click.echo(json.dumps(out, indent=2))
 
 
-def retrieve_options(f):
-    opts = [
-        click.option("--strategy", "-s", default="F", show_default=True, help="A-F (see `godot-rag strategies`)."),
-        click.option("--k", default=None, type=int, help="Results per table (default 10)."),
-        click.option("--tables", default=None, help="Comma-separated tables (default all three)."),
-        click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path), default=None,
-                     help="TOML file with [retrieve] settings."),
-        click.option("--set", "settings", multiple=True, help="Override one setting: --set fusion=minmax."),
-        click.option("--reranker", default=None, help="none, nanoranker, qwen or cross-encoder."),
-        click.option("--cross-encoder", "cross_encoder", default=None, help="Local CrossEncoder directory."),
-        click.option("--godot-version", "godot_version", type=click.Choice(["auto", "3", "4"]), default=None,
-                     help="Hint for the ambiguous migration cases (default auto)."),
-        click.option("--extends", "extends", default=None,
-                     help="The script's class when the chunk has no `extends` line (resolves bare calls)."),
-    ] + llm_options
-    for opt in reversed(opts):
-        f = opt(f)
-    return with_db(f)
+def open_llm(llm, needed: bool, why: str):
+    """The LLM, or a one-line error that says how to name one."""
+    from .models.llm import LLMError
 
-
-llm_options = [
-    click.option("--llm-gguf", default=None, help="GGUF file for the in-process Qwen (default: the bundled 1.5B)."),
-    click.option("--llm-bundled", type=click.Choice(["1.5b", "0.5b"]), default=None, help="Use a bundled Qwen."),
-    click.option("--llm-url", default=None, help="OpenAI-compatible chat endpoint base URL (llama.cpp server, vLLM, Ollama)."),
-    click.option("--llm-model", default=None, help="Model name to send to --llm-url."),
-    click.option("--llm-timeout", default=60.0, show_default=True),
-    click.option("--llm-retries", default=2, show_default=True),
-    click.option("--llm-optional", is_flag=True, help="If the LLM is down, fall back to the deterministic validator."),
-    click.option("--validator-llm", is_flag=True, help="Add the Qwen judge to F's validator."),
-]
-
-
-def _parse_value(raw: str):
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
-
-
-def build_config(k, tables, config_file, settings, reranker, llm_optional=False, validator_llm=False,
-                 godot_version=None, extends=None):
-    from .retrieve.config import RetrieveConfig
-
-    overrides = {}
-    for item in settings:
-        if "=" not in item:
-            raise click.BadParameter(f"--set expects name=value, got {item!r}")
-        name, raw = item.split("=", 1)
-        overrides[name.strip()] = _parse_value(raw)
-    if k is not None:
-        overrides["k"] = k
-    if tables:
-        overrides["tables"] = [t.strip() for t in tables.split(",") if t.strip()]
-    if reranker:
-        overrides["reranker"] = reranker
-    if llm_optional:
-        overrides["llm_optional"] = True
-    if validator_llm:
-        overrides["validator_llm"] = True
-    if godot_version:
-        overrides["godot_version"] = godot_version
-    if extends:
-        overrides["extends"] = extends
-    if config_file:
-        return RetrieveConfig.from_file(config_file, **overrides)
-    return RetrieveConfig.from_mapping(overrides)
-
-
-def make_llm(llm_gguf, llm_bundled, llm_url, llm_model, llm_timeout, llm_retries, needed: bool):
-    if not (llm_gguf or llm_bundled or llm_url or needed):
-        return None
-    from .models.llm import make_llm as _make
-
-    return _make(gguf=llm_gguf, bundled=llm_bundled, url=llm_url, model=llm_model, timeout=llm_timeout, retries=llm_retries)
+        return llm.make(needed)
+    except (LLMError, ImportError, OSError, ValueError) as e:
+        fail(f"{why} needs an LLM and none could be opened ({str(e).splitlines()[0] if str(e) else type(e).__name__}); "
+             "name one with --llm-bundled 0.5b, --llm-gguf FILE or --llm-url URL")
 
 
 @main.command()
@@ -215,33 +153,31 @@ def make_llm(llm_gguf, llm_bundled, llm_url, llm_model, llm_timeout, llm_retries
 @click.option("--batch", type=click.Path(exists=True, path_type=Path), default=None,
               help="JSONL file of chunks ({\"chunkText\"|\"chunk_text\": ...} per line): one JSON result per line.")
 @click.option("--workers", default=2, show_default=True, help="Parallel workers for --batch.")
-@click.option("--explain", is_flag=True, help="Show every matched term and stage score.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result JSON.")
-@click.option("--quiet", is_flag=True)
-@retrieve_options
-def retrieve(source, batch, workers, explain, as_json, quiet, strategy, k, tables, config_file, settings, reranker,
-             cross_encoder, godot_version, extends, llm_gguf, llm_bundled, llm_url, llm_model, llm_timeout, llm_retries, llm_optional,
-             validator_llm, dsn, data_dir):
+@click.option("--strategy", "-s", default="F", show_default=True, help="A-F (see `godot-rag strategies`).")
+@click.option("--explain", is_flag=True, help="Show the stage list, every stage's summary, matched terms and stage scores.")
+@with_output
+@with_retrieve
+@with_llm
+@with_db
+def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn, data_dir):
     """Retrieve evidence for a raw GDScript chunk (FILE, or - for stdin)."""
     from .render import render_table
     from .retrieve.config import ConfigError
     from .retrieve.pipeline import ChunkError, Retriever
+    from .retrieve.strategies import check_strategy
     from .store.db import StoreError
 
     try:
-        cfg = build_config(k, tables, config_file, settings, reranker, llm_optional, validator_llm, godot_version, extends)
-        from .retrieve.config import check_strategy
-
+        cfg = rargs.config(llm)
         strategy = check_strategy(strategy)
-        llm = make_llm(llm_gguf, llm_bundled, llm_url, llm_model, llm_timeout, llm_retries,
-                       needed=strategy == "E" or cfg.validator_llm or cfg.reranker == "qwen")
-        retriever = Retriever(make_db(dsn, data_dir), llm=llm, cross_encoder_path=cross_encoder)
+        needed = strategy == "E" or cfg.validator_llm or cfg.reranker == "qwen"
+        model = open_llm(llm, needed and not cfg.llm_optional, f"strategy {strategy}" if strategy == "E" else "the Qwen judge")
+        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder)
         if batch:
             from .batch import run_batch
 
-            spec = ({"gguf": llm_gguf, "bundled": llm_bundled, "url": llm_url, "model": llm_model, "timeout": llm_timeout,
-                     "retries": llm_retries} if llm is not None else None)
-            run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=quiet, llm_spec=spec)
+            run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
+                      llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder)
             return
         if source is None:
             raise click.UsageError("give a FILE, - for stdin, or --batch FILE.jsonl")
@@ -254,39 +190,46 @@ def retrieve(source, batch, workers, explain, as_json, quiet, strategy, k, table
         fail(str(e))
     except ValueError as e:  # a malformed --batch line names its file, line and field
         fail(str(e))
-    if as_json:
+    if output.as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
         click.echo(render_table(result, explain=explain))
 
 
 @main.command()
-def strategies():
-    """List the strategies."""
-    from .retrieve.config import STRATEGIES
+@click.option("--json", "as_json", is_flag=True, help="The table as JSON.")
+def strategies(as_json):
+    """Each strategy and its stage list, in order."""
+    from .retrieve.strategies import describe
 
-    for name, desc in STRATEGIES.items():
-        click.echo(f"{name}  {desc}")
+    table = describe()
+    if as_json:
+        click.echo(json.dumps(table, indent=2))
+        return
+    for name, s in table.items():
+        click.echo(f"{name}  {s['about']}" + (f"  (needs {s['needs']})" if s["needs"] else ""))
+        click.echo("   " + " -> ".join(st["name"] for st in s["stages"]))
 
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True)
 @click.option("--no-warm", is_flag=True, help="Do not load the indexes and the embedder at start.")
-@click.option("--cross-encoder", "cross_encoder", default=None)
+@click.option("--cross-encoder", "cross_encoder", default=None, help="Local CrossEncoder directory (reranker cross-encoder).")
+@with_llm
 @with_db
-def serve(host, port, no_warm, cross_encoder, dsn, data_dir, **llm_kwargs):
+def serve(host, port, no_warm, cross_encoder, llm, dsn, data_dir):
     """Serve POST /api/retrieve, GET /api/strategies, the OpenAPI docs and the debugger page at /."""
+    import signal
+
     import uvicorn
 
     from .api.app import create_app
     from .retrieve.pipeline import Retriever
 
-    llm = make_llm(**{k: llm_kwargs.get(k) for k in ("llm_gguf", "llm_bundled", "llm_url", "llm_model")},
-                   llm_timeout=llm_kwargs.get("llm_timeout", 60.0), llm_retries=llm_kwargs.get("llm_retries", 2), needed=False)
-    retriever = Retriever(make_db(dsn, data_dir), llm=llm, cross_encoder_path=cross_encoder)
-    app = create_app(retriever, warm=not no_warm, llm_optional=llm_kwargs.get("llm_optional", False))
-    import signal
+    model = open_llm(llm, False, "serve")
+    retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=cross_encoder)
+    app = create_app(retriever, warm=not no_warm, llm_optional=llm.llm_optional)
 
     def _exit(signum, frame):
         raise SystemExit(128 + signum)
@@ -301,51 +244,40 @@ def serve(host, port, no_warm, cross_encoder, dsn, data_dir, **llm_kwargs):
         retriever.db.stop()  # the embedded PostgreSQL this process started goes with it
 
 
-for _opt in reversed(llm_options):
-    serve = _opt(serve)
-
-
 @main.command(name="eval")
 @click.argument("more_queries", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--queries", "query_files", required=True, multiple=True, type=click.Path(exists=True, path_type=Path),
               help="Query files (JSON Lines, ../shared/eval format). Repeat, or list several after one flag.")
 @click.option("--strategies", "strategy_list", default="A,B,C,D,F", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write metrics, report, TREC runs, failures, plots.")
-@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--limit", type=int, default=None, help="First N queries of each file.")
-@click.option("--quiet", is_flag=True)
-@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path), default=None)
-@click.option("--set", "settings", multiple=True)
-@click.option("--reranker", default=None)
+@with_output
+@with_retrieve
+@with_llm
 @with_db
-def eval_cmd(more_queries, query_files, strategy_list, out, as_json, limit, quiet, config_file, settings, reranker, dsn, data_dir,
-             **llm_kwargs):
+def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs, llm, dsn, data_dir):
     """Compare strategies on the same queries: recall@k, MRR, nDCG@10, mapping P/R, latency."""
     from .eval.queries import QueryFileError
     from .eval.runner import run_eval
-    from .retrieve.config import ConfigError, check_strategy
+    from .retrieve.config import ConfigError
     from .retrieve.pipeline import Retriever
+    from .retrieve.strategies import check_strategy
     from .store.db import StoreError
 
     try:
         names = [check_strategy(s) for s in strategy_list.split(",") if s.strip()]
-        cfg = build_config(None, None, config_file, settings, reranker, llm_kwargs.get("llm_optional"),
-                           llm_kwargs.get("validator_llm"))
-        llm = make_llm(**{k: llm_kwargs.get(k) for k in ("llm_gguf", "llm_bundled", "llm_url", "llm_model")},
-                       llm_timeout=llm_kwargs.get("llm_timeout", 60.0), llm_retries=llm_kwargs.get("llm_retries", 2),
-                       needed="E" in names or cfg.validator_llm or cfg.reranker == "qwen")
-        retriever = Retriever(make_db(dsn, data_dir), llm=llm)
-        report = run_eval(retriever, list(query_files) + list(more_queries), names, cfg, out_dir=out, limit=limit, quiet=quiet)
+        cfg = rargs.config(llm)
+        needed = "E" in names or cfg.validator_llm or cfg.reranker == "qwen"
+        model = open_llm(llm, needed and not cfg.llm_optional, "this eval")
+        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder)
+        report = run_eval(retriever, list(query_files) + list(more_queries), names, cfg, out_dir=out, limit=limit,
+                          quiet=output.quiet)
     except (QueryFileError, ConfigError, StoreError) as e:
         fail(str(e))
-    if as_json:
+    if output.as_json:
         click.echo(json.dumps({"runs": report["runs"]}))
     else:
         click.echo(report["markdown"])
-
-
-for _opt in reversed(llm_options):
-    eval_cmd = _opt(eval_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,10 +16,11 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+IDENT = r"[A-Za-z_][A-Za-z0-9_]*"  # the one definition of a GDScript identifier
+IDENT_RE = re.compile(IDENT)
 STRING_RE = re.compile(r"[&^]?\"\"\"[\s\S]*?\"\"\"|[&^]?\"(?:[^\"\\\n]|\\.)*\"|[&^]?'(?:[^'\\\n]|\\.)*'")
 COMMENT_RE = re.compile(r"#[^\n]*")
-CHAIN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+CHAIN_RE = re.compile(rf"{IDENT}(?:\.{IDENT})+")
 DIGITS_RE = re.compile(r"\d+")
 
 

@@ -13,53 +13,63 @@ def _label(c: Candidate) -> str:
     return f"{p['label']} ({p['severity']})"
 
 
-def _stage_summary(c: Candidate) -> str:
-    parts = []
-    t = c.trace
-    if "tsquery" in t:
-        parts.append(f"ts_rank_cd={t['tsquery']['ts_rank_cd']}")
-    if "bm25" in t:
-        terms = t["bm25"].get("matched_terms")
-        parts.append(f"bm25={t['bm25'].get('score')}#{t['bm25'].get('rank')}")
-        if terms:
-            parts.append("terms=" + ",".join(x["term"] for x in terms[:6]))
-    if "embedding" in t:
-        parts.append(f"cos={t['embedding']['cosine']}#{t['embedding']['rank']}")
-    if "fuse" in t:
-        parts.append(f"fused={t['fuse']['score']} src={t['fuse']['source']}")
-    if "rerank" in t:
-        r = t["rerank"]
-        parts.append(f"rerank={r['model_score']} move={r['rank_change']:+d}")
-    if "validate" in t:
-        parts.append(f"conf={t['validate']['confidence']}")
+def _stage_summary(c: Candidate, stages: list[str]) -> str:
+    """One compact cell per stage the candidate went through, in the strategy's order."""
+    cells = {
+        "tsquery": lambda i: f"ts_rank_cd={i.ts_rank_cd}",
+        "bm25": lambda i: f"bm25={i.score}#{i.rank}",
+        "embedding": lambda i: f"cos={i.cosine}#{i.rank}",
+        "union": lambda i: f"src={i.source}",
+        "fuse": lambda i: f"fused={i.score}#{i.rank}",
+        "codematch": lambda i: f"clone={i.ratio}#{i.rank}",
+        "merge": lambda i: f"merged#{i.rank}",
+        "rerank": lambda i: f"rerank={i.model_score} move={i.rank_change:+d}",
+        "api": lambda i: f"api+{i.weight}",
+        "validate": lambda i: f"{i.verdict} conf={i.confidence}",
+        "judge": lambda i: f"judge={i.answer} p={i.p_yes}",
+        "score": lambda i: f"final={i.score}",
+        "cut": lambda i: f"rank {i.rank}" if i.kept else f"cut at k={i.k} (#{i.position})",
+    }
+    parts = [cells[s](c.info(s)) for s in stages if s in cells and c.info(s) is not None]
     return "  ".join(parts)
 
 
+def render_stages(result: RetrieveResult) -> list[str]:
+    """The strategy's stages in order, each with its time and summary."""
+    lines = [f"stages: {' -> '.join(result.trace.stage_list)}"]
+    for log in result.trace.stages:
+        info = ", ".join(f"{k}={v}" for k, v in log.info.items() if k not in ("top", "tokens") or log.stage != "tokenize")
+        lines.append(f"  {log.stage:<14} {log.ms:9.1f} ms  {info[:160]}")
+    return lines
+
+
 def render_table(result: RetrieveResult, explain: bool = False) -> str:
-    lines = [f"strategy {result.strategy}  ({result.trace.get('total_ms')} ms)"]
+    lines = [f"strategy {result.strategy}  ({result.trace.total_ms} ms)"]
+    if explain:
+        lines += render_stages(result)
     if result.strategy == "A":
-        lines.append(f"tsquery: {result.trace.get('tsquery', '')[:300]}")
-        for table, info in result.trace.get("tables", {}).items():
+        lines.append(f"tsquery: {(result.trace.tsquery or '')[:300]}")
+        for table, info in (result.trace.tables or {}).items():
             lines.append(f"  {table}: {info['row_count']} rows")
             diag = info.get("zero_hit_diagnosis")
             if diag:
                 lines.append(f"    zero hits; best single row {diag['best_row']} has {len(diag['best_subset'])}"
                              f"/{len(diag['token_rows'])} tokens; missing: {', '.join(diag['missing_from_best'][:12])}")
-    res = result.trace.get("resolve")
+    res = result.trace.resolve
     if res is not None:
         lines.append(f"resolve: own class {res.get('own_class') or '?'} ({res.get('own_class_from')}); "
                      f"{len(res.get('uses', []))} use(s), {len(res.get('unresolved', []))} unresolved")
         where: dict[str, str] = {}
         for c in result.results + result.rejected:
-            for u in (c.trace.get("api") or {}).get("uses", []):
-                where.setdefault(f"{u['api']}@{u['line']}", c.id)
+            for u in (c.info("api").uses if c.info("api") else []):
+                where.setdefault(f"{u.api}@{u.line}", c.id)
         for u in res.get("uses", [])[: 40 if explain else 12]:
             rid = where.get(f"{u['api']}@{u['line']}", "no class-reference record")
             lines.append(f"  line {u['line']}: {u['text']} -> {u['api']} -> {rid}  [{u['via']}]")
         if explain:
             for u in res.get("unresolved", [])[:20]:
                 lines.append(f"  line {u['line']}: {u['text']} unresolved: {u['reason']}")
-    ver = result.trace.get("version")
+    ver = result.trace.version
     if ver is not None:
         lines.append(f"version: hint {ver['hint']}, chunk leans {ver['lean']}"
                      + (f"; Godot 3: {'; '.join(ver['godot3_markers'][:3])}" if ver["godot3_markers"] else "")
@@ -72,18 +82,22 @@ def render_table(result: RetrieveResult, explain: bool = False) -> str:
             group = f" [{c.group}]" if c.group else ""
             lines.append(f"{c.rank:>3}. {c.score:9.4f} {verdict:6} {c.source or '':9} {_label(c)}{group}")
             if explain:
-                lines.append(f"       {_stage_summary(c)}")
+                lines.append(f"       {_stage_summary(c, result.trace.stage_list)}")
             if c.reason:
                 lines.append(f"       {c.reason[:200]}")
             if explain and c.table == "api_mapping":
-                for o in (c.trace.get("validate") or {}).get("occurrences", [])[:4]:
+                for o in (c.info("validate").occurrences or [])[:4]:
                     lines.append(f"         {o['status']:<13} {o['why'][:160]}")
-            if explain and "bm25" in c.trace and c.trace["bm25"].get("matched_terms"):
-                for term in c.trace["bm25"]["matched_terms"][:10]:
+            if explain and c.info("explain") is not None:
+                for term in c.info("explain").matched_terms[:10]:
                     lines.append(f"         {term['term']:<28} df={term['df']:<6} tf={term['tf']:<3} idf={term['idf']:<7} "
                                  f"contribution={term['contribution']}")
     if result.rejected:
         lines.append(f"\n== rejected: {len(result.rejected)}")
         for c in result.rejected:
             lines.append(f"     {c.table}: {_label(c)} -- {c.reason}")
+    if result.cut:
+        lines.append(f"\n== accepted, then cut at k: {len(result.cut)}")
+        for c in result.cut:
+            lines.append(f"     {c.table}: {_label(c)} -- place {c.info('cut').position} of its group, k={c.info('cut').k}")
     return "\n".join(lines)

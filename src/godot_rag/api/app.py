@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from ..examples import EXAMPLES, REFERENCE_CHUNK  # noqa: F401  (re-exported for callers)
-from ..retrieve.config import MAX_CHUNK_CHARS, STRATEGIES, ConfigError, RetrieveConfig, check_strategy
+from ..retrieve.config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig
+from ..retrieve.strategies import STRATEGIES, check_strategy, describe
 from ..retrieve.pipeline import ChunkError, Retriever
 from ..retrieve.types import RetrieveResult
 from ..store.db import StoreError, StoreUnavailable
@@ -31,7 +32,10 @@ class RetrieveRequest(BaseModel):
     k: int = Field(10, ge=1, le=100, description="Results per table.")
     tables: list[str] | None = Field(None, description="Tables to search (default all three).")
     explain: bool = Field(True, description="Per-term BM25 explanations.")
-    config: dict[str, Any] | None = Field(None, description="Other retrieval settings by name.")
+    # Validated by the one settings model (an unknown name is a 400 listing the valid ones); documented here in full.
+    config: dict[str, Any] | None = Field(None, description="Other retrieval settings by name (RetrieveConfig).",
+                                          json_schema_extra={"properties": RetrieveConfig.model_json_schema()["properties"],
+                                                             "additionalProperties": False})
     godot_version: str | None = Field(None, description='"3", "4" or "auto" (default): sharpens the ambiguous migration cases only.')
     extends: str | None = Field(None, description="The script's class when the chunk has no `extends` line (e.g. the file header's).")
 
@@ -101,7 +105,7 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
 
     @app.get("/api/strategies")
     def api_strategies():
-        return {"strategies": STRATEGIES, "default": "F", "settings": RetrieveConfig().to_dict(),
+        return {"strategies": {n: s.about for n, s in STRATEGIES.items()}, "stage_lists": describe(), "default": "F", "settings": RetrieveConfig().to_dict(),
                 "max_chunk_chars": MAX_CHUNK_CHARS}
 
     @app.get("/api/examples")

@@ -10,7 +10,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..retrieve.pipeline import Retriever
-from .metrics import dedupe_pages, mapping_counts, mrr, ndcg_at, page_of, percentile, recall_at
+from .metrics import dedupe_pages, mapping_counts, page_of, percentile, score_queries
 from .queries import Query, read_queries
 from .report import write_outputs
 
@@ -39,20 +39,22 @@ def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
     out = []
     docs = [c.id for c in result.by_table("docs_chunks")]
     pages = dedupe_pages(docs)
-    ids = result.trace.get("candidate_ids", {}).get("docs_chunks", {})
+    ids = result.trace.candidate_ids.get("docs_chunks", {})
     rejected = {c.id: c for c in result.rejected if c.table == "docs_chunks"}
     for page in q.relevant_pages:
         rank = pages.index(page) + 1 if page in pages else None
         if rank is not None and rank <= k:
             continue
         ranks = {stage: first_rank(lst, page) for stage, lst in ids.items()}
+        # the last order before the reranker and the validator
+        pre = next((s for s in ("merge", "codematch", "fuse", "union") if s in ranks), "union")
         if strategy == "A":
             stage = "no tsquery hit" if not docs else "ranked below k by ts_rank_cd"
         elif not any(ranks.get(s) for s in ("bm25", "embedding")):
             used = [s for s in ("bm25", "embedding") if s in ids]
             stage = "never retrieved by " + " or ".join("BM25" if s == "bm25" else "embedding" for s in used)
-        elif ranks.get("union") is None or (ranks.get("union") or 0) > k and "rerank" not in ranks:
-            stage = "cut at the union"
+        elif ranks.get(pre) is None or (ranks.get(pre) or 0) > k and "rerank" not in ranks:
+            stage = f"cut after the {pre} stage"
         elif "rerank" in ranks and (ranks["rerank"] is None or ranks["rerank"] > k):
             stage = "reranked below k"
         else:
@@ -60,14 +62,14 @@ def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
             stage = f"rejected by the validator: {rej.reason}" if rej else "ranked below k"
         best = next((c for c in result.results + result.rejected if page_of(c.id) == page), None)
         terms = []
-        if best is not None and "bm25" in best.trace:
-            terms = [t["term"] for t in best.trace["bm25"].get("matched_terms", [])[:10]]
+        if best is not None and best.info("explain") is not None:
+            terms = [t["term"] for t in best.info("explain").matched_terms[:10]]
         out.append({"query": q.id, "file": q.file, "variant": q.variant, "strategy": strategy, "missed": page,
                     "stage": stage, "final_page_rank": rank, "stage_ranks": ranks, "matched_terms": terms})
     accepted = {mapping_triple(c.id) for c in result.by_table("api_mapping")} - {None}
     gold = set(q.relevant_mappings)
     for m in sorted(gold - accepted):
-        ids_m = result.trace.get("candidate_ids", {}).get("api_mapping", {})
+        ids_m = result.trace.candidate_ids.get("api_mapping", {})
         mid = f"{m[0]}:{m[1]}->{m[2]}"
         rej = next((c for c in result.rejected if c.id == mid), None)
         stage = (f"rejected by the validator: {rej.reason}" if rej else
@@ -79,7 +81,8 @@ def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
                  or (m is not None and not gold and q.variant == "godot3"))
         if not wrong:
             continue
-        occ = [o for o in (c.trace.get("validate") or {}).get("occurrences", []) if o.get("status") == "godot3"]
+        v = c.info("validate")
+        occ = [o for o in ((v.occurrences if v else None) or []) if o.get("status") == "godot3"]
         out.append({"query": q.id, "file": q.file, "strategy": strategy, "wrongly_accepted_mapping": c.id,
                     "stage": "accepted without being in the gold",
                     "occurrences": [{"line": o["line"], "col": o["col"], "region": o["region"], "why": o["why"]} for o in occ[:5]]})
@@ -89,8 +92,8 @@ def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
         for api in q.relevant_api:
             if api in symbols:
                 continue
-            resolved = {u["api"] for u in (result.trace.get("resolve") or {}).get("uses", [])}
-            api_ids = result.trace.get("candidate_ids", {}).get("docs_chunks", {}).get("api", [])
+            resolved = {u["api"] for u in (result.trace.resolve or {}).get("uses", [])}
+            api_ids = result.trace.candidate_ids.get("docs_chunks", {}).get("api", [])
             if api not in resolved:
                 stage = "not resolved by the resolve stage"
             elif not api_ids:
@@ -152,6 +155,8 @@ def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg
     per_query: list[dict] = []
     failures: list[dict] = []
     runs_trec: dict[tuple[str, str], list[str]] = defaultdict(list)
+    page_runs: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(dict)
+    qrels: dict[str, dict[str, dict[str, int]]] = defaultdict(dict)
     total = sum(len(v) for v in query_sets.values()) * len(strategies)
     bar = tqdm(total=total, desc="eval", disable=quiet, file=sys.stderr, unit="query")
     for strategy in strategies:
@@ -169,9 +174,8 @@ def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg
                        "stages": _stage_ms(result), "zero": not docs,
                        "n_results": len(result.results)}
                 if q.relevant_pages:
-                    row.update({"recall@1": recall_at(pages, q.relevant_pages, 1), "recall@5": recall_at(pages, q.relevant_pages, 5),
-                                "recall@10": recall_at(pages, q.relevant_pages, 10), "mrr": mrr(pages, q.relevant_pages),
-                                "ndcg@10": ndcg_at(pages, q.relevant_pages, 10)})
+                    page_runs[(fname, strategy)][q.id] = pages
+                    qrels[fname][q.id] = q.relevant_pages
                     if q.demoted_pages:
                         best_rel = min((pages.index(p) for p in q.relevant_pages if p in pages), default=None)
                         row["demoted_ok"] = all(p not in pages or (best_rel is not None and pages.index(p) > best_rel)
@@ -187,6 +191,10 @@ def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg
                 failures += diagnose(q, strategy, result, 10)
                 bar.update(1)
     bar.close()
+    # Ranking metrics for each (file, strategy) run at once, through ranx.
+    scored = {key: score_queries(run, qrels[key[0]]) for key, run in page_runs.items()}
+    for row in per_query:
+        row.update(scored.get((row["file"], row["strategy"]), {}).get(row["query"], {}))
     runs = aggregate(per_query, query_sets, strategies)
     report = {"runs": runs}
     report["markdown"] = write_outputs(out_dir, runs, per_query, failures, runs_trec) if out_dir else _markdown(runs)
@@ -195,8 +203,8 @@ def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg
 
 def _stage_ms(result) -> dict[str, float]:
     out: dict[str, float] = defaultdict(float)
-    for s in result.trace.get("stages", []):
-        out[s["stage"].split(":")[0]] += s["ms"]
+    for s in result.trace.stages:
+        out[s.stage.split(":")[0]] += s.ms
     return dict(out)
 
 
@@ -254,6 +262,8 @@ def summarise(rows: list[dict], fname: str, variant: str, strategy: str) -> dict
     return {
         "queries": fname, "variant": variant, "strategy": strategy, "n": len(rows),
         "recall@1": _mean(rows, "recall@1"), "recall@5": _mean(rows, "recall@5"), "recall@10": _mean(rows, "recall@10"),
+        "all_relevant@1": _mean(rows, "all_relevant@1"), "all_relevant@5": _mean(rows, "all_relevant@5"),
+        "all_relevant@10": _mean(rows, "all_relevant@10"),
         "mrr": _mean(rows, "mrr"), "ndcg@10": _mean(rows, "ndcg@10"),
         "mapping_precision": round(tp / (tp + fp), 4) if (tp + fp) and (has_gold or fp) else None,
         "mapping_recall": round(tp / (tp + fn), 4) if has_gold else None,

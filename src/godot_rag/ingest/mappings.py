@@ -10,7 +10,7 @@ from pathlib import Path
 from ..jsonlines import iter_jsonl
 from ..classref import ClassReference
 
-IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+from ..gdscript import IDENT_RE
 
 CHANGE_TYPES = {
     "class_renames": "class_rename",

@@ -78,6 +78,9 @@ def run_ingest(pages_dir: Path, renames_path: Path | None, out_dir: Path, *, tar
             entry.update(status="error", error=f"unreadable: {e.strerror}")
             report.append(entry)
             continue
+        if "\x00" in text:  # PostgreSQL text cannot hold NUL; a page is prose, so the bytes carry nothing
+            entry["warnings"].append(f"{text.count(chr(0))} NUL byte(s) removed (first at line {text[:text.index(chr(0))].count(chr(10)) + 1})")
+            text = text.replace("\x00", "")
         page = parse_page(f.name, text)
         pages.append((page, hashlib.sha256(raw).hexdigest(), t))
         report.append(entry)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .markdown import Page, strip_links
 
-IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+from ..gdscript import IDENT
 BOLD_MEMBER_RE = re.compile(r"\*\*(@?" + IDENT + r")\*\*")
 TABLE_ROW_RE = re.compile(r"^\|(.*)\|\s*$")
 CHAIN_RE = re.compile(r"(?<![A-Za-z0-9_.])([$@]?)(" + IDENT + r"(?:\." + IDENT + r")*)(\s*\()?")

@@ -10,12 +10,16 @@ carries what Elasticsearch's `_explain` shows: df, tf, idf, tfn, dl, avgdl.
 """
 from __future__ import annotations
 
-import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import sparse
+
+
+def idf(n_docs: int, df):
+    """Lucene's idf, ln(1 + (N - df + 0.5) / (df + 0.5)): the one formula for scoring, explaining and the validator."""
+    return np.log1p((n_docs - df + 0.5) / (df + 0.5))
 
 
 @dataclass(frozen=True)
@@ -42,8 +46,15 @@ class BM25Index:
         self.avgdl = float(self.doc_len.mean()) if len(self.doc_len) else 0.0
 
     def idf(self, df: np.ndarray | float) -> np.ndarray:
-        n = self.n_docs
-        return np.log1p((n - df + 0.5) / (df + 0.5))
+        return idf(self.n_docs, df)
+
+    def with_params(self, params: BM25Params) -> "BM25Index":
+        """The same counts under other k1/b: only the weights are computed again, the counts are shared."""
+        return self if params == self.params else replace(self, params=params)
+
+    def df_of(self, term: str) -> int:
+        j = self.vocab.get(term)
+        return 0 if j is None else int(self.df[j])
 
     @property
     def weights(self) -> sparse.csc_matrix:
@@ -110,11 +121,11 @@ def explain(index: BM25Index, tokens: list[str], doc: int, _sub=None, term_weigh
     for j_local, tf in zip(sub.indices[lo:hi].tolist(), sub.data[lo:hi].tolist()):
         t = terms_q[j_local]
         df = float(index.df[index.vocab[t]])
-        idf = math.log1p((index.n_docs - df + 0.5) / (df + 0.5))
+        term_idf = float(idf(index.n_docs, df))
         tfn = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
         w = (term_weights or {}).get(t, 1.0)
-        entry = {"term": t, "df": int(df), "tf": int(tf), "idf": round(idf, 4), "tfn": round(tfn, 4),
-                 "contribution": round(w * idf * tfn, 4)}
+        entry = {"term": t, "df": int(df), "tf": int(tf), "idf": round(term_idf, 4), "tfn": round(tfn, 4),
+                 "contribution": round(w * term_idf * tfn, 4)}
         if w != 1.0:
             entry["query_weight"] = w
         terms.append(entry)

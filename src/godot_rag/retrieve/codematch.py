@@ -14,10 +14,14 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ..gdscript import parse_chunk
-from .types import Candidate, sort_and_rank
+from ..gdscript import IDENT, parse_chunk
+from ..records import record_code
+from .context import Pool, QueryContext
+from .stage import Stage
+from .trace import CodematchInfo
+from .types import Candidate
 
-TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|"
+TOKEN_RE = re.compile(IDENT + r"|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|"
                       r"==|!=|<=|>=|\+=|-=|\*=|/=|->|:=|\S")
 KEYWORDS = frozenset(
     "if elif else for while match return var const func class extends and or not in is pass break continue "
@@ -50,10 +54,6 @@ def lines_match(q: list[str], d: list[str], record_tokens: set[str], renameable:
         if renaming.setdefault(a, b) != b:
             return False
     return True
-
-
-def record_code(c: Candidate) -> str:
-    return "\n".join(b.get("code", "") for b in c.payload.get("code_blocks") or [] if b.get("language") != "csharp")
 
 
 def renameable_names(facts, ref=None) -> frozenset[str]:
@@ -89,18 +89,41 @@ def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None)
     return hit / sum(len(l) for l in qlines), matched
 
 
-def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float, stage: str = "codematch",
+def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
                     renameable: frozenset[str] | None = None) -> list[Candidate]:
     qlines = code_lines(chunk)
     if renameable is None:
         renameable = renameable_names(parse_chunk(chunk))
-    out = []
+    scored = []
     for c in candidates:
         c = c.derive()
-        ratio, matched = clone_match(chunk, record_code(c), renameable) if c.table == "docs_chunks" else (0.0, [])
+        ratio, matched = clone_match(chunk, record_code(c.payload), renameable) if c.table == "docs_chunks" else (0.0, [])
         before = c.score
         c.score = before * (1 + alpha * ratio)
-        c.trace[stage] = {"ratio": round(ratio, 4), "alpha": alpha, "score_before": round(before, 6),
-                          "score": round(c.score, 6), "matched_lines": [" ".join(qlines[i - 1]) for i in matched][:12]}
+        scored.append((c, ratio, before, matched))
+    scored.sort(key=lambda x: (-x[0].score, x[0].id))
+    out = []
+    for i, (c, ratio, before, matched) in enumerate(scored):
+        c.rank = i + 1
+        c.add_stage("codematch", CodematchInfo(ratio=round(ratio, 4), alpha=alpha, score_before=round(before, 6),
+                                               score=round(c.score, 6), rank=i + 1,
+                                               matched_lines=[" ".join(qlines[j - 1]) for j in matched][:12]))
         out.append(c)
-    return sort_and_rank(out, stage)
+    return out
+
+
+def run_codematch(ctx: QueryContext, pool: Pool) -> Pool:
+    """Docs only: the other tables hold no code to match."""
+    alpha = ctx.cfg.codematch_alpha
+    if not alpha or "docs_chunks" not in pool:
+        ctx.note(skipped="codematch_alpha is 0" if not alpha else "no docs_chunks")
+        return pool
+    out = dict(pool)
+    out["docs_chunks"] = [apply_codematch(text, lst, alpha) for text, lst in zip(ctx.texts, pool["docs_chunks"])]
+    ctx.record_ids("docs_chunks", "codematch", out["docs_chunks"][0])
+    ctx.note(alpha=alpha, with_match=sum(1 for c in out["docs_chunks"][0] if c.info("codematch").ratio > 0))
+    return out
+
+
+CODEMATCH = Stage("codematch", run_codematch,
+                  "code-clone bonus: fused x (1 + share of the chunk's code lines found in the record's code, up to renaming)")

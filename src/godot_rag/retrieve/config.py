@@ -7,16 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
-from ..ingest.schema import TABLES
+from ..records import TABLES
 
-STRATEGIES = {
-    "A": "PostgreSQL plainto_tsquery + ts_rank_cd (today's baseline)",
-    "B": "BM25 alone",
-    "C": "embedding alone",
-    "D": "BM25 + embedding in parallel -> union -> fused score",
-    "E": "Qwen search profile -> BM25 over its literals + embedding of its intent",
-    "F": "parse + resolve API uses -> BM25 + embedding + api member entries -> union -> reranker -> version-aware direct-evidence validator (recommended)",
-}
 FUSIONS = ("maxnorm", "rrf", "minmax", "zscore")
 RERANKERS = ("none", "nanoranker", "qwen", "cross-encoder")
 GODOT_VERSIONS = ("auto", "3", "4")
@@ -25,13 +17,6 @@ MAX_CHUNK_CHARS = 20_000
 
 class ConfigError(ValueError):
     pass
-
-
-def check_strategy(name: str) -> str:
-    up = (name or "").strip().upper()
-    if up not in STRATEGIES:
-        raise ConfigError(f"unknown strategy {name!r}; valid strategies: {', '.join(STRATEGIES)}")
-    return up
 
 
 Fusion = Literal["maxnorm", "rrf", "minmax", "zscore"]

@@ -1,4 +1,5 @@
-"""Union of retriever lists with duplicates merged, and fused scores.
+"""Union of the retriever lists (duplicates merged, sources kept), the fused score, and the merge
+of the per-segment lists.
 
 - `rrf`: sum over lists of w / (rrf_k + rank); rrf_k = 60 by default (Cormack et al.).
 - `maxnorm` (default for D and F): each list's scores are divided by that list's best
@@ -10,7 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .types import Candidate, sort_and_rank
+from .context import Pool, QueryContext
+from .stage import Stage
+from .trace import FuseInfo, ListEntry, MergeInfo, UnionInfo
+from .types import Candidate
+
+SOURCES = ("bm25", "embedding")  # the union's order: a tie in score is then broken by id
 
 
 def _normalise(scores: list[float], method: str) -> list[float]:
@@ -27,45 +33,77 @@ def _normalise(scores: list[float], method: str) -> list[float]:
     return ((a - a.mean()) / std).tolist() if std > 0 else [0.0] * len(a)
 
 
-def fuse_lists(lists: dict[str, list[Candidate]], weights: dict[str, float], method: str, rrf_k: int,
-               stage: str = "fuse") -> list[Candidate]:
-    """`lists` maps a retriever name (bm25, embedding) to its ranked candidates for one table."""
+def union(lists: dict[str, list[Candidate]], prefix: str = "") -> list[Candidate]:
+    """One candidate per record, in order of first appearance; each keeps every list's info."""
     merged: dict[str, Candidate] = {}
-    per: dict[str, dict[str, dict]] = {}
-    for name, cands in lists.items():
-        norm = _normalise([c.score for c in cands], method) if method != "rrf" else []
-        for i, c in enumerate(cands):
-            entry = {"rank": i + 1, "score": round(c.score, 6)}
-            if method != "rrf":
-                entry["normalised"] = round(norm[i], 6)
-            per.setdefault(c.id, {})[name] = entry
+    seen: dict[str, dict[str, ListEntry]] = {}
+    for name in [s for s in SOURCES if s in lists] + [s for s in lists if s not in SOURCES]:
+        for i, c in enumerate(lists[name]):
+            seen.setdefault(c.id, {})[name] = ListEntry(rank=i + 1, score=round(c.score, 6))
             if c.id not in merged:
                 merged[c.id] = c.derive()
             else:
-                for k, v in c.trace.items():
-                    merged[c.id].trace.setdefault(k, v)
-    floor = {}
-    if method == "zscore":
-        for name, cands in lists.items():
-            norm = _normalise([c.score for c in cands], method)
-            floor[name] = min(norm) if norm else 0.0
-    out = []
+                merged[c.id].absorb(c)
     for cid, cand in merged.items():
-        seen = per[cid]
+        sources = sorted(seen[cid])
+        cand.source = prefix + ("both" if len(sources) > 1 else sources[0])
+        cand.add_stage("union", UnionInfo(source=cand.source, inputs=seen[cid]))
+    return list(merged.values())
+
+
+def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weights: dict[str, float],
+                 method: str, rrf_k: int) -> list[tuple[float, dict[str, ListEntry]]]:
+    norm = {name: dict(zip((c.id for c in lst), _normalise([c.score for c in lst], method)))
+            for name, lst in lists.items()} if method != "rrf" else {}
+    floor = {name: (min(v.values()) if v else 0.0) for name, v in norm.items()} if method == "zscore" else {}
+    out = []
+    for cand in cands:
+        inputs = {}
+        for name, entry in cand.info("union").inputs.items():
+            inputs[name] = entry if method == "rrf" else ListEntry(rank=entry.rank, score=entry.score,
+                                                                   normalised=round(norm[name][cand.id], 6))
         if method == "rrf":
-            fused = sum(weights.get(n, 1.0) / (rrf_k + e["rank"]) for n, e in seen.items())
+            fused = sum(weights.get(n, 1.0) / (rrf_k + e.rank) for n, e in inputs.items())
         else:
-            fused = sum(weights.get(n, 1.0) * (seen[n]["normalised"] if n in seen else floor.get(n, 0.0)) for n in lists)
-        sources = sorted(seen)
-        cand.source = "both" if len(sources) > 1 else sources[0]
-        cand.score = float(fused)
-        cand.add_stage(stage, {"method": method, "rrf_k": rrf_k if method == "rrf" else None, "weights": weights,
-                               "inputs": seen, "source": cand.source, "score": round(fused, 6)})
-        out.append(cand)
-    return sort_and_rank(out, stage)
+            fused = sum(weights.get(n, 1.0) * (inputs[n].normalised if n in inputs else floor.get(n, 0.0)) for n in lists)
+        out.append((float(fused), inputs))
+    return out
 
 
-def merge_segments(whole: list[Candidate], segments: list[list[Candidate]], stage: str = "segments") -> list[Candidate]:
+def run_union(ctx: QueryContext, pool: Pool) -> Pool:
+    out: Pool = {}
+    for table in ctx.tables:
+        out[table] = [union(lists, ctx.source_prefix) for lists in ctx.lists.get(table, [{}])]
+        ctx.record_ids(table, "union", out[table][0])
+        ctx.note(**{table: {"union": len(out[table][0]), "texts": len(out[table])}})
+    return out
+
+
+def run_fuse(ctx: QueryContext, pool: Pool) -> Pool:
+    cfg = ctx.cfg
+    weights = {"bm25": cfg.weight_bm25, "embedding": cfg.weight_embedding}
+    out: Pool = {}
+    for table, per_text in pool.items():
+        out[table] = []
+        for ti, cands in enumerate(per_text):
+            scored = fused_scores(cands, ctx.lists[table][ti], weights, cfg.fusion, cfg.rrf_k)
+            fused = []
+            for cand, (score, inputs) in zip(cands, scored):
+                c = cand.derive()
+                c.score = score
+                fused.append((c, inputs))
+            fused.sort(key=lambda x: (-x[0].score, x[0].id))
+            for i, (c, inputs) in enumerate(fused):
+                c.rank = i + 1
+                c.add_stage("fuse", FuseInfo(method=cfg.fusion, rrf_k=cfg.rrf_k if cfg.fusion == "rrf" else None,
+                                             weights=weights, inputs=inputs, score=round(c.score, 6), rank=i + 1))
+            out[table].append([c for c, _ in fused])
+        ctx.record_ids(table, "fuse", out[table][0])
+    ctx.note(method=cfg.fusion, weights=weights)
+    return out
+
+
+def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> list[Candidate]:
     """Interleave the whole-chunk list with per-segment lists: a candidate's merged rank is its
     best rank in any list (ties go to candidates of the whole-chunk list), so the best answer
     for each part of a chunk that touches several topics reaches the top ranks."""
@@ -88,6 +126,23 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]], stag
         r = ranks[cand.id]
         cand.rank = i + 1
         cand.score = 1.0 / (i + 1)  # the merge is by rank; the score is the reciprocal merged rank
-        cand.trace[stage] = {"whole_rank": r[0], "segment_ranks": r[1:], "best_rank": min(x for x in r if x),
-                             "score": round(cand.score, 6), "rank": i + 1}
+        cand.add_stage("merge", MergeInfo(whole_rank=r[0], segment_ranks=r[1:], best_rank=min(x for x in r if x),
+                                          score=round(cand.score, 6), rank=i + 1))
     return out
+
+
+def run_merge(ctx: QueryContext, pool: Pool) -> Pool:
+    out: Pool = {}
+    for table, per_text in pool.items():
+        if len(per_text) > 1:
+            out[table] = [merge_segments(per_text[0], per_text[1:])]
+            ctx.record_ids(table, "merge", out[table][0])
+            ctx.note(**{table: {"segments": len(per_text) - 1, "merged": len(out[table][0])}})
+        else:
+            out[table] = per_text
+    return out
+
+
+UNION = Stage("union", run_union, "one candidate per record, source bm25 / embedding / both")
+FUSE = Stage("fuse", run_fuse, "fused score: each list normalised by its best score (maxnorm), weighted, summed")
+MERGE = Stage("merge", run_merge, "per-segment lists merged by best rank, so each part's best evidence reaches the top")

@@ -12,6 +12,10 @@ import hashlib
 import json
 import re
 
+from ..records import model_text
+from .context import Pool, QueryContext
+from .stage import Stage
+from .trace import JudgeInfo
 from .types import Candidate
 
 P_YES_MIN = 0.6
@@ -23,12 +27,7 @@ SYSTEM = ("You check whether a retrieved record is DIRECT evidence for a piece o
 
 
 def _candidate_text(c: Candidate) -> str:
-    p = c.payload
-    if c.table == "docs_chunks":
-        return p.get("content", "")[:600]
-    if c.table == "api_mapping":
-        return f"{p['source_api']} -> {p['target_api']} ({p['change_type']}): {p['notes'][:300]}"
-    return f"{p['label']}: {p['expected_finding']}"
+    return model_text(c.table, c.payload, limit=600)
 
 
 def parse_answer(text: str) -> tuple[str | None, list[str]]:
@@ -58,8 +57,8 @@ def judge_one(llm, chunk: str, c: Candidate) -> dict:
     key = (getattr(llm, "name", "llm"), hashlib.sha256(chunk.encode()).hexdigest(), f"{c.table}:{c.id}")
     if key in _cache:
         return dict(_cache[key], cached=True)
-    det = c.trace["validate"]
-    evidence = ", ".join(i["literal"] for i in det["evidence"][:10]) or "(none)"
+    det = c.info("validate")
+    evidence = ", ".join(i["literal"] for i in det.evidence[:10]) or "(none)"
     rec = _candidate_text(c)
     # SOURCE_CODE first: llama.cpp reuses the evaluated prefix across candidates.
     user = f"SOURCE_CODE:\n{chunk[:1500]}\n\nRECORD:\n{rec}\n\nEVIDENCE FOUND: {evidence}\n\nIs RECORD direct evidence for SOURCE_CODE?"
@@ -73,44 +72,51 @@ def judge_one(llm, chunk: str, c: Candidate) -> dict:
     return out
 
 
-def judge_candidates(retriever, chunk: str, judged: list[Candidate], cfg, timer, trace) -> list[Candidate]:
+def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
+    """The Qwen judge over the top `validate_top` deterministic accepts of the docs (validator_llm)."""
     from ..models.llm import LLMError
 
-    llm = retriever.llm
+    cfg = ctx.cfg
+    if not cfg.validator_llm:
+        ctx.note(skipped="validator_llm is off")
+        return pool
+    llm = ctx.retriever.llm
     if llm is None:
         if cfg.llm_optional:
-            trace["llm_fallback"] = "no LLM configured; deterministic validator only"
-            return judged
+            ctx.trace.llm_fallback = "no LLM configured; deterministic validator only"
+            return pool
         from .config import ConfigError
 
         raise ConfigError("validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
-    top = sorted([c for c in judged if c.verdict == "accept" and c.table == "docs_chunks"], key=lambda c: -c.score)[: cfg.validate_top]
+    docs = ctx.table_lists(pool, "docs_chunks")
+    top = sorted([c for c in docs if c.verdict == "accept"], key=lambda c: -c.score)[: cfg.validate_top]
     ids = {c.id for c in top}
+    ctx.note(model=getattr(llm, "name", "llm"), judged=len(top), rule=f"deterministic accept AND yes AND P(yes) >= {P_YES_MIN}")
     out = []
-    with timer.stage("judge") as info:
-        info.update(model=getattr(llm, "name", "llm"), judged=len(top), rule=f"deterministic accept AND yes AND P(yes) >= {P_YES_MIN}")
-        for c in judged:
-            if c.id not in ids:
-                out.append(c)
-                continue
-            try:
-                j = judge_one(llm, chunk, c)
-            except LLMError as e:
-                if not cfg.llm_optional:
-                    raise
-                trace["llm_fallback"] = f"LLM unavailable ({e}); deterministic validator only"
-                out.append(c)
-                continue
-            c = c.derive()
-            p = j["p_yes"]
-            said_yes = j["answer"] == "yes" and (p is None or p >= P_YES_MIN)
-            evidence_left = len(c.trace["validate"]["evidence"]) + len(j["cited_verified"])
-            accepted = said_yes and evidence_left > 0
-            conf = c.trace["validate"]["confidence"] * (p if p is not None else (1.0 if said_yes else 0.0))
-            j.update(accepted=accepted, confidence=round(conf, 4))
-            c.add_stage("judge", j)
-            if not accepted:
-                c.verdict = "reject"
-                c.reason = f"judge said {j['answer']} (P(yes)={p})"
+    for c in docs:
+        if c.id not in ids:
             out.append(c)
-    return out
+            continue
+        try:
+            j = judge_one(llm, ctx.chunk, c)
+        except LLMError as e:
+            if not cfg.llm_optional:
+                raise
+            ctx.trace.llm_fallback = f"LLM unavailable ({e}); deterministic validator only"
+            out.append(c)
+            continue
+        c = c.derive()
+        det = c.info("validate")
+        p = j["p_yes"]
+        said_yes = j["answer"] == "yes" and (p is None or p >= P_YES_MIN)
+        accepted = said_yes and len(det.evidence) + len(j["cited_verified"]) > 0
+        conf = det.confidence * (p if p is not None else (1.0 if said_yes else 0.0))
+        c.add_stage("judge", JudgeInfo(**j, accepted=accepted, confidence=round(conf, 4)))
+        if not accepted:
+            c.verdict = "reject"
+            c.reason = f"judge said {j['answer']} (P(yes)={p})"
+        out.append(c)
+    return dict(pool, docs_chunks=[out])
+
+
+JUDGE = Stage("judge", run_judge, "optional Qwen judge (validator_llm): yes/no with P(yes) and cited literals, checked literally")

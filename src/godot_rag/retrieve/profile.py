@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import re
 
-from .fuse import fuse_lists
-from .types import Candidate
+from ..gdscript import IDENT_RE
+from .config import ConfigError
+from .context import Fallback, Pool, QueryContext
+from .stage import Stage
 
 PROFILE_SCHEMA = {
     "type": "object",
@@ -23,7 +25,6 @@ SYSTEM = ("You write search profiles for Godot documentation retrieval. Reply wi
           "search_intent, important_literals, likely_doc_topics, migration_signals. important_literals must be "
           "copied exactly from the code. migration_signals lists Godot 3 API names that the code itself uses; "
           "leave it empty for Godot 4 code.")
-IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def parse_profile(text: str) -> tuple[dict, list[str]]:
@@ -103,43 +104,44 @@ def request_profile(llm, chunk: str) -> tuple[dict, dict]:
     return profile, {"raw_answer": res["text"], "parse_problems": problems, "model": getattr(llm, "name", "llm")}
 
 
-def run_profile_strategy(retriever, chunk, cfg, timer, trace, explain):
+def run_profile(ctx: QueryContext, pool: Pool) -> Pool:
+    """Qwen writes the search profile; its literals must occur in the chunk. BM25 then reads the
+    literals and the embedding reads the intent, instead of the raw chunk."""
     from ..models.llm import LLMError
 
-    if retriever.llm is None:
-        from .config import ConfigError
-
-        raise ConfigError("strategy E needs an LLM: --llm-gguf, --llm-bundled, --llm-url")
+    llm = ctx.retriever.llm
+    if llm is None:
+        if ctx.cfg.llm_optional:
+            raise Fallback("D", "no LLM configured; E fell back to the raw chunk (strategy D)")
+        raise ConfigError("strategy E needs an LLM: start the server or CLI with --llm-bundled 0.5b, --llm-gguf FILE "
+                          "or --llm-url URL (or set llm_optional to fall back to D)")
     try:
-        with timer.stage("profile") as info:
-            profile, meta = request_profile(retriever.llm, chunk)
-            info.update(meta)
+        profile, meta = request_profile(llm, ctx.chunk)
     except LLMError as e:
-        if not cfg.llm_optional:
+        if not ctx.cfg.llm_optional:
             raise
-        trace["llm_fallback"] = f"LLM unavailable ({e}); E fell back to the raw chunk (strategy D)"
-        return retriever._hybrid(chunk, "D", cfg, timer, trace, explain)
-    checked = check_profile(profile, chunk, cfg.profile_keep_hallucinated)
-    trace["profile"] = profile
-    trace["profile_checks"] = checked
+        raise Fallback("D", f"LLM unavailable ({e}); E fell back to the raw chunk (strategy D)") from None
+    ctx.note(**meta)
+    checked = check_profile(profile, ctx.chunk, ctx.cfg.profile_keep_hallucinated)
     lexical, dense = profile_queries(profile, checked)
-    trace["profile_queries"] = {"bm25": lexical, "embedding": dense}
-    lexical_lists, _ = retriever.candidate_lists([lexical or dense or chunk], "B", cfg, timer, explain, cfg.tables)
-    dense_lists, _ = retriever.candidate_lists([dense or lexical or chunk], "C", cfg, timer, explain, cfg.tables)
-    results: list[Candidate] = []
-    weights = {"bm25": cfg.weight_bm25, "embedding": cfg.weight_embedding}
-    with timer.stage("fuse:profile"):
-        per_table = {t: fuse_lists({"bm25": lexical_lists[t][0]["bm25"], "embedding": dense_lists[t][0]["embedding"]},
-                                   weights, cfg.fusion, cfg.rrf_k) for t in cfg.tables}
-    for t in cfg.tables:
-        for c in per_table[t][: cfg.k]:
-            c.source = f"profile:{c.source}"
-            results.append(c)
-    # What the profile changed against the raw chunk.
-    raw_trace: dict = {}
-    raw, _ = retriever._hybrid(chunk, "D", cfg, type(timer)(), raw_trace, False)
-    raw_ids = {(c.table, c.id) for c in raw}
-    new_ids = {(c.table, c.id) for c in results}
-    trace["profile_diff"] = {"appeared": sorted(f"{t}:{i}" for t, i in new_ids - raw_ids),
-                             "vanished": sorted(f"{t}:{i}" for t, i in raw_ids - new_ids)}
-    return results, []
+    ctx.trace.profile, ctx.trace.profile_checks = profile, checked
+    ctx.trace.profile_queries = {"bm25": lexical, "embedding": dense}
+    ctx.texts = [lexical or dense or ctx.chunk]
+    ctx.dense_texts = [dense or lexical or ctx.chunk]
+    ctx.source_prefix = "profile:"
+    return pool
+
+
+def run_profile_diff(ctx: QueryContext, pool: Pool) -> Pool:
+    """What the profile changed against D on the raw chunk (D's own stages, run again)."""
+    raw = ctx.retriever.retrieve(ctx.chunk, "D", ctx.cfg, explain=False)
+    raw_ids = {(c.table, c.id) for c in raw.results}
+    new_ids = {(t, c.id) for t, lists in pool.items() for c in lists[0]}
+    ctx.trace.profile_diff = {"appeared": sorted(f"{t}:{i}" for t, i in new_ids - raw_ids),
+                              "vanished": sorted(f"{t}:{i}" for t, i in raw_ids - new_ids)}
+    ctx.note(appeared=len(ctx.trace.profile_diff["appeared"]), vanished=len(ctx.trace.profile_diff["vanished"]))
+    return pool
+
+
+PROFILE = Stage("profile", run_profile, "Qwen search profile: intent, literals (checked against the chunk), doc topics, migration signals")
+PROFILE_DIFF = Stage("profile_diff", run_profile_diff, "records that appeared or vanished against D on the raw chunk")

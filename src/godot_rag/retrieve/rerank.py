@@ -1,4 +1,5 @@
-"""Reranker stage: re-score fused candidates with a model that reads chunk and record together.
+"""Reranker stage: re-score the first `rerank_top` docs candidates with a model that reads chunk and
+record together (before any cut).
 
 The model's raw scores come in from `models/`; this stage only normalises them,
 blends them with the fused score and records before/after ranks.
@@ -8,16 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .types import Candidate, sort_and_rank
-
-
-def rerank_text(c: Candidate, limit: int = 1500) -> str:
-    p = c.payload
-    if c.table == "docs_chunks":
-        return (" / ".join(p.get("section_path") or []) + "\n" + p.get("content", ""))[:limit]
-    if c.table == "api_mapping":
-        return f"{p['source_api']} -> {p['target_api']}: {p['notes']}"[:limit]
-    return f"{p['label']}: {p['expected_finding']} {p['recommended_action']}"[:limit]
+from ..records import model_text
+from .context import Pool, QueryContext
+from .stage import Stage
+from .trace import RerankInfo
+from .types import Candidate
 
 
 def _minmax(a: np.ndarray) -> np.ndarray:
@@ -25,21 +21,44 @@ def _minmax(a: np.ndarray) -> np.ndarray:
     return (a - a.min()) / span if span > 0 else np.ones_like(a)
 
 
-def apply_rerank(candidates: list[Candidate], model_scores: list[float], backend: str, weight: float,
-                 stage: str = "rerank") -> list[Candidate]:
+def apply_rerank(candidates: list[Candidate], model_scores: list[float], backend: str, weight: float) -> list[Candidate]:
     if not candidates:
         return []
     fused = _minmax(np.asarray([c.score for c in candidates], dtype=float))
     model = _minmax(np.asarray(model_scores, dtype=float))
     final = (1 - weight) * fused + weight * model
-    out = []
-    for c, raw, f in zip(candidates, model_scores, final):
-        c = c.derive()
+    scored = []
+    for c, raw, before_score, f in zip(candidates, model_scores, fused, final):
         before = c.rank
+        c = c.derive()
         c.score = float(f)
-        c.trace[stage] = {"backend": backend, "model_score": round(float(raw), 6), "score_before": round(float(fused[len(out)]), 6),
-                          "weight": weight, "score": round(float(f), 6), "rank_before": before}
+        scored.append((c, float(raw), float(before_score), before))
+    scored.sort(key=lambda x: (-x[0].score, x[0].id))
+    out = []
+    for i, (c, raw, before_score, before) in enumerate(scored):
+        c.rank = i + 1
+        c.add_stage("rerank", RerankInfo(backend=backend, model_score=round(raw, 6), score_before=round(before_score, 6),
+                                         weight=weight, score=round(c.score, 6), rank_before=before, rank=i + 1,
+                                         rank_change=(before or c.rank) - c.rank))
         out.append(c)
-    for c in sort_and_rank(out, stage):
-        c.trace[stage]["rank_change"] = (c.trace[stage]["rank_before"] or c.rank) - c.rank
     return out
+
+
+def run_rerank(ctx: QueryContext, pool: Pool) -> Pool:
+    cfg = ctx.cfg
+    docs = ctx.table_lists(pool, "docs_chunks")
+    if not docs or cfg.reranker == "none":
+        ctx.note(skipped="reranker is none" if cfg.reranker == "none" else "no docs candidates")
+        return pool
+    head, rest = docs[: cfg.rerank_top], docs[cfg.rerank_top:]
+    model = ctx.retriever.reranker(cfg.reranker)
+    scores = model.score(ctx.chunk, [model_text(c.table, c.payload) for c in head])
+    reranked = apply_rerank(head, scores, cfg.reranker, cfg.rerank_weight)
+    out = dict(pool)
+    out["docs_chunks"] = [reranked + rest]
+    ctx.record_ids("docs_chunks", "rerank", out["docs_chunks"][0])
+    ctx.note(backend=cfg.reranker, reranked=len(head), moved=sum(1 for c in reranked if c.info("rerank").rank_change))
+    return out
+
+
+RERANK = Stage("rerank", run_rerank, "optional model re-score of the first rerank_top docs (nanoranker, qwen, cross-encoder)")

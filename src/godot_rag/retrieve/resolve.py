@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
+from .stage import Stage
 
 # Kinds of member whose documented type is a value one can keep calling into.
 TYPED_KINDS = {"method", "property", "constructor"}
@@ -220,3 +221,15 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
             typ, hops = nxt, hops + 1
     res.uses.sort(key=lambda u: (u.line, u.col))
     return res
+
+
+def run_resolve(ctx, pool):
+    """The resolve stage: each API use of the chunk, resolved through the Godot 4 class reference."""
+    res = resolve_uses(ctx.facts, ctx.retriever.class_reference(), ctx.cfg.extends, ctx.cfg.resolve_max_hops)
+    ctx.resolution = res
+    ctx.trace.resolve = res.to_trace()
+    ctx.note(uses=len(res.uses), unresolved=len(res.unresolved), own_class=res.own_class, own_class_from=res.own_class_from)
+    return pool
+
+
+RESOLVE = Stage("resolve", run_resolve, "receivers and calls resolved to Godot 4 class members (extends, locals, return types)")

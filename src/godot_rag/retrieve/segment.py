@@ -8,6 +8,8 @@ lone `extends Node` or `var x` does not become a query of its own.
 """
 from __future__ import annotations
 
+from .stage import Stage
+
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
@@ -50,3 +52,17 @@ def _split_at(text: str, level: int | None, min_lines: int) -> list[str]:
         tail = merged.pop()
         merged[-1].extend(tail)
     return ["\n".join(b).strip("\n") for b in merged if any(l.strip() for l in b)]
+
+
+def run_segment(ctx, pool):
+    """The segment stage: the chunk's top-level blocks (or a function's paragraphs) become extra BM25 texts."""
+    if ctx.cfg.segments:
+        segs = split_segments(ctx.chunk)
+        if len(segs) > 1:
+            ctx.texts = [ctx.chunk] + segs
+            ctx.trace.segments = segs
+    ctx.note(segments=len(ctx.texts) - 1)
+    return pool
+
+
+SEGMENT = Stage("segment", run_segment, "split a chunk touching several topics into blocks; each gets its own BM25 list")

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from .stage import Stage
 
-IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-CHAIN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+from ..gdscript import CHAIN_RE, IDENT, IDENT_RE
 CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+[A-Za-z]*")
 
 
@@ -58,9 +58,9 @@ def tokenize(text: str, config: TokenizerConfig = DEFAULT) -> list[str]:
     return out
 
 
-DECL_RE = re.compile(r"\b(?:var|const|for)\s+([A-Za-z_][A-Za-z0-9_]*)")
-FUNC_RE = re.compile(r"\bfunc\s+[A-Za-z_][A-Za-z0-9_]*\s*\(([^)]*)\)")
-PARAM_RE = re.compile(r"(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)")
+DECL_RE = re.compile(rf"\b(?:var|const|for)\s+({IDENT})")
+FUNC_RE = re.compile(rf"\bfunc\s+{IDENT}\s*\(([^)]*)\)")
+PARAM_RE = re.compile(rf"(?:^|,)\s*({IDENT})")
 
 
 def declared_names(text: str) -> set[str]:
@@ -78,3 +78,31 @@ def local_names(text: str) -> set[str]:
     for m in FUNC_RE.finditer(text):
         names |= {p.group(1).lower() for p in PARAM_RE.finditer(m.group(1))}
     return names
+
+
+def local_weights(chunk: str, local_weight: float) -> dict[str, float] | None:
+    """BM25 query-term weights for the names the chunk declares itself (None when not down-weighted)."""
+    if local_weight == 1.0:
+        return None
+    return {n: local_weight for n in local_names(chunk)}
+
+
+def tokenizer_of(cfg) -> TokenizerConfig:
+    return TokenizerConfig(parts=cfg.tokenizer_parts, dotted=cfg.tokenizer_dotted)
+
+
+def run_tokenize(ctx, pool):
+    """The tokenize stage: the BM25 query terms of each text, and the weights of the chunk's own names."""
+    from collections import Counter
+
+    tok = tokenizer_of(ctx.cfg)
+    ctx.tokens = [tokenize(t, tok) for t in ctx.texts]
+    ctx.term_weights = local_weights(ctx.texts[0], ctx.cfg.local_weight)
+    ctx.trace.tokens = ctx.tokens[0]
+    counts = Counter(ctx.tokens[0])
+    ctx.note(tokenizer=tok.key(), tokens=len(ctx.tokens[0]), unique=len(counts), top=counts.most_common(40),
+             local_names=sorted(ctx.term_weights or {}), local_weight=ctx.cfg.local_weight)
+    return pool
+
+
+TOKENIZE = Stage("tokenize", run_tokenize, "code-aware tokens: identifiers whole and lowercased, string literals as code")

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializeAsAny, field_validator
+
+from .trace import STAGE_INFO, QueryTrace, StageInfo, StageLog  # noqa: F401  (StageLog re-exported)
 
 
 class Candidate(BaseModel):
@@ -16,19 +18,40 @@ class Candidate(BaseModel):
     group: str | None = None  # docs_chunks in F: "guides" or "api_reference" (member entries of resolved calls)
     verdict: Literal["accept", "reject"] | None = None
     reason: str | None = None
-    # stage name -> that stage's own score, rank and explanation; stages only add keys
-    trace: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # stage name -> that stage's typed info (retrieve/trace.py); stages only add entries, via add_stage
+    trace: dict[str, SerializeAsAny[StageInfo]] = Field(default_factory=dict)
+
+    @field_validator("trace", mode="before")
+    @classmethod
+    def _typed(cls, value):
+        """Parsed JSON (a cached or remote result) comes back as the same typed infos."""
+        if isinstance(value, dict):
+            return {k: STAGE_INFO[k].model_validate(v) if isinstance(v, dict) and k in STAGE_INFO else v
+                    for k, v in value.items()}
+        return value
 
     def derive(self) -> "Candidate":
-        """A copy for the next stage: its own trace dict, the (read-only) payload shared."""
+        """A copy for the next stage: its own trace dict, the (read-only) payload and infos shared."""
         c = self.model_copy()
         c.trace = dict(self.trace)
         return c
 
-    def add_stage(self, stage: str, info: dict[str, Any]) -> None:
+    def add_stage(self, stage: str, info: StageInfo) -> None:
+        expected = STAGE_INFO[stage]
+        if not isinstance(info, expected):
+            raise TypeError(f"stage {stage!r} records a {expected.__name__}, not {type(info).__name__}")
         if stage in self.trace:
             raise ValueError(f"stage {stage!r} already explained candidate {self.id}")
         self.trace[stage] = info
+
+    def absorb(self, other: "Candidate") -> None:
+        """The same record from another list: its stage infos join this candidate's (none replaced)."""
+        for stage, info in other.trace.items():
+            self.trace.setdefault(stage, info)
+
+    def info(self, stage: str):
+        """This candidate's info from `stage`, or None when that stage did not see it."""
+        return self.trace.get(stage)
 
     @property
     def page(self) -> str | None:
@@ -36,19 +59,12 @@ class Candidate(BaseModel):
         return meta.get("page_path")
 
 
-def sort_and_rank(cands: list["Candidate"], stage: str) -> list["Candidate"]:
-    """Order by the current score (ties by id) and record each candidate's new rank in `stage`."""
+def sort_and_rank(cands: list["Candidate"]) -> list["Candidate"]:
+    """Order by the current score (ties by id) and set each candidate's rank."""
     cands.sort(key=lambda c: (-c.score, c.id))
     for i, c in enumerate(cands):
         c.rank = i + 1
-        c.trace[stage]["rank"] = i + 1
     return cands
-
-
-class StageLog(BaseModel):
-    stage: str
-    ms: float
-    info: dict[str, Any] = Field(default_factory=dict)
 
 
 class RetrieveResult(BaseModel):
@@ -59,7 +75,8 @@ class RetrieveResult(BaseModel):
     config: dict[str, Any]
     results: list[Candidate]
     rejected: list[Candidate] = Field(default_factory=list)
-    trace: dict[str, Any] = Field(default_factory=dict)  # query level: tokens, stage logs, timings
+    cut: list[Candidate] = Field(default_factory=list)  # accepted, then cut at k (only with explain)
+    trace: QueryTrace = Field(default_factory=QueryTrace)  # query level: stage list and logs, parse, resolve
 
     def by_table(self, table: str) -> list[Candidate]:
         return [c for c in self.results if c.table == table]

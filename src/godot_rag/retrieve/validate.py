@@ -29,20 +29,24 @@ Acceptance rules:
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
 
 from ..classref import ClassReference
-from ..gdscript import CHAIN_RE, DIGITS_RE, IDENT_RE, GDScriptFacts, shape
-from .codematch import clone_match, code_lines, record_code
+from ..gdscript import CHAIN_RE, DIGITS_RE, IDENT, IDENT_RE, GDScriptFacts, shape
+from ..records import evidence_text, record_code
+from .codematch import clone_match, code_lines
 from .resolve import Resolution
+from .codematch import renameable_names
+from .context import Pool, QueryContext
+from .stage import Stage
+from .trace import ValidateInfo
 from .types import Candidate
 from .version import VersionContext, classify_occurrence, decide_ambiguous
 
-METHOD_CALL_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+METHOD_CALL_RE = re.compile(rf"\.({IDENT})\s*\(")
 
 
 @dataclass
@@ -71,12 +75,6 @@ class ValidationContext:
         return out
 
 
-def _record_text(c: Candidate) -> str:
-    p = c.payload
-    code = "\n".join(b.get("code", "") for b in p.get("code_blocks") or [] if b.get("language") != "csharp")
-    return (p.get("content") or "") + "\n" + code
-
-
 def _pairs(chains: list[str]) -> set[str]:
     out = set()
     for ch in chains:
@@ -87,7 +85,7 @@ def _pairs(chains: list[str]) -> set[str]:
 
 def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
     facts, idf, min_idf = v.facts, v.idf, v.min_idf
-    text = _record_text(c)
+    text = evidence_text(c.payload)
     symbols = set(c.payload.get("api_symbols") or [])
     if c.payload.get("symbol"):
         symbols.add(c.payload["symbol"])
@@ -123,7 +121,7 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
     for m in sorted(facts.method_calls & rec_methods):
         if m not in seen and f".{m}" not in {i["literal"][-len(m) - 1:] for i in items} and idf(m.lower()) >= min_idf - 1:
             add(f".{m}()", "method_call", 1.0 + idf(m.lower()))
-    ratio, lines = clone_match(facts.text, record_code(c), v.renameable)
+    ratio, lines = clone_match(facts.text, record_code(c.payload), v.renameable)
     if lines:
         qlines = code_lines(facts.text)
         for i in lines[:6]:
@@ -136,7 +134,7 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
             continue
         add(ident, "identifier", idf(ident.lower()))
     contra: list[dict] = []
-    rec_code_idents = set(IDENT_RE.findall(record_code(c)))
+    rec_code_idents = set(IDENT_RE.findall(record_code(c.payload)))
     for ident in sorted(rec_idents | {s for sym in symbols for s in sym.split(".")}):
         if ident in facts.identifiers or not DIGITS_RE.search(ident):
             continue
@@ -167,7 +165,7 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
                        + (f" (it uses {', '.join(used[:6])})" if used else " (no Godot API use of the chunk resolves)"))
     if confidence < 0.5 and not reasons:
         reasons.append(f"confidence {confidence:.2f} < 0.5 (contradicting evidence)")
-    info["class"] = cls
+    info["page_class"] = cls
     info["accepted"] = not reasons
     info["reasons"] = reasons
     return info
@@ -316,7 +314,7 @@ def validate(v: ValidationContext, candidates: list[Candidate], stage: str = "va
         else:
             continue
         out.append(_verdict(c, info, stage))
-    accepted = {c.id: c.trace[stage] for c in out if c.table == "api_mapping" and c.verdict == "accept"}
+    accepted = {c.id: c.info(stage).model_dump() for c in out if c.table == "api_mapping" and c.verdict == "accept"}
     for c in candidates:
         if c.table == "label_prototypes":
             out.append(_verdict(c, prototype_evidence(v, c, accepted), stage))
@@ -328,16 +326,23 @@ def _verdict(c: Candidate, info: dict, stage: str) -> Candidate:
     c.verdict = "accept" if info["accepted"] else "reject"
     lits = ", ".join(i["literal"] for i in info["evidence"][:8])
     c.reason = (f"direct evidence = {lits}" if info["accepted"] else "; ".join(info["reasons"]))
-    info = dict(info, verdict=c.verdict, layer="deterministic")
-    c.add_stage(stage, info)
+    c.add_stage(stage, ValidateInfo(**info, verdict=c.verdict))
     return c
 
 
-def idf_from_df(df: dict[str, int] | Callable[[str], int], n_docs: int) -> Callable[[str], float]:
-    get = df.get if isinstance(df, dict) else df
+def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
+    """Every candidate that reached this point gets a verdict, its direct evidence and a confidence."""
+    r = ctx.retriever
+    old_names, new_names = r.version_names()
+    ref = r.class_reference()
+    vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.docs_idf(ctx.cfg),
+                             class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
+                             min_direct_evidence=ctx.cfg.min_direct_evidence)
+    judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)])
+    ctx.trace.version = ctx.version.to_trace()  # with the Godot 3 uses the validator found
+    ctx.note(layer="deterministic", judged=len(judged), accepted=sum(c.verdict == "accept" for c in judged))
+    return {t: [[c for c in judged if c.table == t]] for t in ctx.tables}
 
-    def idf(term: str) -> float:
-        d = get(term.lower(), 0) or 0
-        return math.log1p((n_docs - d + 0.5) / (d + 0.5))
 
-    return idf
+VALIDATE = Stage("validate", run_validate,
+                 "direct evidence: shared literals in code, API contradictions, version decisions per occurrence; accept or reject with reasons")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
 from .resolve import Resolution
+from .stage import Stage
 
 # Change types whose Godot 3 use is a string literal (a setting path, an action, a theme key, a signal name).
 STRING_TYPES = {"project_setting_rename", "input_map_rename", "theme_override_rename", "signal_rename",
@@ -193,3 +194,14 @@ def decide_ambiguous(ctx: VersionContext) -> tuple[bool, str]:
     if ctx.hint == "3":
         return True, "no version markers; godot_version hint is 3"
     return False, "no version markers, and the name is valid in both versions"
+
+
+def run_version(ctx, pool):
+    """The version stage: which Godot version each part of the chunk is written for, from its markers."""
+    old_names, new_names = ctx.retriever.version_names()
+    ctx.version = version_context(ctx.facts, ctx.resolution, new_names, old_names, ctx.cfg.godot_version)
+    ctx.note(**ctx.version.to_trace())
+    return pool
+
+
+VERSION = Stage("version", run_version, "Godot 3 / Godot 4 markers of the chunk; the godot_version hint decides only ambiguous cases")

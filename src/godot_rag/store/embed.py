@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from ..ingest.schema import SCHEMA
+from ..records import SCHEMA
 from .db import Database
 from .schema import ensure_embedding_dim, ensure_hnsw, ensure_schema, set_meta
 

@@ -10,7 +10,7 @@ from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
 from ..jsonlines import iter_jsonl
-from ..ingest.schema import SCHEMA, RecordError, search_text, validate_record
+from ..records import SCHEMA, RecordError, search_text, validate_record
 from .db import Database, StoreError
 from .schema import columns, ensure_schema, get_meta, set_meta
 
@@ -84,6 +84,8 @@ def load_jsonl(db: Database, jsonl_dir: Path, *, prune: bool = True, force: bool
     digest = files_digest(jsonl_dir)
     stats = LoadStats()
     with db.transaction() as conn:
+        # Two loads at once on one database take turns (the second waits), instead of deadlocking.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('godot_rag.load'))")
         ensure_schema(conn, db.describe())
         if not force and get_meta(conn, "loaded_digest") == digest:
             stats.skipped = True

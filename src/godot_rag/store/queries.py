@@ -6,7 +6,7 @@ import re
 import numpy as np
 import psycopg
 
-from ..ingest.schema import SCHEMA
+from ..records import SCHEMA
 from .schema import columns
 
 

@@ -5,7 +5,7 @@ import json
 
 import psycopg
 
-from ..ingest.schema import SCHEMA
+from ..records import SCHEMA
 from .db import require_vector_extension
 
 SCHEMA_VERSION = 1

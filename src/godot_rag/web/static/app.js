@@ -162,7 +162,7 @@ function renderStrategy(s) {
     const max = Math.max(...bm.map((c) => c.trace.bm25.score));
     out.append(column("2. BM25 candidates", "score and matched terms (df/tf/contribution)", bm.map((c) => candRow(c, r, {
       score: c.trace.bm25.score, max, scoreLabel: "bm25", rank: c.trace.bm25.rank,
-      terms: (c.trace.bm25.matched_terms || []).slice(0, 6).map((x) => `${x.term} df=${x.df} tf=${x.tf} +${x.contribution}`).join(" · "),
+      terms: ((c.trace.explain || {}).matched_terms || []).slice(0, 6).map((x) => `${x.term} df=${x.df} tf=${x.tf} +${x.contribution}`).join(" · "),
     }))));
   }
   const em = by("embedding");
@@ -188,7 +188,7 @@ function renderStrategy(s) {
 function termsOf(c) {
   const terms = [];
   const contra = [];
-  const bm = c.trace.bm25;
+  const bm = c.trace.explain;
   if (bm && bm.matched_terms) bm.matched_terms.forEach((x) => terms.push(x.term));
   const v = c.trace.validate;
   if (v) {

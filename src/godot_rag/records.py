@@ -1,4 +1,5 @@
-"""The user's record schema: field names and types for the three JSONL files and tables."""
+"""The user's records: field names and types for the three JSONL files and tables (the contract that
+ingest writes and store/ and retrieve/ read), and the one home of each text made from a record."""
 from __future__ import annotations
 
 # (field, type); "?" marks a field that may be null. Types: text, text[], int, float, jsonb.
@@ -45,6 +46,25 @@ def search_text(table: str, rec: dict) -> str:
     return (f"{rec['label'].replace('_', ' ')}: {rec['expected_finding']}\n{rec['recommended_action']}")
 
 
+def record_code(rec: dict) -> str:
+    """A docs chunk's GDScript (C# blocks left out): what the code-clone match compares against."""
+    return "\n".join(b.get("code", "") for b in rec.get("code_blocks") or [] if b.get("language") != "csharp")
+
+
+def evidence_text(rec: dict) -> str:
+    """A docs chunk's prose and GDScript: where the validator looks for the chunk's literals."""
+    return (rec.get("content") or "") + "\n" + record_code(rec)
+
+
+def model_text(table: str, rec: dict, limit: int = 1500) -> str:
+    """The record as a reranker or the Qwen judge reads it next to the chunk."""
+    if table == "docs_chunks":
+        return (" / ".join(rec.get("section_path") or []) + "\n" + rec.get("content", ""))[:limit]
+    if table == "api_mapping":
+        return f"{rec['source_api']} -> {rec['target_api']} ({rec['change_type']}): {rec['notes']}"[:limit]
+    return f"{rec['label']}: {rec['expected_finding']} {rec['recommended_action']}"[:limit]
+
+
 class RecordError(ValueError):
     """A bad JSONL line: names the file, the line and the field."""
 
@@ -71,6 +91,17 @@ def _type_ok(value, kind: str) -> bool:
     raise AssertionError(kind)
 
 
+def _first_nul(value, where: str = "") -> str | None:
+    """Where a NUL character sits in a field value (strings, lists and JSON objects), else None."""
+    if isinstance(value, str):
+        return (where or "in the text") if "\x00" in value else None
+    if isinstance(value, list):
+        return next((w for i, v in enumerate(value) if (w := _first_nul(v, f"{where}[{i}]")) is not None), None)
+    if isinstance(value, dict):
+        return next((w for k, v in value.items() if (w := _first_nul(v, f"{where}.{k}")) is not None), None)
+    return None
+
+
 def validate_record(table: str, rec, file: str, line: int) -> dict:
     if not isinstance(rec, dict):
         raise RecordError(file, line, None, "each line must be a JSON object")
@@ -79,6 +110,10 @@ def validate_record(table: str, rec, file: str, line: int) -> dict:
             raise RecordError(file, line, name, "required field is missing")
         if not _type_ok(rec[name], kind):
             raise RecordError(file, line, name, f"expected {kind.rstrip('?')}, got {type(rec[name]).__name__}")
+    for name, kind in SCHEMA[table]["fields"]:
+        bad = _first_nul(rec[name])
+        if bad is not None:
+            raise RecordError(file, line, name, f"holds a NUL byte ({bad}); PostgreSQL text cannot store it")
     key = SCHEMA[table]["key"]
     if not rec[key]:
         raise RecordError(file, line, key, "the id must not be empty")

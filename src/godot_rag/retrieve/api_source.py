@@ -1,0 +1,93 @@
+"""F's third candidate source, `api`: the class-reference entry that documents each API use the
+resolve stage found, joined to the docs candidates that BM25 and the embedding shortlisted."""
+from __future__ import annotations
+
+import re
+
+from .context import Pool, QueryContext
+from .stage import Stage
+from .trace import ApiInfo, ApiUseEntry
+from .types import Candidate
+
+BOLD_NAME_RE = re.compile(r"\*\*(@?[A-Za-z_\\][A-Za-z0-9_\\]*)\*\*")
+
+
+def build_api_index(docs: dict[str, dict], ref) -> dict:
+    """Where the class reference documents each member: (class, member) -> docs chunk id,
+    class -> its page's first chunk, page path -> class."""
+    page_class = {info["page"]: cls for cls, info in ref.classes.items()}
+    members: dict[tuple[str, str], str] = {}
+    first: dict[str, str] = {}
+    for rid, rec in docs.items():
+        cls = page_class.get((rec.get("metadata") or {}).get("page_path"))
+        if cls is None:
+            continue
+        first.setdefault(cls, rid)
+        sym = rec.get("symbol") or ""
+        if sym.startswith(cls + "."):
+            members[(cls, sym.split(".", 1)[1])] = rid  # the member's own entry wins
+        for m in (rec.get("metadata") or {}).get("members") or []:
+            members.setdefault((cls, m), rid)
+        # Constants inside an enum entry, and table rows, are found by their bold name.
+        for m in BOLD_NAME_RE.findall(rec.get("content") or ""):
+            members.setdefault((cls, m.replace("\\", "")), rid)
+    return {"members": members, "first": first, "page_class": page_class}
+
+
+def run_shortlist(ctx: QueryContext, pool: Pool) -> Pool:
+    """Only the first rerank_top docs candidates go on to the validator; the other tables go whole."""
+    docs = ctx.table_lists(pool, "docs_chunks")
+    if not docs:
+        return pool
+    out = dict(pool)
+    out["docs_chunks"] = [docs[: ctx.cfg.rerank_top]]
+    ctx.note(kept=len(out["docs_chunks"][0]), dropped=max(0, len(docs) - ctx.cfg.rerank_top))
+    return out
+
+
+def api_list(ctx: QueryContext) -> list[Candidate]:
+    index = ctx.retriever.api_index()
+    recs = ctx.retriever.records("docs_chunks")
+    weight = ctx.cfg.weight_api
+    found: dict[str, tuple[int, list[ApiUseEntry]]] = {}
+    for use in ctx.resolution.uses:
+        rid = index["members"].get((use.cls, use.member)) or index["first"].get(use.cls)
+        if rid is None:
+            continue
+        entry = ApiUseEntry(api=use.api, line=use.line, col=use.col, code=use.text, via=use.via,
+                            entry="member" if (use.cls, use.member) in index["members"] else "class page")
+        found.setdefault(rid, (len(found) + 1, []))[1].append(entry)
+    out = []
+    for rid, (rank, uses) in found.items():
+        c = Candidate(table="docs_chunks", id=rid, payload=recs[rid], score=weight, rank=rank, source="api",
+                      group="api_reference")
+        c.add_stage("api", ApiInfo(rank=rank, weight=weight, score=weight, uses=uses))
+        out.append(c)
+    return out
+
+
+def run_api(ctx: QueryContext, pool: Pool) -> Pool:
+    if "docs_chunks" not in ctx.tables:
+        return pool
+    weight = ctx.cfg.weight_api
+    api = {c.id: c for c in api_list(ctx)}
+    ctx.record_ids("docs_chunks", "api", list(api.values()))
+    joined = []
+    for c in ctx.table_lists(pool, "docs_chunks"):
+        if c.id in api:  # found by BM25/embedding and resolved: one candidate, both sources
+            own = api.pop(c.id).info("api")
+            c = c.derive()
+            before = c.score
+            c.source = f"{c.source}+api"
+            c.group = "api_reference"
+            c.score = before + weight  # the api source's own weight, added to the fused score
+            c.add_stage("api", ApiInfo(weight=weight, score_before=round(before, 6), score=round(c.score, 6), uses=own.uses))
+        joined.append(c)
+    out = dict(pool)
+    out["docs_chunks"] = [joined + list(api.values())]
+    ctx.note(uses=len(ctx.resolution.uses), joined=sum(1 for c in joined if c.group == "api_reference"), added=len(api))
+    return out
+
+
+SHORTLIST = Stage("shortlist", run_shortlist, "the first rerank_top docs candidates go on; the rest stop here")
+API = Stage("api", run_api, "the class-reference entry of each resolved use joins the docs (source api, weight_api)")

@@ -1,0 +1,80 @@
+"""What every stage reads and writes for one query: the chunk, the settings, the resources, and
+the lists and facts earlier stages produced. Stages get it with the candidates and return new
+candidates; the query-level trace is typed (`trace.QueryTrace`)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .config import RetrieveConfig
+from .trace import QueryTrace, StageLog
+from .types import Candidate
+
+if TYPE_CHECKING:
+    from .pipeline import Retriever
+
+# table -> one ranked candidate list per query text (the chunk, then its segments);
+# from the `merge` stage on, one list per table.
+Pool = dict[str, list[list[Candidate]]]
+
+
+class Fallback(Exception):
+    """A stage that cannot run asks for another strategy's stages (E without its LLM runs D)."""
+
+    def __init__(self, strategy: str, reason: str):
+        super().__init__(reason)
+        self.strategy, self.reason = strategy, reason
+
+
+@dataclass
+class QueryContext:
+    chunk: str
+    strategy: str
+    cfg: RetrieveConfig
+    retriever: "Retriever"
+    explain: bool = True
+    trace: QueryTrace = field(default_factory=QueryTrace)
+    texts: list[str] = field(default_factory=list)  # BM25 query texts: the whole chunk, then segments
+    dense_texts: list[str] = field(default_factory=list)  # what the embedding stage encodes
+    tokens: list[list[str]] = field(default_factory=list)  # per BM25 text
+    term_weights: dict[str, float] | None = None
+    vectors: Any = None
+    # table -> per text -> retriever name (bm25, embedding) -> its ranked list
+    lists: dict[str, list[dict[str, list[Candidate]]]] = field(default_factory=dict)
+    source_prefix: str = ""  # E labels its sources `profile:...`
+    facts: Any = None  # gdscript.GDScriptFacts (F)
+    resolution: Any = None  # resolve.Resolution (F)
+    version: Any = None  # version.VersionContext (F)
+    rejected: list[Candidate] = field(default_factory=list)
+    cut: list[Candidate] = field(default_factory=list)  # accepted, then cut at k
+    _notes: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not self.texts:
+            self.texts = [self.chunk]
+        if not self.dense_texts:
+            self.dense_texts = [self.chunk]
+
+    @property
+    def tables(self) -> list[str]:
+        return self.cfg.tables
+
+    def note(self, **info) -> None:
+        """Adds to the running stage's log (counts, settings): the summary `--explain` prints."""
+        self._notes.update(info)
+
+    def log_extra(self, stage: str, ms: float, **info) -> None:
+        """A step timed on its own inside a stage (loading a model is never a query stage's time)."""
+        self.trace.stages.append(StageLog(stage=stage, ms=round(ms, 3), info=info))
+
+    def record_ids(self, table: str, stage: str, cands: list[Candidate]) -> None:
+        self.trace.candidate_ids.setdefault(table, {})[stage] = [c.id for c in cands]
+
+    def table_lists(self, pool: Pool, table: str) -> list[Candidate]:
+        """The table's one list (after `merge`)."""
+        lists = pool.get(table) or [[]]
+        return lists[0]
+
+
+StageFn = Callable[[QueryContext, Pool], Pool]

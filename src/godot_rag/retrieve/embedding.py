@@ -1,0 +1,46 @@
+"""The embedding stages: encode the query text (MiniLM, window-mean), then one pgvector HNSW
+cosine list per table."""
+from __future__ import annotations
+
+import time
+
+from ..store import queries
+from .context import Pool, QueryContext
+from .stage import Stage
+from .trace import EmbeddingInfo
+from .types import Candidate
+
+
+def run_embed_query(ctx: QueryContext, pool: Pool) -> Pool:
+    embedder = ctx.retriever.embedder
+    if embedder._model is None:  # loading the model is never counted as query time
+        t = time.perf_counter()
+        embedder.load()
+        ctx.log_extra("load:embedder", (time.perf_counter() - t) * 1000, model=embedder.key)
+    ctx.vectors = embedder.encode(ctx.dense_texts)
+    ctx.note(model=embedder.key, texts=len(ctx.dense_texts), windows=[embedder.window_count(t) for t in ctx.dense_texts])
+    return pool
+
+
+def run_embedding(ctx: QueryContext, pool: Pool) -> Pool:
+    """Segments get BM25 lists only: a second embedding pass per segment costs more than it adds."""
+    conn = ctx.retriever.conn()
+    for table in ctx.tables:
+        recs = ctx.retriever.records(table)
+        per_text = ctx.lists.setdefault(table, [{}])
+        for ti, vector in enumerate(ctx.vectors[: len(per_text)]):
+            out = []
+            for rank, (rid, cos) in enumerate(queries.vector_search(conn, table, vector, ctx.cfg.candidates,
+                                                                    ctx.cfg.ef_search), 1):
+                c = Candidate(table=table, id=rid, payload=recs[rid], score=cos, rank=rank, source="embedding")
+                c.add_stage("embedding", EmbeddingInfo(cosine=round(cos, 6), rank=rank))
+                out.append(c)
+            per_text[ti]["embedding"] = out
+            if ti == 0:
+                ctx.record_ids(table, "embedding", out)
+        ctx.note(**{table: len(per_text[0].get("embedding", []))})
+    return pool
+
+
+EMBED_QUERY = Stage("embed_query", run_embed_query, "encode the chunk with all-MiniLM-L6-v2 (mean of 256-piece windows)")
+EMBEDDING = Stage("embedding", run_embedding, "pgvector HNSW cosine search, N candidates per table")

@@ -1,0 +1,62 @@
+"""The BM25 stage (one list per table and query text) and its per-term explanation for the
+candidates that are shown (computed after the cut: explaining all N would cost more than scoring)."""
+from __future__ import annotations
+
+from . import bm25 as bm25_mod
+from .context import Pool, QueryContext
+from .stage import Stage
+from .tokenize import tokenizer_of
+from .trace import Bm25Info, ExplainInfo
+from .types import Candidate
+
+
+def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | None = None) -> Pool:
+    tok = tokenizer_of(ctx.cfg)
+    for table in ctx.tables:
+        n = max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0))
+        index = ctx.retriever.bm25_index(table, tok, ctx.cfg)
+        recs = ctx.retriever.records(table)
+        # Segments only pay off for the docs; the other tables are matched on the whole chunk.
+        texts = range(len(ctx.texts)) if table == "docs_chunks" else range(1)
+        per_text = ctx.lists.setdefault(table, [{} for _ in texts])
+        while len(per_text) < len(texts):
+            per_text.append({})
+        for ti in texts:
+            scores = bm25_mod.score(index, ctx.tokens[ti], ctx.term_weights)
+            out = []
+            for rank, i in enumerate(bm25_mod.top_k(scores, n), 1):
+                rid = index.ids[i]
+                c = Candidate(table=table, id=rid, payload=recs[rid], score=float(scores[i]), rank=rank, source="bm25")
+                c.add_stage("bm25", Bm25Info(score=round(float(scores[i]), 4), rank=rank, text=ti))
+                out.append(c)
+            per_text[ti]["bm25"] = out
+            if ti == 0:
+                ctx.record_ids(table, "bm25", out)
+        ctx.note(**{table: {"hits": [len(per_text[ti]["bm25"]) for ti in texts], "n": n, "n_docs": index.n_docs}})
+    return pool
+
+
+def run_explain(ctx: QueryContext, pool: Pool) -> Pool:
+    """df, tf, idf, tfn and contribution of each matched term, for every shown candidate BM25 found."""
+    if not ctx.explain or not ctx.tokens:
+        ctx.note(skipped="explain is off" if not ctx.explain else "no BM25 query")
+        return pool
+    tok = tokenizer_of(ctx.cfg)
+    shown = [c for lists in pool.values() for lst in lists for c in lst] + ctx.rejected + ctx.cut
+    slices = {}
+    explained = 0
+    for c in shown:
+        if c.info("bm25") is None or c.info("explain") is not None:
+            continue
+        index = ctx.retriever.bm25_index(c.table, tok, ctx.cfg)
+        if c.table not in slices:
+            slices[c.table] = (bm25_mod.query_slice(index, ctx.tokens[0]), {rid: i for i, rid in enumerate(index.ids)})
+        sub, pos = slices[c.table]
+        c.add_stage("explain", ExplainInfo(**bm25_mod.explain(index, ctx.tokens[0], pos[c.id], sub, ctx.term_weights)))
+        explained += 1
+    ctx.note(explained=explained)
+    return pool
+
+
+BM25 = Stage("bm25", run_bm25, "BM25 (Lucene formula) over the code-aware tokens, N candidates per table and text")
+EXPLAIN = Stage("explain", run_explain, "per matched term of the shown candidates: df, tf, idf, tfn, contribution")

@@ -1,0 +1,72 @@
+"""The six strategies, as data: each is a list of stages, run in order by `Retriever.retrieve`.
+The web page, `retrieve --explain` and `godot-rag strategies` take their stage columns from here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .api_source import API, SHORTLIST
+from .codematch import CODEMATCH
+from .config import ConfigError
+from .embedding import EMBED_QUERY, EMBEDDING
+from .final import CUT, CUT_VALIDATED, SCORE
+from .fuse import FUSE, MERGE, UNION
+from .judge import JUDGE
+from .lexical import BM25, EXPLAIN
+from .parse import PARSE
+from .profile import PROFILE, PROFILE_DIFF
+from .rerank import RERANK
+from .resolve import RESOLVE
+from .segment import SEGMENT
+from .stage import Stage
+from .tokenize import TOKENIZE
+from .tsquery import DIAGNOSE, TSQUERY
+from .validate import VALIDATE
+from .version import VERSION
+
+# F reads more api_mapping candidates: a chunk can use several renamed names, each with its own record.
+BM25_WIDE = BM25.with_options(min_candidates={"api_mapping": 200})
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    about: str
+    stages: list[Stage]
+    needs: str | None = None  # what must be configured for it to run
+
+    @property
+    def stage_names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+
+STRATEGIES: dict[str, Strategy] = {s.name: s for s in [
+    Strategy("A", "PostgreSQL plainto_tsquery + ts_rank_cd (today's baseline)",
+             [TSQUERY, DIAGNOSE, CUT]),
+    Strategy("B", "BM25 alone",
+             [SEGMENT, TOKENIZE, BM25, UNION, MERGE, CUT, EXPLAIN]),
+    Strategy("C", "embedding alone",
+             [EMBED_QUERY, EMBEDDING, UNION, CUT]),
+    Strategy("D", "BM25 + embedding in parallel -> union -> fused score -> code-clone bonus",
+             [SEGMENT, TOKENIZE, EMBED_QUERY, BM25, EMBEDDING, UNION, FUSE, CODEMATCH, MERGE, CUT, EXPLAIN]),
+    Strategy("E", "Qwen search profile -> BM25 over its literals + embedding of its intent",
+             [PROFILE, TOKENIZE, EMBED_QUERY, BM25, EMBEDDING, UNION, FUSE, CUT, PROFILE_DIFF],
+             needs="an LLM: godot-rag serve --llm-bundled 0.5b (or --llm-gguf FILE, --llm-url URL)"),
+    Strategy("F", "parse + resolve API uses -> BM25 + embedding + api member entries -> reranker -> "
+                  "version-aware direct-evidence validator (recommended)",
+             [PARSE, RESOLVE, SEGMENT, TOKENIZE, EMBED_QUERY, BM25_WIDE, EMBEDDING, UNION, FUSE, CODEMATCH, MERGE,
+              RERANK, SHORTLIST, API, VERSION, VALIDATE, JUDGE, SCORE, CUT_VALIDATED, EXPLAIN]),
+]}
+
+
+def check_strategy(name: str) -> str:
+    up = (name or "").strip().upper()
+    if up not in STRATEGIES:
+        raise ConfigError(f"unknown strategy {name!r}; valid strategies: {', '.join(STRATEGIES)}")
+    return up
+
+
+def describe() -> dict[str, dict]:
+    """Each strategy's description and stage list, for `godot-rag strategies` and GET /api/strategies."""
+    return {name: {"about": s.about, "needs": s.needs,
+                   "stages": [{"name": st.name, "about": st.about} for st in s.stages]}
+            for name, s in STRATEGIES.items()}
