@@ -30,6 +30,7 @@ def test_retrieve_returns_the_shared_result_model(client):
     ({"chunkText": "x" * 20001, "strategy": "B"}, 413, "limit"),
     ({"chunkText": "func f(): pass", "strategy": "Q"}, 400, "valid strategies: A, B, C, D, E, F"),
     ({"chunkText": "func f(): pass", "strategy": "B", "config": {"fusion": "magic"}}, 400, "unknown fusion"),
+    ({"chunkText": "func f():\n    print('a\u0000b')", "strategy": "A"}, 422, "NUL byte at line 2, column 13"),
 ])
 def test_errors(client, body, status, text):
     r = client.post("/api/retrieve", json=body)
@@ -80,6 +81,12 @@ def test_database_unreachable_is_503():
 def test_strategies_openapi_and_offline_page(client):
     s = client.get("/api/strategies").json()
     assert list(s["strategies"]) == ["A", "B", "C", "D", "E", "F"]
+    # the stage columns come from the strategy table
+    f_stages = [st["name"] for st in s["stage_lists"]["F"]["stages"]]
+    assert f_stages[:2] == ["parse", "resolve"] and f_stages.index("validate") < f_stages.index("score") < f_stages.index("cut")
+    assert s["stage_lists"]["E"]["needs"] and "--llm" in s["stage_lists"]["E"]["needs"]
+    settings = client.get("/openapi.json").json()["components"]["schemas"]["RetrieveRequest"]["properties"]["config"]
+    assert {"k1", "fusion", "weight_api", "godot_version"} <= set(settings["properties"])  # every setting documented
     assert "/api/retrieve" in client.get("/openapi.json").json()["paths"]
     page = client.get("/").text
     assert "/static/app.js" in page
@@ -141,3 +148,10 @@ def test_cli_bad_inputs_are_one_line_errors(fixture_db, tmp_path):
                          (["--batch", str(malformed)], "bad.jsonl:2")]:
         r = subprocess.run(base + args + ["--strategy", "B"], capture_output=True, text=True, timeout=120)
         assert r.returncode != 0 and needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr[-300:])
+    # E with an LLM that cannot be opened: one line that says how to name one (was 40 lines of traceback)
+    chunk = tmp_path / "c.gd"
+    chunk.write_text("func _ready():\n    pass\n")
+    r = subprocess.run(base + [str(chunk), "--strategy", "E", "--llm-gguf", str(tmp_path / "missing.gguf")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr[-500:]
+    assert "needs an LLM" in r.stderr and "--llm-bundled" in r.stderr

@@ -99,16 +99,18 @@ def load(jsonl, no_prune, prune_all, force, quiet, dsn, data_dir):
 @click.option("--precision", type=click.Choice(["int8", "fp32"]), default="int8", show_default=True)
 @click.option("--batch-rows", default=128, show_default=True)
 @click.option("--only", default="", help="Only rows whose id starts with this prefix (e.g. getting_started/).")
+@click.option("--workers", default=os.cpu_count() or 1, show_default=True, help="Encoding processes (one per core).")
 @click.option("--quiet", is_flag=True)
 @with_db
-def embed(model, pooling, precision, batch_rows, only, quiet, dsn, data_dir):
+def embed(model, pooling, precision, batch_rows, only, workers, quiet, dsn, data_dir):
     """Fill the embedding column; only changed rows; resumable after Ctrl-C."""
     from .models.embedder import Embedder
     from .store.db import StoreError
     from .store.embed import embed_rows
 
     try:
-        stats = embed_rows(make_db(dsn, data_dir), Embedder(model, pooling=pooling, precision=precision), batch_rows=batch_rows, quiet=quiet, only=only)
+        stats = embed_rows(make_db(dsn, data_dir), Embedder(model, pooling=pooling, precision=precision), batch_rows=batch_rows, quiet=quiet, only=only,
+                           workers=workers)
     except StoreError as e:
         fail(str(e))
     except KeyboardInterrupt:

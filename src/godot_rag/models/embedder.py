@@ -116,3 +116,23 @@ class Embedder:
 
     def window_count(self, text: str) -> int:
         return len(self.windows(text))
+
+
+# -- worker processes (one per core) ---------------------------------------------------------
+_worker_embedder: "Embedder | None" = None
+
+
+def init_worker(model: str, pooling: str, overlap: int, precision: str) -> None:
+    """Each worker holds its own model on one thread: two processes use two cores, where one
+    process with two torch threads keeps about one busy on these small matrices."""
+    global _worker_embedder
+    import torch
+
+    torch.set_num_threads(1)
+    _worker_embedder = Embedder(model, pooling=pooling, overlap=overlap, precision=precision, threads=1)
+    _worker_embedder.load()
+
+
+def encode_in_worker(item: tuple[int, list[str]]) -> tuple[int, np.ndarray]:
+    batch_no, texts = item
+    return batch_no, _worker_embedder.encode(texts)

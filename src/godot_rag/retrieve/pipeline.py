@@ -47,6 +47,12 @@ def check_chunk(chunk: str) -> str:
     if len(chunk) > MAX_CHUNK_CHARS:
         raise ChunkError(f"chunkText is {len(chunk)} characters; the limit is {MAX_CHUNK_CHARS}. "
                          "Split the file into functions or blocks first.", 413)
+    if "\x00" in chunk:
+        at = chunk.index("\x00")
+        line = chunk.count("\n", 0, at) + 1
+        col = at - (chunk.rfind("\n", 0, at) + 1) + 1
+        raise ChunkError(f"chunkText holds a NUL byte at line {line}, column {col}: a .gd file is text, "
+                         "pass the chunk as it is in the file", 422)
     return chunk
 
 
