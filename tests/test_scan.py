@@ -33,6 +33,7 @@ SYNTAX_LABELS = {"yield_instead_of_await", "export_keyword", "onready_keyword", 
                  "move_and_slide_arguments", "string_signal_connection"}
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(ROOT / "src"))
 
+slow = pytest.mark.slow  # the tests that use the database built from all the pages
 needs_demos = pytest.mark.skipif(not WAYPOINTS3.is_dir() or not WAYPOINTS4.is_dir(),
                                  reason="../shared/realcode/godot-demo-projects is not here")
 
@@ -203,6 +204,7 @@ def test_database_error_exits_2(tmp_path):
     assert r.returncode == 2 and "error:" in r.stderr and "unreachable" in r.stderr
 
 
+@slow
 # -- the real scans -------------------------------------------------------------------------------
 @needs_demos
 def test_godot3_project_yields_migration_findings_that_match_the_port(godot3_scan):
@@ -239,6 +241,7 @@ def test_godot3_project_yields_migration_findings_that_match_the_port(godot3_sca
     assert sum(1 for _ in (out / "findings.jsonl").open()) == len(findings)
 
 
+@slow
 @needs_demos
 def test_godot4_project_yields_no_migration_finding(real_retriever, cache_file, tmp_path):
     res = scan(real_retriever, WAYPOINTS4, tmp_path / "out", cache_file)
@@ -252,6 +255,7 @@ def test_godot4_project_yields_no_migration_finding(real_retriever, cache_file, 
     assert all(r["config"]["godot_version"] == "4" for r in rows)
 
 
+@slow
 @needs_demos
 def test_sarif_validates_against_the_sarif_2_1_0_model(godot3_scan):
     sarif_pydantic = pytest.importorskip("sarif_pydantic", reason="needs the test extra (sarif-pydantic)")
@@ -284,6 +288,7 @@ def test_sarif_validates_against_the_sarif_2_1_0_model(godot3_scan):
         assert res.locations[0].physical_location.artifact_location.uri == f["file"]
 
 
+@slow
 @needs_demos
 def test_report_md_has_the_same_findings(godot3_scan):
     md = (godot3_scan.out / "report.md").read_text()
@@ -305,6 +310,7 @@ def make_project(root: Path) -> Path:
     (root / "broken.gd").write_text("extends Node\n)))) ((( ]]\nfunc a():\n\tprint(\"a\")\n")
     return root
 
+@slow
 
 def test_cli_bad_file_listed_and_skipped_exit_codes_and_fallback(real_db, tmp_path):
     proj = make_project(tmp_path / "proj")
@@ -332,6 +338,7 @@ def test_cli_bad_file_listed_and_skipped_exit_codes_and_fallback(real_db, tmp_pa
     r = cli(*common, "--fail-on", "info")
     assert r.returncode == 0, r.stdout  # no finding left at all
 
+@slow
 
 def test_rerun_after_editing_one_file_redoes_only_its_chunks(real_retriever, tmp_path):
     proj = tmp_path / "wp"
@@ -357,6 +364,7 @@ def test_rerun_after_editing_one_file_redoes_only_its_chunks(real_retriever, tmp
     with pytest.raises(ScanError, match="not a commit"):
         scan(real_retriever, proj, tmp_path / "o4", cache, changed_since="no-such-ref")
 
+@slow
 
 def test_interrupted_scan_keeps_what_was_done_and_resumes(real_retriever, tmp_path):
     proj = tmp_path / "wp"
@@ -376,6 +384,7 @@ def test_interrupted_scan_keeps_what_was_done_and_resumes(real_retriever, tmp_pa
     res = run_scan(opts, retriever=real_retriever)
     assert res.summary["cached"] == 3 and res.summary["computed"] == res.summary["unique_chunks"] - 3
 
+@slow
 
 def test_ctrl_c_in_the_cli_exits_cleanly_and_leaves_no_process(real_db, tmp_path):
     import psutil
@@ -449,6 +458,7 @@ def wait_job(client, job_id, timeout=240):
     raise AssertionError("the scan job did not finish")
 
 
+@slow
 @needs_demos
 def test_api_scan_of_an_uploaded_zip(client):
     r = client.post("/api/scan?strategy=F", content=zip_dir(WAYPOINTS3, "waypoints/"),
@@ -468,6 +478,8 @@ def test_api_scan_of_an_uploaded_zip(client):
     assert client.get("/api/scan/" + "0" * 32).status_code == 404
 
 
+@slow
+@slow
 @pytest.mark.parametrize("files,status,text", [
     ({"../evil.gd": "extends Node\n"}, 400, "unsafe path"),
     ({"/abs/evil.gd": "extends Node\n"}, 400, "unsafe path"),
@@ -478,6 +490,7 @@ def test_api_rejects_bad_zips(client, files, status, text):
     r = client.post("/api/scan", content=zip_of(files), headers={"content-type": "application/zip"})
     assert r.status_code == status and text in r.json()["error"], r.text
 
+@slow
 
 def test_api_rejects_zip_bombs_too_many_entries_and_non_zips(client):
     bomb = zip_of({"big.gd": b"#" * (12 * 2**20)})  # 12 MiB of one byte: about 12 KiB compressed
@@ -495,6 +508,7 @@ def test_api_rejects_zip_bombs_too_many_entries_and_non_zips(client):
     assert r.status_code == 415
 
 
+@slow
 @needs_demos
 def test_api_server_side_path_only_where_allowed(client, monkeypatch, tmp_path):
     r = client.post("/api/scan", json={"path": str(WAYPOINTS4)})
@@ -529,6 +543,7 @@ def browser():
         b.close()
 
 
+@slow
 @needs_demos
 @browser_ok
 @pytest.mark.browser
@@ -547,6 +562,7 @@ def test_report_html_opens_in_chromium_and_shows_the_findings(godot3_scan, brows
     page.close()
 
 
+@slow
 @needs_demos
 @browser_ok
 @pytest.mark.browser

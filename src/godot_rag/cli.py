@@ -372,25 +372,34 @@ for _opt in reversed(llm_options):
 @click.option("--cache", "cache_file", type=click.Path(path_type=Path), default=None,
               help="Result cache file (default: beside the database, cache/scan-cache.sqlite3).")
 @click.option("--refresh", is_flag=True, help="Ignore cached results (they are rewritten).")
+@click.option("--no-extends-hint", "no_extends_hint", is_flag=True,
+              help="Do not pass the file's `extends` with the chunks that have none.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @with_db
 def scan(project_dir, out, strategy, godot_version, workers, formats, changed_since, include_addons, fail_on,
-         config_file, settings, max_chunk_chars, cache_file, refresh, as_json, quiet, dsn, data_dir):
+         config_file, settings, max_chunk_chars, cache_file, refresh, no_extends_hint, as_json, quiet, dsn, data_dir):
     """Scan a Godot project (or a folder of projects): every .gd file, chunked, through the retriever;
     writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md.
     Exit 0: no finding at --fail-on or above; 1: there is one; 2: usage or database error."""
+    import signal
+
     from .retrieve.config import ConfigError
     from .scan.run import ScanError, ScanInterrupted, ScanOptions, run_scan
     from .scan.summary import summary_text
 
+    def _terminated(signum, frame):  # SIGTERM unwinds like Ctrl-C: the pool and the database are stopped
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         cfg = build_config(None, None, config_file, settings, None)
         overrides = {k: v for k, v in cfg.to_dict().items() if k != "godot_version"}
         opts = ScanOptions(root=project_dir, out=out, strategy=strategy, godot_version=godot_version, workers=workers,
                            formats=tuple(f.strip() for f in formats.split(",") if f.strip()), changed_since=changed_since,
                            include_addons=include_addons, fail_on=fail_on, quiet=quiet, settings=overrides,
-                           cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars)
+                           cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
+                           extends_hint=not no_extends_hint)
         result = run_scan(opts, dsn=dsn, data_dir=data_dir)
     except (ConfigError, click.BadParameter, ScanError) as e:
         fail(str(e).splitlines()[0] if str(e) else "scan failed", 2)

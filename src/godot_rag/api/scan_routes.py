@@ -14,10 +14,11 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from ..scan.jobs import ScanJobs
 from ..scan.project import discover
-from ..scan.run import FAIL_ON, ScanError, _check_options, ScanOptions
+from ..scan.run import FAIL_ON, ScanError, ScanOptions, check_options
 from ..store.scan_files import ZipRejected, extract_project_zip, remove_tree
 
 ALLOW_ENV = "GODOT_RAG_SCAN_ALLOW_PATH"
@@ -72,7 +73,7 @@ def _validate(root: Path, options: dict) -> None:
     opts = ScanOptions(root=root, strategy=options.get("strategy", "F"), godot_version=options.get("godot_version"),
                        include_addons=bool(options.get("include_addons")), fail_on=options.get("fail_on"),
                        settings=dict(options.get("config") or {}))
-    _check_options(opts)
+    check_options(opts)
     if not discover(root, include_addons=opts.include_addons).scripts:
         raise ScanError("no .gd files found (addons/, .godot/ and .import/ are skipped"
                         + ("" if opts.include_addons else "; include_addons=true scans addons/") + ")")
@@ -124,7 +125,7 @@ def add_scan_routes(app: FastAPI, retriever, static_dir: Path) -> ScanJobs:
             if not real.is_dir():
                 return _error(400, f"{raw['path'][:300]}: not a directory")
             try:
-                _validate(real, options)
+                await run_in_threadpool(_validate, real, options)
             except ScanError as e:
                 return _error(422 if "no .gd files" in str(e) else 400, str(e))
             job_id, job_dir = jobs.new_dir()
@@ -137,10 +138,10 @@ def add_scan_routes(app: FastAPI, retriever, static_dir: Path) -> ScanJobs:
             job_id, job_dir = jobs.new_dir()
             src = job_dir / "src"
             try:
-                n = extract_project_zip(bytes(body), src)
+                n = await run_in_threadpool(extract_project_zip, bytes(body), src)
                 if not n:
                     raise ZipRejected("the zip holds no .gd, project.godot or .gitignore file", 422)
-                _validate(src, options)
+                await run_in_threadpool(_validate, src, options)
             except ZipRejected as e:
                 remove_tree(job_dir)
                 return _error(e.status, str(e))

@@ -24,7 +24,7 @@ th{background:#eef1f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .loc{font-family:ui-monospace,Menlo,Consolas,monospace;font-weight:600}
 pre.code{background:#f3f4f7;border:1px solid #e0e3e8;padding:6px 0;overflow-x:auto;margin:6px 0;font:12.5px/1.5 ui-monospace,Menlo,Consolas,monospace}
 pre.code span.ln{display:inline-block;width:4.5em;color:#8a93a3;text-align:right;padding-right:10px;user-select:none}
-pre.code .hit{background:#fff4cc;display:block}
+pre.code .hit{background:#fff4cc}
 mark{background:#ffd54f;padding:0 1px;border-radius:2px}
 .muted{color:#5f6b7a}.note{background:#fff8e1;border:1px solid #f0d58a;padding:6px 10px;border-radius:4px;margin:6px 0}
 ul.docs{margin:4px 0 0 0;padding-left:20px}code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}
@@ -140,6 +140,10 @@ def render_html(s: dict, files: list[dict], findings: list[dict], links: dict[st
     return "\n".join(out) + "\n"
 
 
+def _change_word(m: dict) -> str:
+    return "Rename" if str(m.get("change_type") or "").endswith("rename") else "Change"
+
+
 def _anchor(path: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in path)
 
@@ -151,7 +155,7 @@ def _finding_html(f: dict, chunk: dict | None, links: dict[str, dict]) -> str:
              f' &middot; <code>{_e(f["label"])}</code></div>',
              f"<p>{_e(f['expected_finding'])} <b>Fix:</b> {_e(f['recommended_action'])}</p>"]
     for m in f["mappings"]:
-        parts.append(f'<p>Rename: <code>{_e(m["source_api"])}</code> &rarr; <code>{_e(m["target_api"])}</code> '
+        parts.append(f'<p>{_change_word(m)}: <code>{_e(m["source_api"])}</code> &rarr; <code>{_e(m["target_api"])}</code> '
                      f'<span class="muted">({_e(m["change_type"])}; <code>{_e(m["id"])}</code>)</span></p>')
     parts.append('<pre class="code">')
     for n, text, hit in _context(f, chunk):
@@ -256,7 +260,7 @@ def render_md(s: dict, files: list[dict], findings: list[dict], links: dict[str,
         out += [f"**{f['severity']}** `{_cell(f['file'])}:{f['line']}:{f['column']}` {_code(f['label'])}", "",
                 f"{f['expected_finding']} **Fix:** {f['recommended_action']}", ""]
         for m in f["mappings"]:
-            out += [f"Rename: {_code(m['source_api'])} -> {_code(m['target_api'])} ({m['change_type']}; {_code(m['id'])})", ""]
+            out += [f"{_change_word(m)}: {_code(m['source_api'])} -> {_code(m['target_api'])} ({m['change_type']}; {_code(m['id'])})", ""]
         ctx = _context(f, chunks.get((f["file"], f["chunk"]["index"])))
         width = len(str(ctx[-1][0])) if ctx else 1
         body = []

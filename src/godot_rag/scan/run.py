@@ -174,7 +174,7 @@ def _quiet_models() -> None:
 
 
 # -- the scan -------------------------------------------------------------------------------------
-def _check_options(opts: ScanOptions) -> tuple[str, dict]:
+def check_options(opts: ScanOptions) -> tuple[str, dict]:
     from ..retrieve.config import ConfigError, RetrieveConfig, check_strategy
 
     try:
@@ -230,7 +230,8 @@ def plan(opts: ScanOptions, strategy: str, base_cfg: dict) -> tuple[object, list
         entry.update(chunker=fc.chunker, parse_error_lines=fc.parse_error_lines[:20], extends=fc.extends)
         for c in fc.chunks:
             cfg = dict(base_cfg, godot_version=version)
-            if opts.extends_hint and fc.extends and c.kind != "class" and not EXTENDS_RE.search(c.text):
+            if (opts.extends_hint and fc.extends and not base_cfg.get("extends") and c.kind != "class"
+                    and not EXTENDS_RE.search(c.text)):
                 cfg["extends"] = fc.extends
             entry["chunks"].append({**c.to_dict(), "text": c.text, "cfg": cfg})
         files.append(entry)
@@ -248,7 +249,7 @@ def run_scan(opts: ScanOptions, *, db=None, retriever=None, dsn: str | None = No
     t0 = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     progress = progress or (lambda phase, done, total: None)
-    strategy, base_cfg = _check_options(opts)
+    strategy, base_cfg = check_options(opts)
     progress("discover", 0, 0)
     disc, files, scripts = plan(opts, strategy, base_cfg)
     out_dir = Path(opts.out) if opts.out else default_out(disc.root)
