@@ -592,6 +592,8 @@ def test_scan_page_files_chunks_and_open_in_the_debugger(app, browser, tmp_path)
                                "document.querySelector('#status').className === 'error'", timeout=240_000)
         assert page.text_content("#status") == "done"
         assert page.locator("#files li").count() == 2
+        assert page.locator("#summary a").all_text_contents() == [
+            "report.html", "report.md", "findings.sarif", "findings.jsonl", "chunks.jsonl"]
         page.locator("#files li", has_text="camera.gd").click()
         assert page.locator("#chunks li.chunk").count() >= 2
         first = page.locator("#chunks li.chunk pre").first.text_content()
