@@ -59,11 +59,21 @@ def _context(f: dict, chunk: dict | None) -> list[tuple[int, str, bool]]:
 
 
 def _version_line(s: dict) -> str:
-    parts = []
-    for p in s["projects"]:
+    """One line for the summary: per version, how many projects and how it was decided."""
+    projects = [p for p in s["projects"] if p["files"]] or s["projects"]
+    if len(projects) == 1:
+        p = projects[0]
         where = p["dir"] if p["dir"] != "." else "(root)"
-        parts.append(f"{where}: Godot {p['godot_version_used']} ({p['version_source']})")
-    return "; ".join(parts)
+        return f"Godot {p['godot_version_used']}: {where} ({p['version_source']})"
+    groups: dict[tuple[str, str], int] = {}
+    for p in projects:
+        src = "--godot-version" if s.get("godot_version_override") else p["version_source"]
+        groups[(p["godot_version_used"], src)] = groups.get((p["godot_version_used"], src), 0) + 1
+    return "; ".join(f"Godot {v}: {n} project{'s' if n != 1 else ''} ({src})" for (v, src), n in sorted(groups.items()))
+
+
+def _project_rows(s: dict) -> list[tuple]:
+    return [(p["dir"], p["name"], p["godot_version_used"], p["version_source"], p["files"], p["chunks"]) for p in s["projects"]]
 
 
 def _elapsed(s: dict) -> str:
@@ -102,6 +112,13 @@ def render_html(s: dict, files: list[dict], findings: list[dict], links: dict[st
     for ce in s["chunk_errors"]:
         out.append(f'<p class="note">Chunk <code>{_e(ce["file"])}:{ce["start_line"]}-{ce["end_line"]}</code> '
                    f"was not retrieved: {_e(ce['error'])}</p>")
+    if len(s["projects"]) > 1:
+        out.append('<h3>Projects</h3><table class="projects"><tr><th>folder</th><th>name</th><th>Godot</th>'
+                   "<th>version from</th><th>files</th><th>chunks</th></tr>")
+        for row in _project_rows(s):
+            out.append("<tr>" + "".join(('<td class="n">' if isinstance(v, int) else "<td>") + _e(v) + "</td>" for v in row)
+                       + "</tr>")
+        out.append("</table>")
     out.append('<h3>Findings by severity</h3><table class="by-severity"><tr>'
                + "".join(f"<th>{_e(sv)}</th>" for sv in s["findings"]["by_severity"]) + "</tr><tr>"
                + "".join(f'<td class="n">{n}</td>' for n in s["findings"]["by_severity"].values()) + "</tr></table>")
@@ -232,6 +249,10 @@ def render_md(s: dict, files: list[dict], findings: list[dict], links: dict[str,
         out += [f"> {_code(fb)} does not parse: its chunks were cut by lines.", ""]
     for ce in s["chunk_errors"]:
         out += [f"> Chunk `{_cell(ce['file'])}:{ce['start_line']}-{ce['end_line']}` was not retrieved: {_cell(ce['error'])}", ""]
+    if len(s["projects"]) > 1:
+        out += ["### Projects", "", "| folder | name | Godot | version from | files | chunks |", "|---|---|---|---|---|---|"]
+        out += [f"| {_code(d)} | {_cell(n)} | {v} | {_cell(src)} | {f} | {c} |" for d, n, v, src, f, c in _project_rows(s)]
+        out.append("")
     out += ["### Findings by severity", "", "| " + " | ".join(s["findings"]["by_severity"]) + " |",
             "|" + "---|" * len(s["findings"]["by_severity"]),
             "| " + " | ".join(str(n) for n in s["findings"]["by_severity"].values()) + " |", "",
