@@ -282,5 +282,92 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs
         click.echo(report["markdown"])
 
 
+
+# -- scan: a whole project (godot_rag.scan) -----------------------------------------------------------
+@main.command()
+@click.argument("project_dir", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Output directory (default scan-out/<project folder name>/).")
+@click.option("--strategy", "-s", default="F", show_default=True, help="A-D or F (no LLM).")
+@click.option("--godot-version", "godot_version", type=click.Choice(["auto", "3", "4"]), default=None,
+              help="Override the version read from each project.godot (config_version 4: Godot 3, 5: Godot 4).")
+@click.option("--workers", default=0, type=click.IntRange(0, 64), help="Worker processes (default: one per core).")
+@click.option("--format", "formats", default="jsonl,sarif,html,md", show_default=True,
+              help="Comma-separated outputs: jsonl (chunks.jsonl, findings.jsonl), sarif, html, md.")
+@click.option("--changed-since", "changed_since", default=None, metavar="GIT_REF",
+              help="Only the .gd files changed since this git ref (and untracked ones).")
+@click.option("--include-addons", is_flag=True, help="Also scan addons/ (skipped by default).")
+@click.option("--fail-on", "fail_on", type=click.Choice(["none", "info", "warning", "error"]), default="none",
+              show_default=True, help="Exit 1 when a finding has this severity or higher.")
+@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path), default=None,
+              help="TOML file with [retrieve] settings.")
+@click.option("--set", "settings", multiple=True, help="Override one retrieval setting: --set k=5.")
+@click.option("--max-chunk-chars", default=4000, show_default=True, help="Longer functions are cut at statement boundaries.")
+@click.option("--cache", "cache_file", type=click.Path(path_type=Path), default=None,
+              help="Result cache file (default: beside the database, cache/scan-cache.sqlite3).")
+@click.option("--refresh", is_flag=True, help="Ignore cached results (they are rewritten).")
+@click.option("--no-extends-hint", "no_extends_hint", is_flag=True,
+              help="Do not pass the file's `extends` with the chunks that have none.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@with_db
+def scan(project_dir, out, strategy, godot_version, workers, formats, changed_since, include_addons, fail_on,
+         config_file, settings, max_chunk_chars, cache_file, refresh, no_extends_hint, as_json, quiet, dsn, data_dir):
+    """Scan a Godot project (or a folder of projects): every .gd file, chunked, through the retriever;
+    writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md.
+    Exit 0: no finding at --fail-on or above; 1: there is one; 2: usage or database error."""
+    import signal
+
+    from .retrieve.config import ConfigError
+    from .scan.run import ScanError, ScanInterrupted, ScanOptions, run_scan
+    from .scan.summary import summary_text
+
+    def _terminated(signum, frame):  # SIGTERM unwinds like Ctrl-C: the pool and the database are stopped
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        from .cli_options import RetrieveArgs
+
+        cfg = RetrieveArgs(config_file=config_file, settings=tuple(settings)).config()
+        overrides = {k: v for k, v in cfg.to_dict().items() if k != "godot_version"}
+        opts = ScanOptions(root=project_dir, out=out, strategy=strategy, godot_version=godot_version, workers=workers,
+                           formats=tuple(f.strip() for f in formats.split(",") if f.strip()), changed_since=changed_since,
+                           include_addons=include_addons, fail_on=fail_on, quiet=quiet, settings=overrides,
+                           cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
+                           extends_hint=not no_extends_hint)
+        result = run_scan(opts, dsn=dsn, data_dir=data_dir)
+    except (ConfigError, click.BadParameter, ScanError) as e:
+        fail(str(e).splitlines()[0] if str(e) else "scan failed", 2)
+    except ScanInterrupted as e:
+        fail(str(e), 130)
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    click.echo(json.dumps(result.summary, indent=2) if as_json else summary_text(result.summary))
+    sys.exit(1 if result.failed else 0)
+
+
+def _serve_allow_path(command) -> None:
+    """`serve --allow-path DIR`: POST /api/scan may read server-side folders under DIR (repeatable;
+    env GODOT_RAG_SCAN_ALLOW_PATH). Added to `serve` here so the scan feature stays in one block."""
+    import functools
+
+    command.params.append(click.Option(
+        ["--allow-path", "allow_paths"], multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="Let POST /api/scan read project folders under DIR on this machine (repeatable)."))
+    inner = command.callback
+
+    @functools.wraps(inner)
+    def callback(*args, allow_paths=(), **kwargs):
+        if allow_paths:
+            os.environ["GODOT_RAG_SCAN_ALLOW_PATH"] = os.pathsep.join(str(p.resolve()) for p in allow_paths)
+        return inner(*args, **kwargs)
+
+    command.callback = callback
+
+
+_serve_allow_path(serve)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

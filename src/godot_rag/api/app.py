@@ -116,5 +116,10 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
     def index():
         return FileResponse(STATIC / "index.html")
 
+    # -- scan jobs: POST /api/scan, GET /api/scan/{job_id}, the scan page at /scan (api/scan_routes.py)
+    from .scan_routes import add_scan_routes
+
+    add_scan_routes(app, retriever, STATIC)
+
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

@@ -1,0 +1,77 @@
+"""The scan's own mapping precision/recall against a real-code eval set.
+
+    godot-rag scan ../shared/realcode/godot-demo-projects/godot3 --include-addons --out scan-out/godot3
+    python bench/scan_eval.py scan-out/godot3/chunks.jsonl ../shared/eval/realcode_godot3.dev.jsonl \
+        --root ../shared/realcode/godot-demo-projects/godot3
+
+Each eval chunk (`rc3:<file>#n`) is matched to the scan's chunks of the same file: the chunk with the
+same text, else every scan chunk whose lines overlap the eval chunk's lines in the file. The accepted
+`api_mapping` records of the matched chunks are compared with `relevant_mappings` as `godot-rag eval`
+does (converter tables only; the prose `migration_guide:` and `gdscript_syntax:` records are counted
+apart). With `expect_no_mappings` sets (realcode_godot4) it counts the chunks with any accepted mapping."""
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from godot_rag.eval.runner import mapping_triple
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("chunks", type=Path, help="chunks.jsonl of a scan")
+    ap.add_argument("queries", type=Path, help="realcode_godot3.dev.jsonl (or godot4)")
+    ap.add_argument("--root", type=Path, required=True, help="the folder that was scanned (the eval ids are relative to it)")
+    args = ap.parse_args()
+    by_file: dict[str, list[dict]] = defaultdict(list)
+    for line in args.chunks.open(encoding="utf-8"):
+        row = json.loads(line)
+        by_file[row["file"]].append(row)
+    tp = fp = fn = 0
+    exact = overlap = missing = 0
+    other_accepted = 0
+    chunks_with_mapping = 0
+    rows = [json.loads(line) for line in args.queries.open(encoding="utf-8")]
+    for q in rows:
+        file = q["id"].split(":", 1)[1].rsplit("#", 1)[0]
+        mine = by_file.get(file, [])
+        hit = [c for c in mine if c["chunkText"] == q["chunk_text"]]
+        if hit:
+            exact += 1
+        else:
+            try:
+                src = (args.root / file).read_text(encoding="utf-8")
+            except OSError:
+                src = ""
+            at = src.find(q["chunk_text"])
+            if at < 0 or not mine:
+                missing += 1
+                continue
+            start = src.count("\n", 0, at) + 1
+            end = start + q["chunk_text"].count("\n")
+            hit = [c for c in mine if c["start_line"] <= end and c["end_line"] >= start]
+            if not hit:
+                missing += 1
+                continue
+            overlap += 1
+        ids = {r["id"] for c in hit for r in c["results"] if r["table"] == "api_mapping" and r.get("verdict") == "accept"}
+        accepted = {mapping_triple(i) for i in ids} - {None}
+        other_accepted += sum(1 for i in ids if mapping_triple(i) is None)
+        chunks_with_mapping += bool(accepted)
+        gold = {tuple(m) for m in q.get("relevant_mappings") or []}
+        tp += len(accepted & gold)
+        fp += len(accepted - gold)
+        fn += len(gold - accepted)
+    out = {"queries": len(rows), "matched_exact": exact, "matched_by_lines": overlap, "unmatched": missing,
+           "tp": tp, "fp": fp, "fn": fn,
+           "mapping_precision": round(tp / (tp + fp), 4) if tp + fp else None,
+           "mapping_recall": round(tp / (tp + fn), 4) if tp + fn else None,
+           "chunks_with_accepted_converter_mapping": chunks_with_mapping,
+           "accepted_prose_or_syntax_mappings": other_accepted}
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

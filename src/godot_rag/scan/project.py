@@ -1,0 +1,149 @@
+"""Find the projects and scripts under a directory.
+
+A directory with `project.godot` is a Godot project: `config_version=4` is Godot 3.x, `config_version=5`
+Godot 4.x (Godot 3.0 wrote 3). A scan root may hold several projects (a folder of demos); each script
+belongs to the nearest project above it, and one that has none is `auto`. Every `.gitignore` on the way
+is honoured (pathspec, git's rules), and `.godot/`, `.import/`, `.git/` and, unless asked, `addons/` are
+skipped.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..store.scan_files import read_small_text
+
+ALWAYS_SKIPPED = (".godot", ".import", ".git")
+VERSION_OF_CONFIG = {3: "3", 4: "3", 5: "4"}
+CONFIG_RE = re.compile(r"(?m)^\s*config_version\s*=\s*(\d+)\s*$")
+NAME_RE = re.compile(r'(?m)^\s*config/name\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+@dataclass
+class Project:
+    dir: Path  # absolute
+    rel: str  # relative to the scan root, posix ('.' for the root itself)
+    name: str
+    config_version: int | None
+    godot_version: str  # "3" | "4" | "auto"
+    source: str  # how the version was decided, for the report
+
+    def to_dict(self) -> dict:
+        return {"dir": self.rel, "name": self.name, "config_version": self.config_version,
+                "godot_version": self.godot_version, "version_source": self.source}
+
+
+@dataclass
+class Script:
+    path: Path
+    rel: str  # relative to the scan root, posix
+    project: Project
+
+
+@dataclass
+class Discovery:
+    root: Path
+    projects: list[Project]
+    scripts: list[Script]
+    skipped_dirs: dict[str, int] = field(default_factory=dict)  # reason -> directories skipped
+    ignored_files: int = 0  # .gd files excluded by a .gitignore
+
+
+def read_project(project_dir: Path, rel: str) -> Project:
+    text = read_small_text(project_dir / "project.godot") or ""
+    m = CONFIG_RE.search(text)
+    name_m = NAME_RE.search(text)
+    name = name_m.group(1) if name_m else project_dir.name
+    if m is None:
+        return Project(project_dir, rel, name, None, "auto", "project.godot has no config_version: auto")
+    cv = int(m.group(1))
+    version = VERSION_OF_CONFIG.get(cv)
+    if version is None:
+        return Project(project_dir, rel, name, cv, "auto", f"project.godot config_version={cv} is not Godot 3 or 4: auto")
+    return Project(project_dir, rel, name, cv, version, f"project.godot config_version={cv}: Godot {version}.x")
+
+
+def no_project(root: Path) -> Project:
+    return Project(root, ".", root.name, None, "auto", "no project.godot: auto")
+
+
+def _gitignore(dir_: Path):
+    text = read_small_text(dir_ / ".gitignore")
+    if text is None:
+        return None
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+
+
+def _ignored(specs: list[tuple[Path, object]], path: Path, is_dir: bool) -> bool:
+    """git's rule: the deepest .gitignore that has an opinion wins; within one file, the last matching line."""
+    verdict = False
+    for base, spec in specs:
+        rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
+        if hasattr(spec, "check_file"):  # pathspec >= 0.12: negations (`!keep.gd`) say False
+            res = spec.check_file(rel).include
+            if res is not None:
+                verdict = bool(res)
+        elif spec.match_file(rel):
+            verdict = True
+    return verdict
+
+
+def discover(root: Path, include_addons: bool = False) -> Discovery:
+    root = Path(root).resolve()
+    projects: list[Project] = []
+    scripts: list[Script] = []
+    skipped: dict[str, int] = {}
+    ignored_files = 0
+    fallback = no_project(root)
+    # (directory, project in force, gitignore specs in force)
+    stack: list[tuple[Path, Project | None, list]] = [(root, None, [])]
+    while stack:
+        dir_, project, specs = stack.pop()
+        spec = _gitignore(dir_)
+        if spec is not None:
+            specs = specs + [(dir_, spec)]
+        if (dir_ / "project.godot").is_file():
+            rel = "." if dir_ == root else dir_.relative_to(root).as_posix()
+            project = read_project(dir_, rel)
+            projects.append(project)
+        try:
+            entries = sorted(os.scandir(dir_), key=lambda e: e.name)
+        except OSError:
+            skipped["unreadable"] = skipped.get("unreadable", 0) + 1
+            continue
+        subdirs = []
+        for e in entries:
+            try:
+                is_dir = e.is_dir(follow_symlinks=False)
+                is_file = e.is_file()
+            except OSError:
+                continue
+            path = Path(e.path)
+            if is_dir:
+                if e.name in ALWAYS_SKIPPED:
+                    skipped[e.name + "/"] = skipped.get(e.name + "/", 0) + 1
+                elif e.name == "addons" and not include_addons:
+                    skipped["addons/"] = skipped.get("addons/", 0) + 1
+                elif specs and _ignored(specs, path, True):
+                    skipped[".gitignore"] = skipped.get(".gitignore", 0) + 1
+                else:
+                    subdirs.append(path)
+            elif is_file and e.name.endswith(".gd"):
+                if specs and _ignored(specs, path, False):
+                    ignored_files += 1
+                    continue
+                owner = project
+                if owner is None:
+                    if fallback not in projects:
+                        projects.append(fallback)
+                    owner = fallback
+                scripts.append(Script(path, path.relative_to(root).as_posix(), owner))
+        for sub in reversed(subdirs):
+            stack.append((sub, project, specs))
+    scripts.sort(key=lambda s: s.rel)
+    projects.sort(key=lambda p: p.rel)
+    return Discovery(root, projects, scripts, skipped, ignored_files)

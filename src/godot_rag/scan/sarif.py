@@ -1,0 +1,81 @@
+"""SARIF 2.1.0: one rule per label, one result per finding, paths relative to the scanned directory."""
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def _tool_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("godot-rag")
+    except Exception:  # noqa: BLE001 - not installed as a distribution
+        return "0.1.0"
+
+
+def build_sarif(findings: list[dict], root: Path, summary: dict, docs: dict[str, dict] | None = None) -> dict:
+    docs = docs or {}
+    rules: dict[str, dict] = {}
+    for f in findings:
+        if f["label"] in rules:
+            continue
+        rule = {
+            "id": f["label"],
+            "name": "".join(p.capitalize() for p in str(f["label"]).split("_")),
+            "shortDescription": {"text": f["expected_finding"] or f["label"]},
+            "fullDescription": {"text": f"{f['expected_finding']} {f['recommended_action']}".strip()},
+            "help": {"text": f["recommended_action"] or "", "markdown": f"**Fix:** {f['recommended_action'] or ''}"},
+            "defaultConfiguration": {"level": LEVEL.get(f["severity"], "note")},
+            "properties": {"tags": ["godot", "migration" if f["migration"] else "review"],
+                           "prototype_id": f["prototype_id"], "severity": f["severity"]},
+        }
+        url = next((docs[d]["url"] for d in f["docs_chunk_ids"] if d in docs and docs[d].get("url")), None)
+        if url:
+            rule["helpUri"] = url
+        rules[f["label"]] = rule
+    rule_ids = sorted(rules)
+    index = {r: i for i, r in enumerate(rule_ids)}
+    results = []
+    for f in findings:
+        mapping = f["mappings"][0] if f["mappings"] else None
+        text = f["expected_finding"] or f["label"]
+        if mapping and mapping.get("source_api") and mapping.get("target_api"):
+            text += f" `{mapping['source_api']}` -> `{mapping['target_api']}`."
+        result = {
+            "ruleId": f["label"],
+            "ruleIndex": index[f["label"]],
+            "level": LEVEL.get(f["severity"], "note"),
+            "message": {"text": f"{text} {f['recommended_action'] or ''}".strip()},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": quote(f["file"]), "uriBaseId": "SRCROOT"},
+                    "region": {"startLine": f["line"], "startColumn": f["column"], "endLine": f["line"],
+                               "endColumn": max(f["end_column"], f["column"] + 1),
+                               "snippet": {"text": f["evidence"]["code"]}},
+                },
+            }],
+            "partialFingerprints": {"godotRag/v1": f"{f['file']}:{f['label']}:{f['evidence']['code']}"},
+            "properties": {"api_mapping_ids": f["api_mapping_ids"], "docs_chunk_ids": f["docs_chunk_ids"],
+                           "evidence": f["evidence"]["literal"], "migration": f["migration"],
+                           "severity": f["severity"]},
+        }
+        results.append(result)
+    root_uri = Path(root).resolve().as_uri() + "/"
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "godot-rag", "version": _tool_version(),
+                                "rules": [rules[r] for r in rule_ids]}},
+            "originalUriBaseIds": {"SRCROOT": {"uri": root_uri}},
+            "invocations": [{"executionSuccessful": True,
+                             "properties": {"strategy": summary.get("strategy"), "chunks": summary.get("chunks"),
+                                            "files": summary.get("files_scanned")}}],
+            "results": results,
+            "properties": {"projects": summary.get("projects", [])},
+        }],
+    }

@@ -1,0 +1,208 @@
+"""File I/O of `godot-rag scan`: reading the project's scripts and settings, writing the outputs atomically."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Iterable
+
+
+def read_script(path: Path) -> tuple[str | None, str | None]:
+    """(text, None), or (None, a one-line reason) for a file that cannot be read or is not UTF-8.
+    A UTF-8 byte-order mark is dropped and CRLF line ends become LF (the chunks keep the file's lines)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        return None, f"cannot be read ({e.strerror or e.__class__.__name__})"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        return None, f"not UTF-8 (byte {e.start}, line {line})"
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n"), None
+
+
+def read_small_text(path: Path, limit: int = 2_000_000) -> str | None:
+    """A settings file (`project.godot`, `.gitignore`) as text; None when missing or unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit)
+    except OSError:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _atomic_write(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Written beside the target, then renamed over it: a reader never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if isinstance(data, bytes):
+                fh.write(data)
+            else:
+                for part in data:
+                    fh.write(part)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the report from the user's group
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    _atomic_write(path, text.encode("utf-8"))
+
+
+def write_json(path: Path, value) -> None:
+    write_text(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
+    count = [0]
+
+    def lines():
+        for row in rows:
+            count[0] += 1
+            yield (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+
+    _atomic_write(path, lines())
+    return count[0]
+
+
+def git_changed_files(root: Path, ref: str) -> set[Path]:
+    """Files under `root` changed since the git ref `ref` (committed, staged or not) and new untracked
+    files. Raises ValueError with git's own one-line reason."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        try:
+            r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=120)
+        except FileNotFoundError:
+            raise ValueError("--changed-since needs git, and git is not installed") from None
+        except subprocess.TimeoutExpired:
+            raise ValueError("git did not answer within 120 s") from None
+        if r.returncode != 0:
+            first = (r.stderr.strip().splitlines() or ["git failed"])[0]
+            raise ValueError(f"git: {first}")
+        return r.stdout
+
+    top = Path(git("rev-parse", "--show-toplevel").strip())
+    if ref.startswith("-"):
+        raise ValueError(f"--changed-since: {ref!r} is not a git ref")
+    try:
+        git("rev-parse", "--verify", "--quiet", ref + "^{commit}")
+    except ValueError:
+        raise ValueError(f"--changed-since: {ref!r} is not a commit of the git repository {top}") from None
+    names = git("diff", "--name-only", "-z", ref, "--").split("\0")
+    names += git("ls-files", "-z", "--others", "--exclude-standard", "--full-name").split("\0")
+    return {(top / n).resolve() for n in names if n}
+
+
+def check_out_dir(path: Path) -> str | None:
+    """None when the output directory can be created and written; otherwise the reason."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        return f"{path}: exists and is not a directory"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"{path}: cannot create the output directory ({e.strerror})"
+    if not os.access(path, os.W_OK):
+        return f"{path}: the output directory is not writable"
+    return None
+
+
+# -- uploaded projects ---------------------------------------------------------------------------------
+PROJECT_FILES = (".gd", "project.godot", ".gitignore")
+
+
+class ZipRejected(ValueError):
+    """An upload that is not a safe, reasonable zip; `status` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def extract_project_zip(data: bytes, dest: Path, *, max_entries: int = 20_000, max_total: int = 200 * 2**20,
+                        max_file: int = 20 * 2**20, max_ratio: int = 200) -> int:
+    """Extract the scripts and settings (`*.gd`, `project.godot`, `.gitignore`) of an uploaded zip into
+    `dest`; everything else is left out. Refused: not a zip, encrypted entries, absolute paths, `..`,
+    too many entries, too many bytes (counted while extracting, not taken from the headers), a
+    suspicious compression ratio. Links are skipped. Returns the number of files written."""
+    import io
+    import re
+    import stat
+    import zipfile
+    from pathlib import PurePosixPath
+
+    dest = Path(dest).resolve()
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        infos = zf.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as e:
+        raise ZipRejected(f"not a valid zip file ({e})", 400) from None
+    if len(infos) > max_entries:
+        raise ZipRejected(f"the zip has {len(infos)} entries; the limit is {max_entries}", 413)
+    if sum(i.file_size for i in infos) > max_total:
+        raise ZipRejected(f"the zip unpacks to more than {max_total // 2**20} MiB", 413)
+    written = total = 0
+    with zf:
+        for info in infos:
+            name = info.filename.replace("\\", "/")
+            if info.is_dir():
+                continue
+            if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or ".." in PurePosixPath(name).parts or "\0" in name:
+                raise ZipRejected(f"unsafe path in the zip: {name[:200]!r}", 400)
+            if info.flag_bits & 0x1:
+                raise ZipRejected(f"encrypted entry in the zip: {name[:200]!r}", 400)
+            if stat.S_ISLNK(info.external_attr >> 16):
+                continue
+            if not name.endswith(PROJECT_FILES):
+                continue
+            if info.file_size > max_file:
+                raise ZipRejected(f"{name[:200]}: {info.file_size} bytes; the limit per file is {max_file // 2**20} MiB", 413)
+            if info.compress_size and info.file_size > 2**20 and info.file_size / info.compress_size > max_ratio:
+                raise ZipRejected(f"{name[:200]}: compression ratio over {max_ratio}: refused as a zip bomb", 413)
+            parts = [p for p in PurePosixPath(name).parts if p not in ("", ".")]
+            target = dest.joinpath(*parts).resolve()
+            if not target.is_relative_to(dest):
+                raise ZipRejected(f"unsafe path in the zip: {name[:200]!r}", 400)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            size = 0
+            try:
+                with zf.open(info) as src, open(target, "wb") as out:
+                    while True:
+                        block = src.read(65536)
+                        if not block:
+                            break
+                        size += len(block)
+                        total += len(block)
+                        if size > info.file_size or size > max_file or total > max_total:
+                            raise ZipRejected(f"{name[:200]}: more data than the zip declares: refused", 413)
+                        out.write(block)
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as e:
+                raise ZipRejected(f"{name[:200]}: cannot be unpacked ({e})", 400) from None
+            written += 1
+    return written
+
+
+def make_job_dir(prefix: str = "godot-rag-scan-") -> Path:
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
