@@ -171,6 +171,12 @@ def test_defaults_f_with_descriptions(page, served):
         assert len(desc) > 8, f"strategy {s} has no description"
     assert "recommended" in page.text_content("label[for=st-F]")
     assert "cannot run here" in page.text_content("label[for=st-E]")  # the fixture server has no LLM
+    import httpx
+
+    meta = httpx.get(served.url + "/api/strategies").json()
+    assert meta["unavailable"]["E"]["enable"].startswith("godot-rag serve --llm-bundled 0.5b")
+    assert meta["unavailable"]["F"] is None and meta["rerankers"]["none"] is None and meta["rerankers"]["qwen"]
+    assert page.locator("#wi-reranker option[value=qwen]").is_disabled()
 
 
 def test_journey_matrix_fits_at_1366x768(page, served):

@@ -575,6 +575,7 @@ function openDetail(what, showIt) {
 
 function closeDetail() {
   const had = state.pinned;
+  const inDetail = $("detail").contains(document.activeElement);
   state.pinned = null;
   $("detail").hidden = true;
   $("detail-body").replaceChildren();
@@ -582,7 +583,7 @@ function closeDetail() {
   for (const r of visibleRows()) { r.classList.remove("sel"); r.setAttribute("aria-selected", "false"); }
   if (had && had.kind === "record") {
     const tr = visibleRows().find((r) => r.dataset.key === had.key);
-    if (tr && document.activeElement && $("detail").contains(document.activeElement)) tr.focus();
+    if (tr && inDetail) focusRow(tr);
   }
 }
 
