@@ -226,12 +226,25 @@ def serve(host, port, no_warm, cross_encoder, llm, dsn, data_dir):
 
     import uvicorn
 
-    from .api.app import create_app
+    from .api.app import create_app, warm_up
     from .retrieve.pipeline import Retriever
+    from .store.db import StoreError
+
+    def log(message: str) -> None:
+        click.echo(f"godot-rag: {message}", err=True)
 
     model = open_llm(llm, False, "serve")
     retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=cross_encoder)
-    app = create_app(retriever, warm=not no_warm, llm_optional=llm.llm_optional)
+    app = create_app(retriever, warm=False, llm_optional=llm.llm_optional)
+
+    class Server(uvicorn.Server):
+        """Says so once the socket listens (after the warm-up), so a script can wait for the line."""
+
+        async def startup(self, sockets=None):
+            await super().startup(sockets=sockets)
+            if not self.should_exit:
+                click.echo(f"godot-rag serving on http://{host}:{port}")
+                sys.stdout.flush()
 
     def _exit(signum, frame):
         raise SystemExit(128 + signum)
@@ -241,7 +254,13 @@ def serve(host, port, no_warm, cross_encoder, llm, dsn, data_dir):
     signal.signal(signal.SIGTERM, _exit)
     signal.signal(signal.SIGINT, _exit)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        if not no_warm:
+            try:
+                warm_up(retriever, log)
+            except StoreError as e:
+                log(f"warm-up failed ({str(e).splitlines()[0]}); requests will answer 503 with the reason")
+        log(f"starting the HTTP server on {host}:{port}")
+        Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
     finally:
         retriever.db.stop()  # the embedded PostgreSQL this process started goes with it
 

@@ -40,6 +40,44 @@ class RetrieveRequest(BaseModel):
     extends: str | None = Field(None, description="The script's class when the chunk has no `extends` line (e.g. the file header's).")
 
 
+def availability(retriever: Retriever, llm_optional: bool = False) -> dict:
+    """What this server cannot run, each with the reason and the server command that enables it (the web
+    page keeps such a strategy's column and shows both). None: it runs."""
+    import importlib.util
+
+    llm_cmd = "godot-rag serve --llm-bundled 0.5b (or --llm-gguf FILE, --llm-url URL)"
+    no_llm = {"reason": "this server was started without an LLM", "enable": llm_cmd}
+    has_llm = retriever.llm is not None
+    strategies = {n: (None if has_llm or llm_optional or not s.needs else
+                      {**no_llm, "enable": s.needs.split(": ", 1)[-1]}) for n, s in STRATEGIES.items()}
+    rerankers = {"none": None,
+                 "nanoranker": None if importlib.util.find_spec("nanoranker") else
+                 {"reason": "the nanoranker package is not installed", "enable": "pip install 'godot-rag[rerank]'"},
+                 "qwen": None if has_llm else no_llm,
+                 "cross-encoder": None if retriever.cross_encoder_path else
+                 {"reason": "this server was started without a cross-encoder", "enable": "godot-rag serve --cross-encoder DIR"}}
+    return {"unavailable": strategies, "rerankers": rerankers, "llm": has_llm, "llm_optional": llm_optional}
+
+
+def warm_up(retriever: Retriever, log) -> None:
+    """`Retriever.warm`, step by step, each step logged (`serve` prints them on stderr)."""
+    import time
+
+    from ..records import TABLES
+    from ..retrieve.tokenize import TokenizerConfig
+
+    cfg = RetrieveConfig()
+    tok = TokenizerConfig(parts=cfg.tokenizer_parts, dotted=cfg.tokenizer_dotted)
+    log(f"warm-up: database {retriever.db.describe()}")
+    for table in TABLES:
+        t = time.perf_counter()
+        index = retriever.bm25_index(table, tok, cfg)
+        log(f"warm-up: BM25 index {table}: {index.n_docs} records ({time.perf_counter() - t:.1f} s)")
+    t = time.perf_counter()
+    retriever.embedder.encode(["func _ready():\n\tpass"])
+    log(f"warm-up: embedder {retriever.embedder.key} ({time.perf_counter() - t:.1f} s)")
+
+
 def _error(status: int, message: str, **extra) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": message, **extra})
 
@@ -106,7 +144,7 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
     @app.get("/api/strategies")
     def api_strategies():
         return {"strategies": {n: s.about for n, s in STRATEGIES.items()}, "stage_lists": describe(), "default": "F", "settings": RetrieveConfig().to_dict(),
-                "max_chunk_chars": MAX_CHUNK_CHARS}
+                "max_chunk_chars": MAX_CHUNK_CHARS, **availability(retriever, llm_optional)}
 
     @app.get("/api/examples")
     def api_examples():

@@ -41,6 +41,7 @@ def run_shortlist(ctx: QueryContext, pool: Pool) -> Pool:
         return pool
     out = dict(pool)
     out["docs_chunks"] = [docs[: ctx.cfg.rerank_top]]
+    ctx.record_ids("docs_chunks", "shortlist", out["docs_chunks"][0])  # what goes on (the web page's "lost at")
     ctx.note(kept=len(out["docs_chunks"][0]), dropped=max(0, len(docs) - ctx.cfg.rerank_top))
     return out
 

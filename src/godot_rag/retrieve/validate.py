@@ -340,6 +340,8 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
                              min_direct_evidence=ctx.cfg.min_direct_evidence)
     judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)])
     ctx.trace.version = ctx.version.to_trace()  # with the Godot 3 uses the validator found
+    for t in ctx.tables:  # the accepted ids, in the order they came in (the web page's "lost at")
+        ctx.record_ids(t, "validate", [c for c in judged if c.table == t and c.verdict == "accept"])
     ctx.note(layer="deterministic", judged=len(judged), accepted=sum(c.verdict == "accept" for c in judged))
     return {t: [[c for c in judged if c.table == t]] for t in ctx.tables}
 
