@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from godot_rag.eval.metrics import dedupe_pages, all_relevant_at
-from godot_rag.ingest.schema import search_text
+from godot_rag.records import search_text
 from godot_rag.models.embedder import Embedder
 
 ap = argparse.ArgumentParser()

@@ -175,7 +175,8 @@ def _quiet_models() -> None:
 
 # -- the scan -------------------------------------------------------------------------------------
 def check_options(opts: ScanOptions) -> tuple[str, dict]:
-    from ..retrieve.config import ConfigError, RetrieveConfig, check_strategy
+    from ..retrieve.config import ConfigError, RetrieveConfig
+    from ..retrieve.strategies import check_strategy
 
     try:
         strategy = check_strategy(opts.strategy)

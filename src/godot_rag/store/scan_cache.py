@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psycopg
 
-from ..ingest.schema import SCHEMA
+from ..records import SCHEMA
 from .queries import table_digest
 from .schema import columns, get_meta
 
