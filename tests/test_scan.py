@@ -601,7 +601,9 @@ def test_scan_page_files_chunks_and_open_in_the_debugger(app, browser, tmp_path)
         assert page.locator("#chunks img, #chunks script").count() == 0
         page.locator("#chunks li.chunk button.open").first.click()
         page.wait_for_url("**/?*")
-        assert page.evaluate("sessionStorage.getItem('godot-rag.chunk')") == first
+        # the journey view takes the chunk (and consumes the handoff): it is in its editor, hostile text as text
+        page.wait_for_function("document.querySelector('#chunk') && document.querySelector('#chunk').value.length > 0")
+        assert page.input_value("#chunk") == first and page.evaluate("window.__pwned") is None
         from urllib.parse import parse_qs, urlparse
 
         q = parse_qs(urlparse(page.url).query)
