@@ -118,3 +118,10 @@ def start_http_server(cmd: list[str], url: str, ready_path: str, tries: int = 24
             time.sleep(0.5)
     proc.kill()
     pytest.fail(f"{' '.join(cmd[:4])} did not start")
+
+
+def launch_chromium(playwright, executable: str):
+    """Debian's headless Chromium, offline and quiet, for the browser tests."""
+    return playwright.chromium.launch(executable_path=executable, headless=True, args=[
+        "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"])

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SHARED, free_port
+from conftest import launch_chromium, ROOT, SHARED, free_port
 from godot_rag.scan.chunking import chunk_text
 from godot_rag.scan.project import discover
 from godot_rag.scan.run import ScanError, ScanInterrupted, ScanOptions, run_scan
@@ -536,9 +536,7 @@ browser_ok = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's c
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api", reason="needs the 'browser' extra (playwright)")
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        b = launch_chromium(p, CHROMIUM)
         yield b
         b.close()
 

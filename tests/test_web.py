@@ -13,7 +13,7 @@ import zlib
 
 import pytest
 
-from conftest import REFERENCE_CHUNK, ROOT, free_port
+from conftest import launch_chromium, REFERENCE_CHUNK, ROOT, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -85,9 +85,7 @@ def served(fixture_db):
 @pytest.fixture(scope="module")
 def browser():
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        b = launch_chromium(p, CHROMIUM)
         yield b
         b.close()
 

@@ -31,6 +31,16 @@ ul.docs{margin:4px 0 0 0;padding-left:20px}code{font-family:ui-monospace,Menlo,C
 """
 
 
+
+def _file_notes(e: dict) -> list[str]:
+    """Why a file's row needs a note in either report: skipped, or cut by lines."""
+    notes = []
+    if e["error"]:
+        notes.append(f"skipped: {e['error']}")
+    if e["chunker"] == "line-fallback":
+        notes.append("does not parse: cut by lines")
+    return notes
+
 def _e(value) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
@@ -132,11 +142,7 @@ def render_html(s: dict, files: list[dict], findings: list[dict], links: dict[st
     out.append('<h2 id="files">Files</h2><table class="files"><tr><th>file</th><th>Godot</th><th>chunks</th>'
                + "".join(f"<th>{sv}</th>" for sv in reversed(SEVERITIES)) + "<th>notes</th></tr>")
     for e in files:
-        notes = []
-        if e["error"]:
-            notes.append(f"skipped: {e['error']}")
-        if e["chunker"] == "line-fallback":
-            notes.append("does not parse: cut by lines")
+        notes = _file_notes(e)
         counts = e.get("findings") or {}
         name = f'<a href="#file-{_e(_anchor(e["file"]))}">{_e(e["file"])}</a>' if any(counts.values()) else _e(e["file"])
         out.append(f"<tr><td><code>{name}</code></td><td>{_e(e['godot_version'])}</td><td class=\"n\">{len(e['chunks'])}</td>"
@@ -262,11 +268,7 @@ def render_md(s: dict, files: list[dict], findings: list[dict], links: dict[str,
     out += ["", "## Files", "", "| file | Godot | chunks | " + " | ".join(reversed(SEVERITIES)) + " | notes |",
             "|---|---|---|" + "---|" * len(SEVERITIES) + "---|"]
     for e in files:
-        notes = []
-        if e["error"]:
-            notes.append(f"skipped: {e['error']}")
-        if e["chunker"] == "line-fallback":
-            notes.append("does not parse: cut by lines")
+        notes = _file_notes(e)
         counts = e.get("findings") or {}
         out.append(f"| {_code(e['file'])} | {e['godot_version']} | {len(e['chunks'])} | "
                    + " | ".join(str(counts.get(sv, 0) or "") for sv in reversed(SEVERITIES)) + f" | {_cell('; '.join(notes))} |")
