@@ -175,3 +175,13 @@ def test_bad_requests(retriever):
         retriever.retrieve("func f(): pass", "Z")
     with pytest.raises(ConfigError, match="unknown fusion"):
         RetrieveConfig(fusion="magic")
+
+
+def test_f_reads_wide_api_mapping_lists_from_bm25_and_embedding(retriever):
+    """F takes up to 200 api_mapping candidates from each list, whatever `candidates` says for the docs."""
+    res = retriever.retrieve(GODOT3, "F", RetrieveConfig(k=10, reranker="none", candidates=5))
+    lists = res.trace.candidate_ids["api_mapping"]
+    n_rows = len(retriever.records("api_mapping"))
+    assert n_rows > 5
+    assert len(lists["embedding"]) == min(200, n_rows)
+    assert len(res.trace.candidate_ids["docs_chunks"]["embedding"]) == 5

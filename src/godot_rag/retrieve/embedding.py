@@ -22,15 +22,16 @@ def run_embed_query(ctx: QueryContext, pool: Pool) -> Pool:
     return pool
 
 
-def run_embedding(ctx: QueryContext, pool: Pool) -> Pool:
+def run_embedding(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | None = None) -> Pool:
     """Segments get BM25 lists only: a second embedding pass per segment costs more than it adds."""
     conn = ctx.retriever.conn()
     for table in ctx.tables:
+        n = max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0))
         recs = ctx.retriever.records(table)
         per_text = ctx.lists.setdefault(table, [{}])
         for ti, vector in enumerate(ctx.vectors[: len(per_text)]):
             out = []
-            for rank, (rid, cos) in enumerate(queries.vector_search(conn, table, vector, ctx.cfg.candidates,
+            for rank, (rid, cos) in enumerate(queries.vector_search(conn, table, vector, n,
                                                                     ctx.cfg.ef_search), 1):
                 c = Candidate(table=table, id=rid, payload=recs[rid], score=cos, rank=rank, source="embedding")
                 c.add_stage("embedding", EmbeddingInfo(cosine=round(cos, 6), rank=rank))

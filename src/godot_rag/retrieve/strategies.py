@@ -23,8 +23,9 @@ from .tsquery import DIAGNOSE, TSQUERY
 from .validate import VALIDATE
 from .version import VERSION
 
-# F reads more api_mapping candidates: a chunk can use several renamed names, each with its own record.
+# F reads more api_mapping candidates from both lists: a chunk can use several renamed names, each with its own record.
 BM25_WIDE = BM25.with_options(min_candidates={"api_mapping": 200})
+EMBEDDING_WIDE = EMBEDDING.with_options(min_candidates={"api_mapping": 200})
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in [
              needs="an LLM: godot-rag serve --llm-bundled 0.5b (or --llm-gguf FILE, --llm-url URL)"),
     Strategy("F", "parse + resolve API uses -> BM25 + embedding + api member entries -> reranker -> "
                   "version-aware direct-evidence validator (recommended)",
-             [PARSE, RESOLVE, SEGMENT, TOKENIZE, EMBED_QUERY, BM25_WIDE, EMBEDDING, UNION, FUSE, CODEMATCH, MERGE,
+             [PARSE, RESOLVE, SEGMENT, TOKENIZE, EMBED_QUERY, BM25_WIDE, EMBEDDING_WIDE, UNION, FUSE, CODEMATCH, MERGE,
               RERANK, SHORTLIST, API, VERSION, VALIDATE, JUDGE, SCORE, CUT_VALIDATED, EXPLAIN]),
 ]}
 
