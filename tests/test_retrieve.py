@@ -185,3 +185,12 @@ def test_f_reads_wide_api_mapping_lists_from_bm25_and_embedding(retriever):
     assert n_rows > 5
     assert len(lists["embedding"]) == min(200, n_rows)
     assert len(res.trace.candidate_ids["docs_chunks"]["embedding"]) == 5
+
+
+def test_explain_renders_for_every_strategy_without_an_llm(retriever):
+    """`retrieve --explain` prints the stage list and each table for A, B, C, D and F (E needs an LLM)."""
+    from godot_rag.render import render_table
+
+    for strategy in "ABCDF":
+        text = render_table(retriever.retrieve(GODOT3, strategy, RetrieveConfig(k=5, reranker="none")), explain=True)
+        assert text.startswith(f"strategy {strategy}") and "== api_mapping:" in text, strategy

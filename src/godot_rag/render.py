@@ -85,7 +85,7 @@ def render_table(result: RetrieveResult, explain: bool = False) -> str:
                 lines.append(f"       {_stage_summary(c, result.trace.stage_list)}")
             if c.reason:
                 lines.append(f"       {c.reason[:200]}")
-            if explain and c.table == "api_mapping":
+            if explain and c.table == "api_mapping" and c.info("validate") is not None:
                 for o in (c.info("validate").occurrences or [])[:4]:
                     lines.append(f"         {o['status']:<13} {o['why'][:160]}")
             if explain and c.info("explain") is not None:
