@@ -295,3 +295,44 @@ def test_a_killed_embedded_server_is_started_again_on_the_next_request(make_data
     again = r.retrieve("func _ready():\n    $Timer.start()", "A")  # A queries the database itself
     assert again.trace.tsquery and (db.data_dir / "postmaster.pid").exists()
     assert int((db.data_dir / "postmaster.pid").read_text().split()[0]) != pid
+
+
+def test_plain_torch_minilm_gives_sentence_transformers_vectors():
+    """The cold-start encoder (models/minilm.py) must give the vectors the rows were embedded with."""
+    import numpy as np
+    from godot_rag.models.embedder import Embedder, _SentenceTransformerModel, resolve_model_path
+    from godot_rag.models.minilm import SentenceEncoder
+
+    texts = ["extends CharacterBody2D\n\nfunc _physics_process(delta):\n\tmove_and_slide()",
+             "func a():\n    pass\n" * 120, "", "  Vector2.ZERO  ", "Émoji 🎮 and tabs\t\there"]
+    for precision in ("int8", "fp32"):
+        ours = Embedder(precision=precision)
+        assert isinstance(ours.load(), SentenceEncoder)
+        theirs = Embedder(precision=precision)
+        theirs._model = _SentenceTransformerModel(resolve_model_path(theirs.model_name), precision == "int8")
+        assert [ours.window_count(t) for t in texts] == [theirs.window_count(t) for t in texts]
+        cos = (ours.encode(texts) * theirs.encode(texts)).sum(axis=1)
+        assert float(np.min(cos)) > 0.99999, (precision, cos)
+
+
+def test_model_loading_is_its_own_trace_step_and_b_never_imports_torch(fixture_db, tmp_path):
+    import subprocess
+    import sys
+
+    from godot_rag.models.embedder import Embedder
+    from godot_rag.retrieve.config import RetrieveConfig
+    from godot_rag.retrieve.pipeline import Retriever
+
+    r = Retriever(fixture_db, embedder=Embedder(), cache_dir=tmp_path / "cache")
+    first = [s.stage for s in r.retrieve("func f():\n\tqueue_free()", "D", RetrieveConfig()).trace.stages]
+    assert first.index("load:embedder") < first.index("embed_query") and "load:bm25" in first
+    again = [s.stage for s in r.retrieve("func g():\n\thide()", "D", RetrieveConfig()).trace.stages]
+    assert not [s for s in again if s.startswith("load:")]
+    code = ("import sys; from godot_rag.store.db import Database; from godot_rag.retrieve.pipeline import Retriever; "
+            "from godot_rag.retrieve.config import RetrieveConfig; "
+            f"res = Retriever(Database(data_dir={str(fixture_db.data_dir)!r}), cache_dir={str(tmp_path / 'c2')!r})"
+            ".retrieve('func f():\\n\\tqueue_free()', 'B', RetrieveConfig()); "
+            "assert res.results, 'no results'; print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"

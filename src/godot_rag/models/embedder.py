@@ -58,6 +58,10 @@ class Embedder:
     def key_hash(self) -> str:
         return hashlib.sha256(self.key.encode()).hexdigest()[:16]
 
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
     def load(self):
         with self._lock:
             if self._model is None:
@@ -65,17 +69,17 @@ class Embedder:
                 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
                 try:
                     import torch
-                    from sentence_transformers import SentenceTransformer
                 except ImportError as e:
                     raise ImportError("embeddings need the 'embed' extra: pip install 'godot-rag[embed]'") from e
                 if self.threads:
                     torch.set_num_threads(self.threads)
-                model = SentenceTransformer(resolve_model_path(self.model_name), device="cpu")
-                if self.precision == "int8":
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        model = torch.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
-                self._model = model
+                from .minilm import load_bert_encoder
+
+                path = resolve_model_path(self.model_name)
+                # The plain-torch BERT gives the same vectors without importing sentence-transformers
+                # (3.5 s); any other model directory goes through sentence-transformers.
+                self._model = load_bert_encoder(path, self.precision == "int8") or _SentenceTransformerModel(
+                    path, self.precision == "int8")
         return self._model
 
     @property
@@ -85,9 +89,7 @@ class Embedder:
     def windows(self, text: str) -> list[str]:
         model = self.load()
         limit = model.max_seq_length - 2  # [CLS] and [SEP]
-        enc = model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, truncation=False,
-                              verbose=False)
-        offsets = enc["offset_mapping"]
+        offsets = model.piece_offsets(text)
         if len(offsets) <= limit or self.pooling == "truncate":
             return [text]
         step = limit - self.overlap
@@ -107,8 +109,7 @@ class Embedder:
             for w in self.windows(text or " "):
                 windows.append(w)
                 owner.append(i)
-        vecs = model.encode(windows, batch_size=self.batch_size, normalize_embeddings=True,
-                            show_progress_bar=False, convert_to_numpy=True)
+        vecs = model.encode(windows, self.batch_size)
         out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
         np.add.at(out, np.asarray(owner), vecs)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
@@ -136,3 +137,32 @@ def init_worker(model: str, pooling: str, overlap: int, precision: str) -> None:
 def encode_in_worker(item: tuple[int, list[str]]) -> tuple[int, np.ndarray]:
     batch_no, texts = item
     return batch_no, _worker_embedder.encode(texts)
+
+
+class _SentenceTransformerModel:
+    """Any sentence-transformers directory, behind the same small interface as `minilm.SentenceEncoder`."""
+
+    def __init__(self, path: str, int8: bool):
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as e:
+            raise ImportError("embeddings need the 'embed' extra: pip install 'godot-rag[embed]'") from e
+        model = SentenceTransformer(path, device="cpu")
+        if int8:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = torch.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+        self.model, self.max_seq_length = model, model.max_seq_length
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return self.model.get_sentence_embedding_dimension()
+
+    def piece_offsets(self, text: str) -> list[tuple[int, int]]:
+        enc = self.model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, truncation=False,
+                                   verbose=False)
+        return [tuple(o) for o in enc["offset_mapping"]]
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        return self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False,
+                                 convert_to_numpy=True)

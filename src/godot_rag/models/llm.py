@@ -97,6 +97,13 @@ class LlamaCppLLM:
     def name(self) -> str:
         return f"llama-cpp:{self.label}"
 
+    @property
+    def loaded(self) -> bool:
+        return self._llm is not None
+
+    def load(self):
+        return self._load()
+
     def _load(self):
         if self._llm is None:
             try:
@@ -248,6 +255,13 @@ class LazyBundled:
         if self._inner is None:
             self._inner = LlamaCppLLM(assemble_bundled(self.bundled), label=f"bundled-qwen-{self.bundled}")
         return self._inner
+
+    @property
+    def loaded(self) -> bool:
+        return self._inner is not None and self._inner.loaded
+
+    def load(self):
+        return self._get().load()
 
     def chat(self, *a, **kw):
         return self._get().chat(*a, **kw)

@@ -13,6 +13,13 @@ class NanoRanker:
         self._cache: dict[str, object] = {}  # document text -> embedding; docs repeat across queries
         self._cache_size = cache_size
 
+    @property
+    def loaded(self) -> bool:
+        return self._mod is not None
+
+    def load(self):
+        return self._load()
+
     def _load(self):
         with self._lock:
             if self._mod is None:
@@ -49,11 +56,19 @@ class LocalCrossEncoder:
         self.path = path
         self._model = None
 
-    def score(self, query: str, documents: list[str]) -> list[float]:
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self):
         if self._model is None:
             from sentence_transformers import CrossEncoder
 
             self._model = CrossEncoder(self.path, device="cpu")
+        return self._model
+
+    def score(self, query: str, documents: list[str]) -> list[float]:
+        self.load()
         return [float(s) for s in self._model.predict([(query, d) for d in documents])]
 
 
@@ -64,6 +79,13 @@ class QwenPointwise:
 
     def __init__(self, llm):
         self.llm = llm
+
+    @property
+    def loaded(self) -> bool:
+        return getattr(self.llm, "loaded", True)
+
+    def load(self):
+        return self.llm.load() if hasattr(self.llm, "load") else None
 
     def score(self, query: str, documents: list[str]) -> list[float]:
         out = []

@@ -3,6 +3,8 @@ the lists and facts earlier stages produced. Stages get it with the candidates a
 candidates; the query-level trace is typed (`trace.QueryTrace`)."""
 from __future__ import annotations
 
+import time
+
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,6 +51,7 @@ class QueryContext:
     rejected: list[Candidate] = field(default_factory=list)
     cut: list[Candidate] = field(default_factory=list)  # accepted, then cut at k
     _notes: dict[str, Any] = field(default_factory=dict)
+    _set_aside_ms: float = 0.0  # time inside the running stage that `log_extra` reports on its own
 
     def __post_init__(self):
         if not self.texts:
@@ -67,6 +70,16 @@ class QueryContext:
     def log_extra(self, stage: str, ms: float, **info) -> None:
         """A step timed on its own inside a stage (loading a model is never a query stage's time)."""
         self.trace.stages.append(StageLog(stage=stage, ms=round(ms, 3), info=info))
+        self._set_aside_ms += ms
+
+    def ensure_loaded(self, label: str, lazy, **info):
+        """Load a lazy model (anything with `loaded` and `load()`) as its own trace step, never
+        inside the query stage that first needs it."""
+        if lazy is not None and hasattr(lazy, "load") and not getattr(lazy, "loaded", True):
+            t = time.perf_counter()
+            lazy.load()
+            self.log_extra(f"load:{label}", (time.perf_counter() - t) * 1000, **info)
+        return lazy
 
     def record_ids(self, table: str, stage: str, cands: list[Candidate]) -> None:
         self.trace.candidate_ids.setdefault(table, {})[stage] = [c.id for c in cands]

@@ -2,8 +2,6 @@
 cosine list per table."""
 from __future__ import annotations
 
-import time
-
 from ..store import queries
 from .context import Pool, QueryContext
 from .stage import Stage
@@ -12,11 +10,7 @@ from .types import Candidate
 
 
 def run_embed_query(ctx: QueryContext, pool: Pool) -> Pool:
-    embedder = ctx.retriever.embedder
-    if embedder._model is None:  # loading the model is never counted as query time
-        t = time.perf_counter()
-        embedder.load()
-        ctx.log_extra("load:embedder", (time.perf_counter() - t) * 1000, model=embedder.key)
+    embedder = ctx.ensure_loaded("embedder", ctx.retriever.embedder, model=ctx.retriever.embedder.key)
     ctx.vectors = embedder.encode(ctx.dense_texts)
     ctx.note(model=embedder.key, texts=len(ctx.dense_texts), windows=[embedder.window_count(t) for t in ctx.dense_texts])
     return pool

@@ -92,6 +92,14 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
     top = sorted([c for c in docs if c.verdict == "accept"], key=lambda c: -c.score)[: cfg.validate_top]
     ids = {c.id for c in top}
     ctx.note(model=getattr(llm, "name", "llm"), judged=len(top), rule=f"deterministic accept AND yes AND P(yes) >= {P_YES_MIN}")
+    if top:
+        try:
+            ctx.ensure_loaded("llm", llm, model=getattr(llm, "name", "llm"))
+        except LLMError as e:
+            if not cfg.llm_optional:
+                raise
+            ctx.trace.llm_fallback = f"LLM unavailable ({e}); deterministic validator only"
+            return pool
     out = []
     for c in docs:
         if c.id not in ids:

@@ -136,6 +136,9 @@ class Retriever:
                 self._version_names = (old, new)
             return self._version_names
 
+    def bm25_loaded(self, table: str, tok: TokenizerConfig) -> bool:
+        return (table, tok.key()) in self._bm25_counts
+
     def bm25_index(self, table: str, tok: TokenizerConfig, cfg: RetrieveConfig) -> bm25_mod.BM25Index:
         """Counts built (or read from the cache) once per table and tokenizer; k1/b are applied on
         top, and only the last few k1/b variants are kept (a client choosing them cannot grow memory)."""
@@ -236,10 +239,11 @@ def run_stages(ctx: QueryContext, stages) -> Pool:
     pool: Pool = {}
     for stage in stages:
         ctx.trace.stage_list.append(stage.name)
-        ctx._notes = {}
+        ctx._notes, ctx._set_aside_ms = {}, 0.0
         t = time.perf_counter()
         pool = stage.run(ctx, pool)
-        ctx.trace.stages.append(StageLog(stage=stage.name, ms=round((time.perf_counter() - t) * 1000, 3), info=ctx._notes))
+        ms = (time.perf_counter() - t) * 1000 - ctx._set_aside_ms
+        ctx.trace.stages.append(StageLog(stage=stage.name, ms=round(ms, 3), info=ctx._notes))
     return pool
 
 

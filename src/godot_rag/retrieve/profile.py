@@ -116,6 +116,7 @@ def run_profile(ctx: QueryContext, pool: Pool) -> Pool:
         raise ConfigError("strategy E needs an LLM: start the server or CLI with --llm-bundled 0.5b, --llm-gguf FILE "
                           "or --llm-url URL (or set llm_optional to fall back to D)")
     try:
+        ctx.ensure_loaded("llm", llm, model=getattr(llm, "name", "llm"))
         profile, meta = request_profile(llm, ctx.chunk)
     except LLMError as e:
         if not ctx.cfg.llm_optional:

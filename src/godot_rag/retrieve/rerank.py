@@ -51,7 +51,7 @@ def run_rerank(ctx: QueryContext, pool: Pool) -> Pool:
         ctx.note(skipped="reranker is none" if cfg.reranker == "none" else "no docs candidates")
         return pool
     head, rest = docs[: cfg.rerank_top], docs[cfg.rerank_top:]
-    model = ctx.retriever.reranker(cfg.reranker)
+    model = ctx.ensure_loaded("reranker", ctx.retriever.reranker(cfg.reranker), backend=cfg.reranker)
     scores = model.score(ctx.chunk, [model_text(c.table, c.payload) for c in head])
     reranked = apply_rerank(head, scores, cfg.reranker, cfg.rerank_weight)
     out = dict(pool)

@@ -1,0 +1,152 @@
+"""A BERT sentence encoder in plain torch, for the cold start.
+
+`sentence_transformers` (through `transformers.BertModel`) takes about 3.5 s to import on a
+2-core CPU; this module needs only torch, `tokenizers` and `safetensors`, so a cold
+`retrieve --strategy D` answers in a few seconds. It reads a sentence-transformers directory
+whose modules are exactly Transformer(bert) -> Pooling(mean) -> Normalize (all-MiniLM-L6-v2
+is), and computes the same thing: same weights, same ops, same length-sorted batches (dynamic
+int8 quantization scales each batch as a whole, so batching must match too).
+`load_bert_encoder` returns None for any other directory; the caller then uses
+sentence-transformers itself.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+EXPECTED_MODULES = ["sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
+                    "sentence_transformers.models.Normalize"]
+
+
+class _Layer(nn.Module):
+    def __init__(self, hidden: int, heads: int, inter: int, eps: float):
+        super().__init__()
+        self.heads = heads
+        self.query, self.key, self.value = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
+        self.attn_out, self.attn_norm = nn.Linear(hidden, hidden), nn.LayerNorm(hidden, eps=eps)
+        self.inter, self.out, self.out_norm = nn.Linear(hidden, inter), nn.Linear(inter, hidden), nn.LayerNorm(hidden, eps=eps)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, n, h = x.shape
+        d = h // self.heads
+
+        def split(t):
+            return t.view(b, n, self.heads, d).transpose(1, 2)
+
+        ctx = F.scaled_dot_product_attention(split(self.query(x)), split(self.key(x)), split(self.value(x)),
+                                             attn_mask=mask, scale=1 / math.sqrt(d))
+        x = self.attn_norm(self.attn_out(ctx.transpose(1, 2).reshape(b, n, h)) + x)
+        return self.out_norm(self.out(F.gelu(self.inter(x))) + x)
+
+
+class BertEncoder(nn.Module):
+    """BERT's embeddings and encoder layers (no pooler: mean pooling does not use it)."""
+
+    def __init__(self, cfg: dict):
+        super().__init__()
+        h, eps = cfg["hidden_size"], cfg["layer_norm_eps"]
+        self.word = nn.Embedding(cfg["vocab_size"], h)
+        self.position = nn.Embedding(cfg["max_position_embeddings"], h)
+        self.token_type = nn.Embedding(cfg["type_vocab_size"], h)
+        self.norm = nn.LayerNorm(h, eps=eps)
+        self.layers = nn.ModuleList(_Layer(h, cfg["num_attention_heads"], cfg["intermediate_size"], eps)
+                                    for _ in range(cfg["num_hidden_layers"]))
+
+    def forward(self, ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(ids.shape[1]).unsqueeze(0)
+        x = self.norm(self.word(ids) + self.token_type(torch.zeros_like(ids)) + self.position(positions))  # BERT's order of sums
+        mask = attention.bool()[:, None, None, :]
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
+
+    def load_bert_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        names = {"word.weight": "embeddings.word_embeddings.weight",
+                 "position.weight": "embeddings.position_embeddings.weight",
+                 "token_type.weight": "embeddings.token_type_embeddings.weight",
+                 "norm.weight": "embeddings.LayerNorm.weight", "norm.bias": "embeddings.LayerNorm.bias"}
+        parts = {"query": "attention.self.query", "key": "attention.self.key", "value": "attention.self.value",
+                 "attn_out": "attention.output.dense", "attn_norm": "attention.output.LayerNorm",
+                 "inter": "intermediate.dense", "out": "output.dense", "out_norm": "output.LayerNorm"}
+        for i in range(len(self.layers)):
+            for ours, theirs in parts.items():
+                for p in ("weight", "bias"):
+                    names[f"layers.{i}.{ours}.{p}"] = f"encoder.layer.{i}.{theirs}.{p}"
+        prefix = "bert." if any(k.startswith("bert.") for k in weights) else ""
+        self.load_state_dict({ours: weights[prefix + theirs] for ours, theirs in names.items()}, strict=True)
+
+
+class SentenceEncoder:
+    """tokenize -> BERT -> masked mean -> unit length, with sentence-transformers' batching."""
+
+    def __init__(self, encoder: BertEncoder, tokenizer, pieces, max_seq_length: int, dim: int):
+        # Two tokenizers, so that no call changes shared settings (serve encodes from several threads):
+        # `tokenizer` truncates and pads batches, `pieces` cuts whole texts into word pieces.
+        self.encoder, self.tokenizer, self.pieces = encoder, tokenizer, pieces
+        self.max_seq_length, self.dim = max_seq_length, dim
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return self.dim
+
+    def piece_offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character offsets of the text's word pieces, without [CLS]/[SEP] and without truncation."""
+        return list(self.pieces.encode(text, add_special_tokens=False).offsets)
+
+    @torch.inference_mode()
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        order = np.argsort([-len(t) for t in texts])  # the same (unstable) sort as sentence-transformers
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            idx = order[start:start + batch_size]
+            enc = self.tokenizer.encode_batch([texts[i] for i in idx])
+            ids = torch.tensor([e.ids for e in enc])
+            attention = torch.tensor([e.attention_mask for e in enc])
+            hidden = self.encoder(ids, attention)
+            m = attention.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+            out[idx] = F.normalize(pooled, p=2, dim=1).numpy()
+        return out
+
+
+def load_bert_encoder(model_dir: str, int8: bool) -> SentenceEncoder | None:
+    """The plain-torch encoder for a Transformer(bert) + mean Pooling + Normalize directory, else None."""
+    root = Path(model_dir)
+    try:
+        modules = [m["type"] for m in json.loads((root / "modules.json").read_text())]
+        cfg = json.loads((root / "config.json").read_text())
+        pooling = json.loads((root / "1_Pooling" / "config.json").read_text())
+        st_cfg = json.loads((root / "sentence_bert_config.json").read_text())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    mean_only = pooling.get("pooling_mode_mean_tokens") and not any(
+        v for k, v in pooling.items() if k.startswith("pooling_mode_") and k != "pooling_mode_mean_tokens")
+    if (modules != EXPECTED_MODULES or cfg.get("model_type") != "bert" or not mean_only
+            or cfg.get("hidden_act") != "gelu" or cfg.get("position_embedding_type", "absolute") != "absolute"
+            or not (root / "model.safetensors").is_file() or not (root / "tokenizer.json").is_file()):
+        return None
+    from safetensors.torch import load_file
+    from tokenizers import Tokenizer
+
+    encoder = BertEncoder(cfg)
+    encoder.load_bert_weights(load_file(str(root / "model.safetensors")))
+    encoder.eval()
+    if int8:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            encoder = torch.quantization.quantize_dynamic(encoder, {nn.Linear}, dtype=torch.qint8)
+    tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
+    pieces = Tokenizer.from_file(str(root / "tokenizer.json"))
+    pieces.no_truncation()
+    pieces.no_padding()
+    max_len = int(st_cfg.get("max_seq_length", 256))
+    tokenizer.enable_truncation(max_len)
+    tokenizer.enable_padding(pad_id=cfg.get("pad_token_id", 0), pad_token="[PAD]")
+    return SentenceEncoder(encoder, tokenizer, pieces, max_len, cfg["hidden_size"])
