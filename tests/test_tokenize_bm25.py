@@ -37,3 +37,17 @@ def test_bm25_matches_hand_computed_values():
     assert math.isclose(exp["score"], scores[2], rel_tol=1e-3)
     assert exp["dl"] == 5 and math.isclose(exp["avgdl"], round(avgdl, 2))
     assert bm25.top_k(scores, 2) == [2, 0]
+
+
+def test_all_query_texts_scored_in_one_product_match_one_by_one():
+    docs = [["move_and_slide", "velocity", "velocity"], ["queue_free", "timer"], ["velocity", "timer", "timer", "x"],
+            ["input", "is_action_pressed"]]
+    index = bm25.build_index(["a", "b", "c", "d"], docs)
+    queries = [["velocity", "timer"], ["timer", "unknown"], ["nothing"], ["is_action_pressed", "velocity", "velocity"]]
+    weights = {"timer": 0.5}
+    together = bm25.score_many(index, queries, weights)
+    assert together.shape == (4, 4)
+    for i, q in enumerate(queries):
+        assert np.allclose(together[:, i], bm25.score(index, q, weights))
+    assert together[:, 0].max() > 0 and not together[:, 2].any()
+    assert index.position == {"a": 0, "b": 1, "c": 2, "d": 3}

@@ -43,6 +43,7 @@ class BM25Index:
 
     def __post_init__(self):
         self._weights = None
+        self._position: dict[str, int] | None = None
         self.avgdl = float(self.doc_len.mean()) if len(self.doc_len) else 0.0
 
     def idf(self, df: np.ndarray | float) -> np.ndarray:
@@ -51,6 +52,13 @@ class BM25Index:
     def with_params(self, params: BM25Params) -> "BM25Index":
         """The same counts under other k1/b: only the weights are computed again, the counts are shared."""
         return self if params == self.params else replace(self, params=params)
+
+    @property
+    def position(self) -> dict[str, int]:
+        """Record id -> row, built once per index (explaining a candidate needs its row)."""
+        if self._position is None:
+            self._position = {rid: i for i, rid in enumerate(self.ids)}
+        return self._position
 
     def df_of(self, term: str) -> int:
         j = self.vocab.get(term)
@@ -101,6 +109,23 @@ def score(index: BM25Index, tokens: list[str], term_weights: dict[str, float] | 
         w = np.asarray([term_weights.get(t, 1.0) for t in terms])
         return np.asarray(sub @ w).ravel()
     return np.asarray(sub.sum(axis=1)).ravel()
+
+
+def score_many(index: BM25Index, token_lists: list[list[str]],
+               term_weights: dict[str, float] | None = None) -> np.ndarray:
+    """`score` for several query texts (a chunk and its segments) in one sparse product:
+    docs x texts, the same numbers as calling `score` on each."""
+    per_text = [query_terms(index, toks) for toks in token_lists]
+    terms = list(dict.fromkeys(t for ts in per_text for t in ts))
+    if not terms:
+        return np.zeros((index.n_docs, len(token_lists)))
+    where = {t: j for j, t in enumerate(terms)}
+    q = np.zeros((len(terms), len(token_lists)))
+    for ti, ts in enumerate(per_text):
+        for t in ts:
+            q[where[t], ti] = (term_weights or {}).get(t, 1.0)
+    sub = index.weights[:, [index.vocab[t] for t in terms]]
+    return np.asarray(sub @ q)
 
 
 def top_k(scores: np.ndarray, k: int) -> list[int]:

@@ -27,8 +27,9 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
         per_text = ctx.lists.setdefault(table, [{} for _ in texts])
         while len(per_text) < len(texts):
             per_text.append({})
+        all_scores = bm25_mod.score_many(index, [ctx.tokens[ti] for ti in texts], ctx.term_weights)
         for ti in texts:
-            scores = bm25_mod.score(index, ctx.tokens[ti], ctx.term_weights)
+            scores = all_scores[:, ti]
             out = []
             for rank, i in enumerate(bm25_mod.top_k(scores, n), 1):
                 rid = index.ids[i]
@@ -56,9 +57,10 @@ def run_explain(ctx: QueryContext, pool: Pool) -> Pool:
             continue
         index = ctx.retriever.bm25_index(c.table, tok, ctx.cfg)
         if c.table not in slices:
-            slices[c.table] = (bm25_mod.query_slice(index, ctx.tokens[0]), {rid: i for i, rid in enumerate(index.ids)})
-        sub, pos = slices[c.table]
-        c.add_stage("explain", ExplainInfo(**bm25_mod.explain(index, ctx.tokens[0], pos[c.id], sub, ctx.term_weights)))
+            slices[c.table] = bm25_mod.query_slice(index, ctx.tokens[0])
+        row = index.position[c.id]
+        c.add_stage("explain", ExplainInfo(**bm25_mod.explain(index, ctx.tokens[0], row, slices[c.table],
+                                                              ctx.term_weights)))
         explained += 1
     ctx.note(explained=explained)
     return pool
