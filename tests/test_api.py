@@ -42,6 +42,8 @@ BAD_SETTINGS = [
     {"codematch_alpha": "on"}, {"min_direct_evidence": "one"}, {"k1": float("nan")}, {"weight_bm25": float("inf")},
     {"segments": "no"}, {"rerank_top": -1}, {"candidates": 10 ** 9}, {"godot_version": "5"}, {"extends": "Node2D; DROP"},
     {"tables": "docs_chunks"}, {"k_api": 10 ** 6}, {"nonsense": 1},
+    {"weight_bm25": "0.5"}, {"k1": "1.5"}, {"b": True}, {"codematch_alpha": "0.5"}, {"rerank_weight": "0.3"},
+    {"tables": []}, {"k": "abc"},
 ]
 
 
@@ -60,6 +62,16 @@ def test_unknown_request_field_is_400_and_errors_do_not_echo_the_input(client):
     huge = "x" * 2_000_000
     r = client.post("/api/retrieve", json={"chunkText": 5, "strategy": "B", "k": huge})
     assert r.status_code == 422 and len(r.content) < 5_000
+    for body in ({"chunkText": "func f(): pass", huge: 1}, {"chunkText": "func f(): pass", "config": {huge: 1}},
+                 {"chunkText": "func f(): pass", "tables": [huge]}, {"chunkText": "func f(): pass", "strategy": huge}):
+        r = client.post("/api/retrieve", json=body)
+        assert r.status_code == 400 and len(r.content) < 5_000, (r.status_code, len(r.content))
+
+
+@pytest.mark.parametrize("body", [{"strategy": "E"}, {"strategy": "F", "config": {"validator_llm": True}}])
+def test_a_missing_llm_is_503_naming_it(client, body):
+    r = client.post("/api/retrieve", json={"chunkText": "func f():\n\tqueue_free()", **body})
+    assert r.status_code == 503 and "needs an LLM" in r.json()["error"]
 
 
 def test_dsn_password_is_masked_everywhere():

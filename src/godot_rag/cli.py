@@ -20,7 +20,8 @@ def make_db(dsn, data_dir):
 
 
 def fail(message: str, code: int = 1):
-    click.echo(f"error: {message}", err=True)
+    # One line: drivers (psycopg) add hint lines of their own.
+    click.echo("error: " + " ".join(part.strip() for part in str(message).splitlines() if part.strip()), err=True)
     sys.exit(code)
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from ..examples import EXAMPLES, REFERENCE_CHUNK  # noqa: F401  (re-exported for callers)
-from ..retrieve.config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig
+from ..models.llm import LLMError
+from ..retrieve.config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig, clip
 from ..retrieve.strategies import STRATEGIES, check_strategy, describe
 from ..retrieve.pipeline import ChunkError, Retriever
 from ..retrieve.types import RetrieveResult
@@ -98,9 +99,9 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
     @app.exception_handler(RequestValidationError)
     def _bad_request(request, exc: RequestValidationError):
         # Never echo the input back (a 5 MB body must not come back as a 5 MB answer).
-        errors = [{"loc": [str(x) for x in e.get("loc", ())][:5], "msg": str(e.get("msg", ""))[:200], "type": e.get("type")}
+        errors = [{"loc": [clip(x) for x in e.get("loc", ())][:5], "msg": str(e.get("msg", ""))[:200], "type": e.get("type")}
                   for e in exc.errors()[:10]]
-        unknown = [e["loc"][-1] for e in errors if e["type"] == "extra_forbidden"]
+        unknown = [e["loc"][-1] for e in errors if e["type"] == "extra_forbidden"][:5]
         if unknown:
             valid = ", ".join(RetrieveRequest.model_fields)
             return _error(400, f"unknown request field(s) {', '.join(unknown)}; valid: {valid}", errors=errors)
@@ -117,7 +118,8 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
             return _error(400, str(e), valid_strategies=list(STRATEGIES))
         try:
             settings = dict(req.config or {})
-            settings["k"] = req.k
+            if "k" in req.model_fields_set or "k" not in settings:  # a config.k is validated, not dropped
+                settings["k"] = req.k
             if req.tables:
                 settings["tables"] = req.tables
             if req.godot_version is not None:
@@ -139,6 +141,8 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
             return _error(503, str(e))
         except ConfigError as e:
             return _error(400, str(e))
+        except LLMError as e:
+            return _error(503, f"LLM unavailable: {e}")
         return JSONResponse(content=result.model_dump(mode="json"))
 
     @app.get("/api/strategies")

@@ -19,9 +19,15 @@ class ConfigError(ValueError):
     pass
 
 
+def clip(text, limit: int = 60) -> str:
+    """A name from the input, as an error message may quote it: never the whole of a huge value."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 Fusion = Literal["maxnorm", "rrf", "minmax", "zscore"]
 Reranker = Literal["none", "nanoranker", "qwen", "cross-encoder"]
-Weight = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False)]
+Weight = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False, strict=True)]  # strict: "0.5" and true are refused, as for the ints
 
 
 class RetrieveConfig(BaseModel):
@@ -31,9 +37,9 @@ class RetrieveConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False, validate_assignment=True)
 
     k: int = Field(10, ge=1, le=100, strict=True, description="results per table (F: the guides group of docs)")
-    tables: list[str] = Field(default_factory=lambda: list(TABLES), description="tables to search")
-    k1: float = Field(1.2, ge=0.0, le=10.0, allow_inf_nan=False, description="BM25 term-frequency saturation")
-    b: float = Field(0.75, ge=0.0, le=1.0, allow_inf_nan=False, description="BM25 length normalisation")
+    tables: list[str] = Field(default_factory=lambda: list(TABLES), min_length=1, max_length=10, description="tables to search")
+    k1: float = Field(1.2, ge=0.0, le=10.0, allow_inf_nan=False, strict=True, description="BM25 term-frequency saturation")
+    b: float = Field(0.75, ge=0.0, le=1.0, allow_inf_nan=False, strict=True, description="BM25 length normalisation")
     tokenizer_parts: StrictBool = Field(False, description="add snake/camel parts of identifiers")
     tokenizer_dotted: StrictBool = Field(False, description="add member chains (position.clamp)")
     local_weight: Weight = Field(0.0, description="BM25 weight of names the chunk declares itself")
@@ -48,7 +54,7 @@ class RetrieveConfig(BaseModel):
     ef_search: int = Field(100, ge=1, le=1000, strict=True)
     reranker: Reranker = Field("none", description="nanoranker and Qwen P(yes) measured no better than D's order")
     rerank_top: int = Field(30, ge=1, le=500, strict=True, description="how many fused candidates the reranker sees")
-    rerank_weight: float = Field(0.3, ge=0.0, le=1.0, allow_inf_nan=False, description="share of the reranker in F's score")
+    rerank_weight: float = Field(0.3, ge=0.0, le=1.0, allow_inf_nan=False, strict=True, description="share of the reranker in F's score")
     validator_llm: StrictBool = Field(False, description="add the Qwen judge to F's validator")
     validate_top: int = Field(5, ge=1, le=100, strict=True)
     min_direct_evidence: int = Field(1, ge=0, le=50, strict=True)
@@ -63,14 +69,14 @@ class RetrieveConfig(BaseModel):
     def __init__(self, **data):
         unknown = [k for k in data if k not in type(self).model_fields]
         if unknown:
-            raise ConfigError(f"unknown setting(s) {', '.join(unknown)}; valid: {', '.join(sorted(type(self).model_fields))}")
+            raise ConfigError(f"unknown setting(s) {', '.join(clip(k) for k in unknown[:5])}; valid: {', '.join(sorted(type(self).model_fields))}")
         try:
             super().__init__(**data)
         except ValidationError as e:
             raise ConfigError(_describe(e)) from None
         bad = [t for t in self.tables if t not in TABLES]
         if bad:
-            raise ConfigError(f"unknown table(s) {', '.join(bad)}; valid tables: {', '.join(TABLES)}")
+            raise ConfigError(f"unknown table(s) {', '.join(clip(t) for t in bad[:5])}; valid tables: {', '.join(TABLES)}")
 
     def to_dict(self) -> dict:
         return self.model_dump()

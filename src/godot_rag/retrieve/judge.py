@@ -85,9 +85,8 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
         if cfg.llm_optional:
             ctx.trace.llm_fallback = "no LLM configured; deterministic validator only"
             return pool
-        from .config import ConfigError
-
-        raise ConfigError("validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
+        # No LLM is a missing service (HTTP 503), like a server that is down, not a bad setting.
+        raise LLMError("validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
     docs = ctx.table_lists(pool, "docs_chunks")
     top = sorted([c for c in docs if c.verdict == "accept"], key=lambda c: -c.score)[: cfg.validate_top]
     ids = {c.id for c in top}

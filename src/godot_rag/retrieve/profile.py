@@ -7,7 +7,6 @@ import json
 import re
 
 from ..gdscript import IDENT_RE
-from .config import ConfigError
 from .context import Fallback, Pool, QueryContext
 from .stage import Stage
 
@@ -113,8 +112,8 @@ def run_profile(ctx: QueryContext, pool: Pool) -> Pool:
     if llm is None:
         if ctx.cfg.llm_optional:
             raise Fallback("D", "no LLM configured; E fell back to the raw chunk (strategy D)")
-        raise ConfigError("strategy E needs an LLM: start the server or CLI with --llm-bundled 0.5b, --llm-gguf FILE "
-                          "or --llm-url URL (or set llm_optional to fall back to D)")
+        raise LLMError("strategy E needs an LLM: start the server or CLI with --llm-bundled 0.5b, --llm-gguf FILE "
+                       "or --llm-url URL (or set llm_optional to fall back to D)")
     try:
         ctx.ensure_loaded("llm", llm, model=getattr(llm, "name", "llm"))
         profile, meta = request_profile(llm, ctx.chunk)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .api_source import API, SHORTLIST
 from .codematch import CODEMATCH
-from .config import ConfigError
+from .config import ConfigError, clip
 from .embedding import EMBED_QUERY, EMBEDDING
 from .final import CUT, CUT_VALIDATED, SCORE
 from .fuse import FUSE, MERGE, UNION
@@ -62,7 +62,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in [
 def check_strategy(name: str) -> str:
     up = (name or "").strip().upper()
     if up not in STRATEGIES:
-        raise ConfigError(f"unknown strategy {name!r}; valid strategies: {', '.join(STRATEGIES)}")
+        raise ConfigError(f"unknown strategy {clip(repr(name))}; valid strategies: {', '.join(STRATEGIES)}")
     return up
 
 
