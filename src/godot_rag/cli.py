@@ -227,7 +227,9 @@ def serve(host, port, no_warm, cross_encoder, llm, dsn, data_dir):
 
     import uvicorn
 
-    from .api.app import create_app, warm_up
+    from .api.app import bound_heap, create_app, warm_up
+
+    bound_heap()
     from .retrieve.pipeline import Retriever
     from .store.db import StoreError
 

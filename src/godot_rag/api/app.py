@@ -165,3 +165,22 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
+
+
+def bound_heap() -> bool:
+    """glibc only: blocks of 1 MiB and more (BM25 weights under a client's k1/b, embedding batches)
+    go straight to mmap and back to the OS when freed, and the heap keeps two arenas instead of
+    one per request thread. Without this, a long-running server's RSS creeps up with every
+    request thread even though nothing leaks. Returns whether it applied."""
+    import ctypes
+    import ctypes.util
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        m_mmap_threshold, m_arena_max = -3, -8  # from <malloc.h>
+        return bool(libc.mallopt(m_mmap_threshold, 1 << 20)) and bool(libc.mallopt(m_arena_max, 2))
+    except (OSError, AttributeError):
+        return False
