@@ -16,7 +16,7 @@ import numpy as np
 
 from godot_rag.retrieve.config import RetrieveConfig
 from godot_rag.retrieve.pipeline import Retriever
-from godot_rag.retrieve.tokenize import TokenizerConfig, tokenize
+from godot_rag.retrieve.tokenize import tokenize, tokenizer_of
 from godot_rag.store.db import Database
 
 ap = argparse.ArgumentParser()
@@ -28,8 +28,8 @@ args = ap.parse_args()
 queries = [json.loads(line) for line in open(args.queries)][: args.n]
 retriever = Retriever(Database())
 cfg = RetrieveConfig(tables=["docs_chunks"], k=10)
-tok = TokenizerConfig(parts=cfg.tokenizer_parts, dotted=cfg.tokenizer_dotted)
-index = retriever.bm25_index("docs_chunks", tok, cfg)  # our tokens, read once for both
+tok = tokenizer_of(cfg)
+index = retriever.bm25_index("docs_chunks", tok, cfg)  # B's index; bm25s gets the same tokens below
 ids = index.ids
 texts = dict(retriever._texts["docs_chunks"])
 corpus_tokens = [tokenize(texts[i], tok) for i in ids]

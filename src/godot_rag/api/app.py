@@ -65,10 +65,10 @@ def warm_up(retriever: Retriever, log) -> None:
     import time
 
     from ..records import TABLES
-    from ..retrieve.tokenize import TokenizerConfig
+    from ..retrieve.tokenize import tokenizer_of
 
     cfg = RetrieveConfig()
-    tok = TokenizerConfig(parts=cfg.tokenizer_parts, dotted=cfg.tokenizer_dotted)
+    tok = tokenizer_of(cfg)
     log(f"warm-up: database {retriever.db.describe()}")
     for table in TABLES:
         t = time.perf_counter()

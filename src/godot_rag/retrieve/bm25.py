@@ -100,15 +100,7 @@ def query_terms(index: BM25Index, tokens: list[str]) -> list[str]:
 
 def score(index: BM25Index, tokens: list[str], term_weights: dict[str, float] | None = None) -> np.ndarray:
     """Sum of the per-term weights; `term_weights` (default 1) scales a query term's contribution."""
-    terms = query_terms(index, tokens)
-    if not terms:
-        return np.zeros(index.n_docs)
-    cols = [index.vocab[t] for t in terms]
-    sub = index.weights[:, cols]
-    if term_weights:
-        w = np.asarray([term_weights.get(t, 1.0) for t in terms])
-        return np.asarray(sub @ w).ravel()
-    return np.asarray(sub.sum(axis=1)).ravel()
+    return score_many(index, [tokens], term_weights)[:, 0]
 
 
 def score_many(index: BM25Index, token_lists: list[list[str]],

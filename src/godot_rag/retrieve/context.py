@@ -4,7 +4,6 @@ candidates; the query-level trace is typed (`trace.QueryTrace`)."""
 from __future__ import annotations
 
 import time
-
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -72,13 +71,18 @@ class QueryContext:
         self.trace.stages.append(StageLog(stage=stage, ms=round(ms, 3), info=info))
         self._set_aside_ms += ms
 
-    def ensure_loaded(self, label: str, lazy, **info):
-        """Load a lazy model (anything with `loaded` and `load()`) as its own trace step, never
-        inside the query stage that first needs it."""
-        if lazy is not None and hasattr(lazy, "load") and not getattr(lazy, "loaded", True):
+    def load_step(self, label: str, loaded: bool, load: Callable[[], Any], **info) -> None:
+        """Run `load` (a model, an index) as its own trace step `load:<label>`, never inside the
+        query stage that first needs it; nothing when it is already loaded."""
+        if not loaded:
             t = time.perf_counter()
-            lazy.load()
+            load()
             self.log_extra(f"load:{label}", (time.perf_counter() - t) * 1000, **info)
+
+    def ensure_loaded(self, label: str, lazy, **info):
+        """`load_step` for a lazy model with `loaded` and `load()` (a remote LLM has neither)."""
+        if lazy is not None and hasattr(lazy, "load"):
+            self.load_step(label, getattr(lazy, "loaded", True), lazy.load, **info)
         return lazy
 
     def record_ids(self, table: str, stage: str, cands: list[Candidate]) -> None:

@@ -22,7 +22,7 @@ from .api_source import build_api_index
 from .config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig
 from .context import Fallback, Pool, QueryContext
 from .strategies import STRATEGIES, check_strategy
-from .tokenize import TokenizerConfig, tokenize
+from .tokenize import TokenizerConfig, tokenize, tokenizer_of
 from .trace import StageLog
 from .types import Candidate, RetrieveResult
 from .version import CODE_RENAME_TYPES
@@ -192,7 +192,7 @@ class Retriever:
 
     def warm(self, cfg: RetrieveConfig | None = None, embed: bool = True) -> None:
         cfg = cfg or RetrieveConfig()
-        tok = TokenizerConfig(parts=cfg.tokenizer_parts, dotted=cfg.tokenizer_dotted)
+        tok = tokenizer_of(cfg)
         for table in TABLES:
             self.bm25_index(table, tok, cfg)
         if embed:

@@ -24,8 +24,9 @@ from .validate import VALIDATE
 from .version import VERSION
 
 # F reads more api_mapping candidates from both lists: a chunk can use several renamed names, each with its own record.
-BM25_WIDE = BM25.with_options(min_candidates={"api_mapping": 200})
-EMBEDDING_WIDE = EMBEDDING.with_options(min_candidates={"api_mapping": 200})
+F_MIN_CANDIDATES = {"api_mapping": 200}
+BM25_WIDE = BM25.with_options(min_candidates=F_MIN_CANDIDATES)
+EMBEDDING_WIDE = EMBEDDING.with_options(min_candidates=F_MIN_CANDIDATES)
 
 
 @dataclass(frozen=True)
