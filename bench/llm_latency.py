@@ -7,6 +7,7 @@ the model loaded (the figure `godot-rag serve --llm-bundled` reaches).
 import argparse
 import json
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,11 +24,16 @@ ap.add_argument("--bundled", default="1.5b")
 ap.add_argument("--n", type=int, default=5)
 args = ap.parse_args()
 chunks = [REFERENCE_CHUNK] + [json.loads(l)["chunk_text"] for l in open(Path("../shared/eval/migration.dev.jsonl"))][: args.n - 1]
-r = Retriever(Database(), llm=make_llm(bundled=args.bundled))
+# Uncalibrated and forced to decide: the judge sees the top 5 docs accepts (the stored calibrations of the
+# bundled models send it nothing; bench/judge_worth.py measures both ways).
+no_cal = Path(tempfile.mkdtemp()) / "none.json"
+no_cal.write_text('{"calibrations": []}')
+r = Retriever(Database(), llm=make_llm(bundled=args.bundled), judge_calibration=no_cal)
 r.warm()
 out = {"llm": args.bundled, "chunks": len(chunks)}
 for name, strategy, cfg in (("E", "E", RetrieveConfig(k=5)),
-                            ("F_judge_top5", "F", RetrieveConfig(k=5, validator_llm=True, validate_top=5))):
+                            ("F_judge_top5", "F", RetrieveConfig(k=5, validator_llm=True, validate_top=5,
+                                                                  judge_thresholds={"docs_chunks": 0.6}))):
     ms, extra = [], []
     for c in chunks:
         t = time.perf_counter()

@@ -1,13 +1,16 @@
 """Real Qwen 0.5B (bundled GGUF) in process and behind a real llama.cpp OpenAI-compatible server."""
+import subprocess
 import sys
 
 import pytest
 
 from godot_rag.models.llm import LLMError, OpenAICompatLLM, assemble_bundled, make_llm, verify_gguf
 from godot_rag.retrieve.config import RetrieveConfig
-from godot_rag.retrieve.judge import check_cited, parse_answer
+import json
+
+from godot_rag.retrieve.judge import check_cited
 from godot_rag.retrieve.context import QueryContext
-from godot_rag.retrieve.judge import P_YES_MIN
+from godot_rag.store import calibration
 from godot_rag.retrieve.lexical import BM25
 from godot_rag.retrieve.pipeline import Retriever, run_stages
 from godot_rag.retrieve.tokenize import TOKENIZE
@@ -97,21 +100,57 @@ def test_strategy_e_with_real_qwen(with_qwen):
         assert lit in REFERENCE_CHUNK or all(p in REFERENCE_CHUNK for p in lit.replace(".", " ").split())
 
 
-def test_judge_never_accepts_alone_and_drops_invented_evidence(with_qwen):
-    assert parse_answer('yes\n["Input.is_action_pressed", "made_up_call"]') == ("yes", ["Input.is_action_pressed", "made_up_call"])
+def test_judge_answers_json_with_p_yes_and_reuses_the_prefix(qwen):
+    from godot_rag.retrieve.judge import SYSTEM, prefix
+
+    head = prefix(REFERENCE_CHUNK)
+    res = qwen.judge_answer(SYSTEM, head + "Question: does SOURCE_CODE read player input? RECORD: Input.is_action_pressed",
+                            evidence=True)
+    data = json.loads(res["raw"])  # the schema-constrained answer always parses
+    assert data["answer"] == res["answer"] in ("yes", "no") and 0.0 <= res["p_yes"] <= 1.0
+    assert res["p_yes_source"] == "logits" and all(isinstance(x, str) for x in data["evidence"])
+    inner = qwen._llm
+    qwen.judge_answer(SYSTEM, head + "Question: is this 3D code?", evidence=False)
+    # the shared prefix (system + SOURCE_CODE) stayed evaluated: the next question only adds its own tokens
+    n_prefix = len(inner.tokenize(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{head}".encode(), add_bos=False, special=True))
+    assert inner.input_ids[: n_prefix - 2].tolist() == inner.tokenize(
+        f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{head}".encode(), add_bos=False, special=True)[: n_prefix - 2]
+
+
+def _judged(res):
+    return [c for c in res.results + res.rejected + res.cut if c.info("judge") is not None]
+
+
+def test_judge_follows_the_calibration_and_never_accepts_alone(with_qwen, qwen, tmp_path):
     ok, bad = check_cited(["Input.is_action_pressed", "made_up_call"], REFERENCE_CHUNK, "Input.is_action_pressed()")
     assert ok == ["Input.is_action_pressed"] and bad == ["made_up_call"]
-    res = with_qwen.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5, validator_llm=True, validate_top=2, reranker="none"))
-    judged = [c for c in res.results + res.rejected + res.cut if c.info("judge") is not None]
-    assert len(judged) == 2
-    for c in judged:
-        j, det = c.info("judge"), c.info("validate")
-        assert j.raw_answer and det.accepted  # only deterministic accepts reach the judge
-        # the rule, whichever way the model answered: accepted only on yes, P(yes) high enough, and evidence left
-        said_yes = j.answer == "yes" and (j.p_yes is None or j.p_yes >= P_YES_MIN)
-        assert j.accepted == (said_yes and bool(det.evidence or j.cited_verified))
-        assert (c.verdict == "accept") == j.accepted
-        assert set(j.cited_verified) <= set(j.cited_verified) and not set(j.cited_verified) & set(j.cited_hallucinated)
+    cfg = dict(k=5, validator_llm=True, validate_top=2, reranker="none")
+    plain = with_qwen.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5, reranker="none"))
+    before = {c.id: c.verdict for c in plain.results + plain.rejected + plain.cut}
+    cal = tmp_path / "cal.json"
+    with_qwen.judge_calibration = cal
+    try:
+        # 1. A calibration that found the model separates nothing: the judge asks and annotates only.
+        calibration.save({"model": "test", "sha256": qwen.identity()["sha256"],
+                          "tables": {"docs_chunks": {"mode": "annotate", "threshold": None, "band": [0.0, 1.0],
+                                                     "why": "AUC 0.52 < 0.7: annotate only"}}}, cal)
+        res = with_qwen.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(**cfg))
+        judged = _judged(res)
+        assert len(judged) == 2 and all(c.info("judge").mode == "annotate" for c in judged)
+        assert all(c.verdict == before[c.id] == "accept" for c in judged)
+        assert res.trace.stages[[s.stage for s in res.trace.stages].index("judge")].info["calibration"] == str(cal)
+        # 2. The request's threshold above every P(yes): the judge rejects what it was asked about.
+        res = with_qwen.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(**cfg, judge_thresholds={"docs_chunks": 1.0}))
+        for c in _judged(res):
+            j = c.info("judge")
+            assert j.mode == "decide" and j.verdict_before == "accept" and j.threshold == 1.0
+            assert (c.verdict == "accept") == (j.p_yes >= 1.0) and "judge: P(yes)" in c.reason
+        # 3. A calibrated band that excludes the accepts: nothing is asked.
+        calibration.save({"model": "test", "sha256": qwen.identity()["sha256"],
+                          "tables": {"docs_chunks": {"mode": "decide", "threshold": 0.5, "band": [2.0, 3.0]}}}, cal)
+        assert not _judged(with_qwen.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(**cfg)))
+    finally:
+        with_qwen.judge_calibration = None
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +171,37 @@ def test_openai_compatible_server(llama_server, fixture_db, embedder, tmp_path):
     out = with_llm(fixture_db, embedder, llm, tmp_path).retrieve(
         REFERENCE_CHUNK, "F", RetrieveConfig(k=3, validator_llm=True, validate_top=1, reranker="none"))
     assert sum(c.info("judge") is not None for c in out.results + out.rejected + out.cut) == 1
+
+
+def test_server_model_goes_through_the_same_calibrated_path(llama_server, fixture_db, embedder, tmp_path):
+    """`judge calibrate --llm-url` stores the server model's calibration under its name; F then reads it."""
+    llm = OpenAICompatLLM(llama_server, model="qwen-0.5b", timeout=120)
+    ans = llm.judge_answer("Answer in JSON.", "Is `Vector2` a Godot type? Answer yes or no.", evidence=True)
+    assert json.loads(ans["raw"])["answer"] == ans["answer"]  # schema-constrained over the API too
+    assert ans["p_yes_source"] == "logprobs" and 0.0 <= ans["p_yes"] <= 1.0
+    r = with_llm(fixture_db, embedder, None, tmp_path)
+    plain = r.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5, reranker="none"))
+    accepted = [c for c in plain.results if c.table == "docs_chunks"][:4]
+    assert len(accepted) >= 2
+    js = tmp_path / "js.jsonl"
+    js.write_text("".join(json.dumps({"id": f"p{i}", "chunk_text": REFERENCE_CHUNK, "table": "docs_chunks", "record": c.id,
+                                      "label": i % 2, "det_confidence": c.info("validate").confidence,
+                                      "evidence": [e["literal"] for e in c.info("validate").evidence]}) + "\n"
+                          for i, c in enumerate(accepted)))
+    cal = tmp_path / "cal.json"
+    proc = subprocess.run([sys.executable, "-m", "godot_rag.cli", "judge", "calibrate", "--set", str(js), "--out", str(cal),
+                           "--llm-url", llama_server, "--llm-model", "qwen-0.5b", "--llm-timeout", "120", "--quiet",
+                           "--data-dir", str(fixture_db.data_dir)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["model"] == "openai:qwen-0.5b" and out["sha256"] is None and out["stored_in"] == str(cal)
+    assert out["tables"]["docs_chunks"]["auc_all_pairs"] is not None and out["judge_set"]["pairs"] == len(accepted)
+    found, where = calibration.find(llm.identity(), cal)
+    assert where == str(cal) and found["tables"]["docs_chunks"]["mode"] in ("decide", "annotate")
+    r = Retriever(fixture_db, embedder=embedder, llm=llm, cache_dir=tmp_path / "c2", judge_calibration=cal)
+    res = r.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5, validator_llm=True, reranker="none"))
+    log = res.trace.stages[[s.stage for s in res.trace.stages].index("judge")].info
+    assert log["calibration"] == str(cal) and log["model"] == "openai:qwen-0.5b"
 
 
 def test_server_down_is_a_clear_error_or_degrades(fixture_db, embedder, tmp_path):

@@ -1,6 +1,7 @@
 """Thin click CLI over the library: every command maps to one library call."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -197,6 +198,80 @@ def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn,
         click.echo(result.model_dump_json(indent=2))
     else:
         click.echo(render_table(result, explain=explain))
+
+
+@main.group()
+def judge():
+    """The Qwen judge of F: calibrate it for a model."""
+
+
+@judge.command()
+@click.option("--set", "judge_set", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=Path("bench/judge_set.jsonl"), show_default=True, help="Judge set built by bench/judge_set.py.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Calibration file to write (default: your user calibration file).")
+@click.option("--scores", "scores_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write every pair's P(yes) (the ROC's raw points) as JSON.")
+@click.option("--from-scores", "scores_in", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Decide from P(yes) written by --scores for this model, without asking it again.")
+@click.option("--max-loss", default=0.02, show_default=True, type=click.FloatRange(0, 1),
+              help="Most positives the chosen threshold may lose.")
+@click.option("--min-auc", default=0.7, show_default=True, type=click.FloatRange(0, 1),
+              help="Below this AUC the judge only annotates.")
+@click.option("--min-removed", default=0.2, show_default=True, type=click.FloatRange(0, 1),
+              help="Least share of negatives the threshold must remove for the judge to decide.")
+@click.option("--sample", type=click.IntRange(1), default=None,
+              help="At most N pairs per table and label, drawn with a fixed seed (a slow model on a small machine).")
+@click.option("--limit", type=int, default=None, help="First N pairs only (a quick look; not stored).")
+@click.option("--quiet", is_flag=True)
+@with_llm
+@with_db
+def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_removed, sample, limit, quiet, llm, dsn,
+              data_dir):
+    """P(yes) on the judge set, ROC AUC per table, the threshold from the dev curve; stored with the
+    model's name and hash. The summary goes to stdout."""
+    from .eval.judge_calibration import JudgeSetError, calibrate as run_calibration, read_judge_set
+    from .models.llm import LLMError
+    from .retrieve.pipeline import Retriever
+    from .store import calibration as cal_store
+    from tqdm import tqdm
+
+    try:
+        pairs = read_judge_set(judge_set)[:limit]
+    except JudgeSetError as e:
+        fail(str(e))
+    if sample:
+        from .eval.judge_calibration import stratified
+
+        pairs = stratified(pairs, sample)
+    model = open_llm(llm, True, "the judge")
+    scores = None
+    if scores_in:
+        try:
+            saved = json.loads(scores_in.read_text())
+            if saved.get("model") != model.identity():
+                fail(f"{scores_in}: field 'model': the scores are of {saved.get('model')}, not {model.identity()}")
+            scores = [float(saved["scores"][p["id"]]) for p in pairs]
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
+            fail(f"{scores_in}: not scores written by --scores for this judge set ({type(e).__name__}: {e})")
+    retriever = Retriever(make_db(dsn, data_dir), llm=model)
+    with tqdm(total=len(pairs), desc="judge pairs", disable=quiet or scores is not None, file=sys.stderr) as bar:
+        try:
+            entry = run_calibration(retriever, model, pairs, scores=scores, max_loss=max_loss, min_auc=min_auc,
+                                    min_removed=min_removed, progress=lambda: bar.update(1))
+        except (JudgeSetError, LLMError) as e:
+            fail(str(e))
+    raw = {"model": model.identity(), "seconds": entry["seconds"], "seconds_per_pair": entry["seconds_per_pair"],
+           "scores": entry.pop("_scores")}
+    entry["judge_set"].update(file=str(judge_set), sha256=hashlib.sha256(judge_set.read_bytes()).hexdigest(),
+                              sample_per_table_and_label=sample)
+    if scores_out:
+        scores_out.write_text(json.dumps(raw, indent=1) + "\n")
+    if scores is not None:  # the time it took to ask the model, when the scores were written
+        entry.update(scores_from=str(scores_in), seconds=saved.get("seconds"), seconds_per_pair=saved.get("seconds_per_pair"))
+    if limit is None:
+        entry["stored_in"] = str(cal_store.save(entry, out))
+    click.echo(json.dumps(entry, indent=2))
 
 
 @main.command()

@@ -49,6 +49,7 @@ class LlmArgs:
     llm_retries: int = 2
     llm_optional: bool = False
     validator_llm: bool = False
+    judge_calibration: Path | None = None
 
     @property
     def given(self) -> bool:
@@ -61,6 +62,17 @@ class LlmArgs:
 
     def make(self, needed: bool):
         """The LLM, when one is named or the strategy needs one (then the bundled Qwen by default)."""
+        if self.judge_calibration:
+            # Through the option's environment variable, so --batch workers read the same file.
+            import os
+
+            from .store.calibration import ENV, CalibrationError, read
+
+            try:
+                read(self.judge_calibration)
+            except CalibrationError as e:
+                raise click.ClickException(str(e)) from None
+            os.environ[ENV] = str(self.judge_calibration.resolve())
         if not (self.given or needed):
             return None
         from .models.llm import make_llm
@@ -77,6 +89,9 @@ llm_options = [
     click.option("--llm-retries", default=2, show_default=True),
     click.option("--llm-optional", is_flag=True, help="If the LLM is down, fall back to the deterministic validator."),
     click.option("--validator-llm", is_flag=True, help="Add the Qwen judge to F's validator."),
+    click.option("--judge-calibration", envvar="GODOT_RAG_JUDGE_CALIBRATION", default=None,
+                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                 help="Judge calibration file (default: yours from `godot-rag judge calibrate`, then the shipped one)."),
 ]
 with_llm = _group(llm_options, "llm", LlmArgs)
 

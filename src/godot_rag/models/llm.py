@@ -86,12 +86,22 @@ def verify_gguf(path: Path, expected_sha256: str | None) -> None:
 class LlamaCppLLM:
     """In-process llama-cpp-python. One generation at a time (the model is not thread-safe)."""
 
-    def __init__(self, gguf: Path, n_ctx: int = 4096, n_threads: int | None = None, label: str | None = None):
+    def __init__(self, gguf: Path, n_ctx: int = 4096, n_threads: int | None = None, label: str | None = None,
+                 sha256: str | None = None):
         self.gguf = Path(gguf)
         self.label = label or self.gguf.name
         self.n_ctx, self.n_threads = n_ctx, n_threads or max(1, os.cpu_count() or 1)
         self._llm = None
         self._lock = threading.Lock()
+        self._sha256 = sha256
+        self._grammar = None
+    parallel = 1  # one context: candidates are judged one after another, sharing the prefix
+
+    def identity(self) -> dict:
+        """What a judge calibration is stored under: the model's label and the file's sha256."""
+        if self._sha256 is None:
+            self._sha256 = sha256_file(self.gguf)
+        return {"model": self.label, "sha256": self._sha256}
 
     @property
     def name(self) -> str:
@@ -129,17 +139,39 @@ class LlamaCppLLM:
         res["p_yes"] = p_yes
         return res
 
-    def _first_token_p_yes(self, system: str, user: str) -> float:
-        """P(yes) of the first answer token, read from the logits of the last prompt token.
-        (llama-cpp-python's own logprobs need logits for every token: gigabytes at this vocabulary.)
-        The prompt uses ChatML, the template of the Qwen models."""
+    def judge_answer(self, system: str, user: str, *, evidence: bool = False, evidence_max_tokens: int = 40) -> dict:
+        """A yes/no verdict as JSON (`{"answer": ..., "evidence": [...]}`), decoded in two steps that
+        share the evaluated prompt: P(yes) from the logits where the answer's value starts, then,
+        only for a yes and when asked, the evidence list under a grammar built from its JSON schema,
+        so it always parses."""
+        with self._lock:
+            llm = self._load()
+            head = _chatml(system, user) + ANSWER_PREFIX
+            p_yes = self._p_yes_at(head)
+            answer = "yes" if p_yes >= 0.5 else "no"
+            raw = f'{ANSWER_PREFIX}{answer}", "evidence": '
+            cited: list[str] = []
+            if evidence and answer == "yes":
+                from llama_cpp import LlamaGrammar
+
+                if self._grammar is None:
+                    self._grammar = LlamaGrammar.from_json_schema(json.dumps(EVIDENCE_SCHEMA), verbose=False)
+                out = llm.create_completion(head + f'{answer}", "evidence": ', max_tokens=evidence_max_tokens,
+                                            temperature=0.0, grammar=self._grammar)
+                text = out["choices"][0]["text"]
+                raw += text
+                cited = _parse_list(text)
+            else:
+                raw += "[]"
+        return {"answer": answer, "p_yes": round(p_yes, 6), "p_yes_source": "logits", "evidence": cited,
+                "raw": raw + "}"}
+
+    def _p_yes_at(self, prompt: str) -> float:
+        """P(yes) / (P(yes) + P(no)) of the next token after `prompt`, reusing the evaluated prefix."""
         import numpy as np
 
         llm = self._llm
-        prompt = (f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
-                  "<|im_start|>assistant\n")
         tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
-        # Reuse the evaluated prefix (system prompt + SOURCE_CODE) from the previous call.
         done = llm.input_ids[: llm.n_tokens].tolist()
         keep = 0
         while keep < min(len(done), len(tokens) - 1) and done[keep] == tokens[keep]:
@@ -154,8 +186,13 @@ class LlamaCppLLM:
             ids = {llm.tokenize(w.encode(), add_bos=False)[0] for w in words}
             return float(sum(probs[i] for i in ids))
 
-        yes, no = mass(["yes", "Yes", " yes", " Yes", "YES"]), mass(["no", "No", " no", " No", "NO"])
+        yes, no = mass(["yes", "Yes", "YES"]), mass(["no", "No", "NO"])
         return yes / (yes + no) if yes + no > 0 else 0.0
+
+    def _first_token_p_yes(self, system: str, user: str) -> float:
+        """P(yes) of the first answer token, read from the logits of the last prompt token.
+        (llama-cpp-python's own logprobs need logits for every token: gigabytes at this vocabulary.)"""
+        return self._p_yes_at(_chatml(system, user))
 
     def p_yes(self, prompt: str) -> float:
         res = self.chat("Answer with one word: yes or no.", prompt, max_tokens=1, logprobs=True)
@@ -165,20 +202,68 @@ class LlamaCppLLM:
 class OpenAICompatLLM:
     """Any OpenAI-compatible chat endpoint: llama.cpp server, vLLM, Ollama."""
 
-    def __init__(self, url: str, model: str | None = None, timeout: float = 60.0, retries: int = 2, api_key: str | None = None):
+    def __init__(self, url: str, model: str | None = None, timeout: float = 60.0, retries: int = 2, api_key: str | None = None,
+                 parallel: int = 4):
         self.url = url.rstrip("/")
         if not self.url.endswith("/v1"):
             self.url += "/v1"
         self.model = model or "qwen"
         self.timeout, self.retries = timeout, retries
         self.api_key = api_key or os.environ.get("GODOT_RAG_LLM_API_KEY")
+        self.parallel = parallel
+        self._formats = None  # the response_format variants this server accepts, learnt on first refusal
 
     @property
     def name(self) -> str:
         return f"openai:{self.url}#{self.model}"
 
+    def identity(self) -> dict:
+        """A server publishes no weights hash: its calibration is stored under the model name alone."""
+        return {"model": f"openai:{self.model}", "sha256": None}
+
+    def judge_answer(self, system: str, user: str, *, evidence: bool = False, evidence_max_tokens: int = 40) -> dict:
+        """The same JSON verdict over the OpenAI-compatible API: schema-constrained where the server
+        supports `response_format` (json_schema, else llama.cpp's json_object + schema), P(yes) from
+        the top log-probabilities of the answer's token; `cache_prompt` lets llama.cpp's server reuse
+        the shared prefix."""
+        schema = ANSWER_SCHEMA if evidence else ANSWER_ONLY_SCHEMA
+        variants = self._formats or [
+            {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}},
+            {"type": "json_object", "schema": schema}, None]
+        last = None
+        for fmt in variants:
+            extra = {"logprobs": True, "top_logprobs": 10, "cache_prompt": True}
+            if fmt is not None:
+                extra["response_format"] = fmt
+            try:
+                res = self.chat(system, user, max_tokens=evidence_max_tokens + 12 if evidence else 12, extra=extra)
+            except LLMError as e:
+                if "refused" not in str(e):
+                    raise
+                last = e
+                continue
+            if self._formats is None:
+                self._formats = [fmt]
+            break
+        else:
+            raise last
+        text = res["text"]
+        try:
+            data = json.loads(text)
+            answer, cited = str(data.get("answer", "")).lower(), [x for x in data.get("evidence") or [] if isinstance(x, str)]
+        except (json.JSONDecodeError, AttributeError):
+            import re
+
+            m = re.search(r"\b(yes|no)\b", text.lower())
+            answer, cited = (m.group(1) if m else None), _parse_list(text)
+        p_yes, source = res["p_yes"], "logprobs"
+        if p_yes is None:
+            p_yes, source = (1.0 if answer == "yes" else 0.0), "answer"
+        return {"answer": answer if answer in ("yes", "no") else None, "p_yes": round(p_yes, 6), "p_yes_source": source,
+                "evidence": cited if evidence else [], "raw": text}
+
     def chat(self, system: str, user: str, *, max_tokens: int = 256, json_schema: dict | None = None,
-             logprobs: bool = False) -> dict:
+             logprobs: bool = False, extra: dict | None = None) -> dict:
         import httpx
 
         body = {"model": self.model, "temperature": 0.0, "max_tokens": max_tokens,
@@ -187,6 +272,7 @@ class OpenAICompatLLM:
             body["response_format"] = {"type": "json_object", "schema": json_schema}
         if logprobs:
             body.update(logprobs=True, top_logprobs=10)
+        body.update(extra or {})
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         last = None
         for attempt in range(self.retries + 1):
@@ -213,6 +299,33 @@ class OpenAICompatLLM:
         return res["p_yes"] if res["p_yes"] is not None else float(res["text"].strip().lower().startswith("yes"))
 
 
+ANSWER_PREFIX = '{"answer": "'
+EVIDENCE_SCHEMA = {"type": "array", "items": {"type": "string", "maxLength": 60}, "maxItems": 3}
+ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]},
+                                                  "evidence": EVIDENCE_SCHEMA},
+                 "required": ["answer", "evidence"], "additionalProperties": False}
+ANSWER_ONLY_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+                      "required": ["answer"], "additionalProperties": False}
+
+
+def _chatml(system: str, user: str) -> str:
+    """The Qwen models' chat template, up to the assistant's turn."""
+    return f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _parse_list(text: str) -> list[str]:
+    """The strings of a JSON list, also when generation stopped inside it."""
+    import re
+
+    try:
+        data = json.loads(text)
+        if isinstance(data, list):
+            return [x for x in data if isinstance(x, str)]
+    except json.JSONDecodeError:
+        pass
+    return re.findall(r'"((?:[^"\\]|\\.)*)"', text)
+
+
 def _normalise_chat(out: dict) -> dict:
     choice = out["choices"][0]
     text = (choice.get("message") or {}).get("content") or choice.get("text") or ""
@@ -220,10 +333,11 @@ def _normalise_chat(out: dict) -> dict:
     lp = choice.get("logprobs") or {}
     content = lp.get("content") if isinstance(lp, dict) else None
     if content:
-        first = content[0]
+        # The answer word: the first token (plain answers) or the one after `"answer": "` (JSON answers).
+        first = next((t for t in content if (t.get("token") or "").strip().strip('"').lower() in ("yes", "no")), content[0])
         tops = first.get("top_logprobs") or [{"token": first.get("token"), "logprob": first.get("logprob")}]
-        yes = sum(math.exp(t["logprob"]) for t in tops if (t.get("token") or "").strip().lower() == "yes")
-        no = sum(math.exp(t["logprob"]) for t in tops if (t.get("token") or "").strip().lower() == "no")
+        yes = sum(math.exp(t["logprob"]) for t in tops if (t.get("token") or "").strip().strip('"').lower() == "yes")
+        no = sum(math.exp(t["logprob"]) for t in tops if (t.get("token") or "").strip().strip('"').lower() == "no")
         if yes + no > 0:
             p_yes = yes / (yes + no)
     return {"text": text, "p_yes": p_yes, "raw": out}
@@ -253,7 +367,8 @@ class LazyBundled:
 
     def _get(self):
         if self._inner is None:
-            self._inner = LlamaCppLLM(assemble_bundled(self.bundled), label=f"bundled-qwen-{self.bundled}")
+            self._inner = LlamaCppLLM(assemble_bundled(self.bundled), label=f"bundled-qwen-{self.bundled}",
+                                      sha256=BUNDLED[self.bundled]["sha256"])
         return self._inner
 
     @property
@@ -268,6 +383,14 @@ class LazyBundled:
 
     def p_yes(self, prompt: str) -> float:
         return self._get().p_yes(prompt)
+
+    parallel = 1
+
+    def identity(self) -> dict:
+        return {"model": f"bundled-qwen-{self.bundled}", "sha256": BUNDLED[self.bundled]["sha256"]}
+
+    def judge_answer(self, *a, **kw):
+        return self._get().judge_answer(*a, **kw)
 
 
 __all__ = ["make_llm", "LLMError", "assemble_bundled", "OpenAICompatLLM", "LlamaCppLLM", "json"]

@@ -56,7 +56,9 @@ class RetrieveConfig(BaseModel):
     rerank_top: int = Field(30, ge=1, le=500, strict=True, description="how many fused candidates the reranker sees")
     rerank_weight: float = Field(0.3, ge=0.0, le=1.0, allow_inf_nan=False, strict=True, description="share of the reranker in F's score")
     validator_llm: StrictBool = Field(False, description="add the Qwen judge to F's validator")
-    validate_top: int = Field(5, ge=1, le=100, strict=True)
+    validate_top: int = Field(5, ge=1, le=100, strict=True, description="most docs accepts the judge sees")
+    judge_thresholds: dict[Literal["api_mapping", "docs_chunks"], Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]] | None = Field(
+        None, description="override the calibrated P(yes) threshold per table (the judge then decides)")
     min_direct_evidence: int = Field(1, ge=0, le=50, strict=True)
     llm_optional: StrictBool = Field(False, description="fall back to the deterministic validator when the LLM is down")
     profile_keep_hallucinated: StrictBool = Field(False)

@@ -47,6 +47,7 @@ class QueryContext:
     facts: Any = None  # gdscript.GDScriptFacts (F)
     resolution: Any = None  # resolve.Resolution (F)
     version: Any = None  # version.VersionContext (F)
+    validation: Any = None  # validate.ValidationContext (F): the judge re-checks findings with it
     rejected: list[Candidate] = field(default_factory=list)
     cut: list[Candidate] = field(default_factory=list)  # accepted, then cut at k
     _notes: dict[str, Any] = field(default_factory=dict)

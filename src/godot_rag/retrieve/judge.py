@@ -1,48 +1,84 @@
-"""The optional Qwen judge: the second layer of F's validator.
+"""The optional Qwen judge: the second layer of F's validator, aimed where the deterministic layer is unsure.
 
-Acceptance rule: a candidate stays accepted only if the deterministic layer accepted it,
-the judge says yes (P(yes) >= `P_YES_MIN` when log-probabilities are available), and at
-least one piece of direct evidence survives the literal check. The judge can reject or
-lower confidence; it never accepts on its own word. Evidence the model cites that is not
-literally in both texts is dropped and logged as hallucinated.
+What it sees:
+- deterministic accepts whose confidence lies in the band where the calibration shows the judge
+  separates right from wrong. Uncalibrated, the mappings asked about are those accepted only on an
+  ambiguous occurrence (a name valid in both versions, accepted on the chunk's other Godot 3 markers);
+- `api_mapping`: a focused question about the occurrence's line ("is `Viewport` on line 12 the
+  Godot 3 `Viewport` that became `SubViewport`, or valid Godot 4 code?");
+- `docs_chunks`: is the record direct evidence for the chunk (at most `validate_top`).
+
+What it may do depends on the calibration stored for the model (store/calibration.py):
+- `decide`: P(yes) >= the calibrated threshold keeps the accept; below it rejects. The judge never
+  accepts what the deterministic layer rejected;
+- `annotate`: the calibration found that the model separates nothing; P(yes) is recorded, the
+  verdict is left alone. An uncalibrated model only annotates unless the request sets a threshold.
+
+Answers are JSON under a schema (`{"answer": "yes"|"no", "evidence": [...]}`); cited evidence that is
+not literally in both texts is dropped and logged as hallucinated. Migration findings follow the
+mappings the judge leaves accepted.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import re
+from concurrent.futures import ThreadPoolExecutor
 
 from ..records import model_text
+from ..store import calibration
 from .context import Pool, QueryContext
 from .stage import Stage
 from .trace import JudgeInfo
 from .types import Candidate
 
-P_YES_MIN = 0.6
-JUDGE_MAX_TOKENS = 24  # small local models say "yes" too easily; calibrated above 0.5
-_cache: dict[tuple[str, str, str], dict] = {}
-SYSTEM = ("You check whether a retrieved record is DIRECT evidence for a piece of Godot code. "
-          "Answer 'yes' or 'no' first. Then on the next line give a JSON list of the exact strings "
-          "(API calls, identifiers) that appear in both texts.")
+SYSTEM = ("You review Godot game code written in GDScript. You get SOURCE_CODE and then one question about it. "
+          "Answer with JSON: {\"answer\": \"yes\" or \"no\", \"evidence\": [up to 3 exact strings found in both "
+          "SOURCE_CODE and the record]}.")
+MAX_CHUNK_CHARS = 1200  # about 350 tokens: the shared prefix costs ~2.5 s with the 1.5B on 2 cores
+RECORD_CHARS = 500
+_cache: dict[tuple, dict] = {}
 
 
-def _candidate_text(c: Candidate) -> str:
-    return model_text(c.table, c.payload, limit=600)
+def numbered(chunk: str) -> str:
+    """The chunk with line numbers, so a question can point at a line; the shared prefix of every question."""
+    out, size = [], 0
+    for i, line in enumerate(chunk.splitlines(), 1):
+        size += len(line) + 6
+        if size > MAX_CHUNK_CHARS:
+            out.append("... (cut)")
+            break
+        out.append(f"{i:>3}| {line}")
+    return "\n".join(out)
 
 
-def parse_answer(text: str) -> tuple[str | None, list[str]]:
-    first = re.search(r"\b(yes|no)\b", text.lower())
-    answer = first.group(1) if first else None
-    cited: list[str] = []
-    m = re.search(r"\[.*?\]", text, re.S)
-    if m:
-        try:
-            cited = [x for x in json.loads(m.group(0)) if isinstance(x, str)]
-        except json.JSONDecodeError:
-            cited = re.findall(r"\"([^\"]+)\"", m.group(0))
-    else:
-        cited = re.findall(r"`([^`]+)`", text)
-    return answer, cited
+def prefix(chunk: str) -> str:
+    return f"SOURCE_CODE (line numbers added):\n{numbered(chunk)}\n\n"
+
+
+def docs_question(c: Candidate, evidence: list[str]) -> str:
+    rec = model_text(c.table, c.payload, limit=RECORD_CHARS)
+    return (f"RECORD (Godot 4 documentation):\n{rec}\n\nShared literals found: {', '.join(evidence[:10]) or '(none)'}\n\n"
+            "Question: is RECORD direct evidence for SOURCE_CODE: does it document the Godot API or the technique "
+            "that SOURCE_CODE uses?")
+
+
+def occurrence_question(c: Candidate, occ: dict, line_text: str) -> str:
+    p = c.payload
+    src, dst, change = p["source_api"], p["target_api"], p["change_type"].replace("_", " ")
+    notes = (p.get("notes") or p.get("description") or "")[:300]
+    return (f"MIGRATION RECORD: Godot 3 `{src}` became `{dst}` in Godot 4 ({change}). {notes}\n\n"
+            f"Line {occ['line']}: {line_text.strip()[:200]}\n\n"
+            f"Question: is `{src}` on line {occ['line']} the Godot 3 `{src}` that became `{dst}` (yes), "
+            f"or valid Godot 4 code as it stands (no)?")
+
+
+def question_of(c: Candidate, chunk: str, occ: dict | None, evidence: list[str]) -> tuple[str, str, bool]:
+    """(cache key, question, whether to ask for cited evidence): the same for F and for calibration."""
+    if occ is not None:
+        lines = chunk.splitlines()
+        line = lines[occ["line"] - 1] if 0 < occ["line"] <= len(lines) else ""
+        return f"{c.table}:{c.id}@{occ['line']}:{occ['col']}", occurrence_question(c, occ, line), False
+    return f"{c.table}:{c.id}", docs_question(c, evidence), True
 
 
 def check_cited(cited: list[str], chunk: str, record_text: str) -> tuple[list[str], list[str]]:
@@ -53,27 +89,105 @@ def check_cited(cited: list[str], chunk: str, record_text: str) -> tuple[list[st
     return ok, bad
 
 
-def judge_one(llm, chunk: str, c: Candidate) -> dict:
-    key = (getattr(llm, "name", "llm"), hashlib.sha256(chunk.encode()).hexdigest(), f"{c.table}:{c.id}")
-    if key in _cache:
-        return dict(_cache[key], cached=True)
-    det = c.info("validate")
-    evidence = ", ".join(i["literal"] for i in det.evidence[:10]) or "(none)"
-    rec = _candidate_text(c)
-    # SOURCE_CODE first: llama.cpp reuses the evaluated prefix across candidates.
-    user = f"SOURCE_CODE:\n{chunk[:1500]}\n\nRECORD:\n{rec}\n\nEVIDENCE FOUND: {evidence}\n\nIs RECORD direct evidence for SOURCE_CODE?"
-    # Short answers: "yes" plus a few cited strings; every generated token costs ~70 ms on 2 cores.
-    res = llm.chat(SYSTEM, user, max_tokens=JUDGE_MAX_TOKENS, logprobs=True)
-    answer, cited = parse_answer(res["text"])
-    ok, bad = check_cited(cited, chunk, rec + "\n" + json.dumps(c.payload, ensure_ascii=False))
-    out = {"model": key[0], "raw_answer": res["text"], "answer": answer, "p_yes": res["p_yes"],
-           "cited_verified": ok, "cited_hallucinated": bad, "cached": False}
-    _cache[key] = out
+def ask(llm, chunk: str, key: str, question: str, evidence: bool) -> dict:
+    """One judged question, cached per (model, chunk, question)."""
+    ident = llm.identity()
+    ck = (ident["model"], ident.get("sha256"), hashlib.sha256(chunk.encode()).hexdigest(), key, evidence,
+          hashlib.sha256(question.encode()).hexdigest())
+    if ck in _cache:
+        return dict(_cache[ck], cached=True)
+    res = llm.judge_answer(SYSTEM, prefix(chunk) + question, evidence=evidence)
+    out = {**res, "cached": False}
+    _cache[ck] = out
     return out
 
 
+def table_calibration(cal: dict | None, table: str, override: float | None) -> dict:
+    """mode (decide | annotate), threshold and band for one table, from the calibration and the request."""
+    t = dict(((cal or {}).get("tables") or {}).get(table) or {}, calibrated=cal is not None)
+    if override is not None:
+        return {**t, "mode": "decide", "threshold": override, "threshold_from": "request"}
+    if cal is None:
+        return {"mode": "annotate", "calibrated": False, "threshold": None, "why": "no calibration for this model: annotate only "
+                                                              "(run `godot-rag judge calibrate`, or set judge_thresholds)"}
+    if t.get("mode") != "decide" or t.get("threshold") is None:
+        return {**t, "mode": "annotate", "why": t.get("why") or "the calibration separates nothing: annotate only"}
+    return {**t, "threshold_from": "calibration"}
+
+
+UNCALIBRATED_MAPPING_BAND = (0.0, 0.6)  # accepts that rest on ambiguous occurrences (validate caps them at 0.6)
+
+
+def asked_occurrence(c: Candidate) -> dict | None:
+    """The occurrence a mapping's question is about: the first ambiguous one in code when the accept
+    rests only on those, else the first Godot 3 use. None for a rejected mapping: the judge never
+    accepts what the deterministic layer rejected."""
+    if c.verdict != "accept":
+        return None
+    occ = [d for d in c.info("validate").occurrences or [] if d["status"] in ("godot3", "godot3_node")]
+    sure = [d for d in occ if not d.get("ambiguous")]
+    return (sure or occ or [None])[0]
+
+
+def asks_mappings(hint: str, lean: str | None) -> bool:
+    """The request's hint, or the chunk's own Godot 4 markers, already decide the ambiguous cases."""
+    return hint == "auto" and lean != "4"
+
+
+def in_band(c: Candidate, tcal: dict, default: tuple[float, float]) -> bool:
+    lo, hi = tcal.get("band") or default
+    return lo <= c.info("validate").confidence <= hi
+
+
+def mapping_targets(ctx: QueryContext, mappings: list[Candidate], tcal: dict) -> list[tuple[Candidate, dict]]:
+    """Accepted mappings inside the calibrated band of deterministic confidence (uncalibrated: the ambiguous ones)."""
+    if not asks_mappings(ctx.cfg.godot_version, ctx.version.lean() if ctx.version is not None else None):
+        return []
+    if tcal.get("calibrated") and tcal.get("band") is None and tcal.get("threshold_from") != "request":
+        return []
+    return [(c, occ) for c in mappings if (occ := asked_occurrence(c)) is not None
+            and in_band(c, tcal, UNCALIBRATED_MAPPING_BAND)]
+
+
+def docs_targets(ctx: QueryContext, docs: list[Candidate], tcal: dict) -> list[Candidate]:
+    """Deterministic accepts inside the calibrated band. A calibration without a band (the judge separates
+    no confidence range) sends none; without any calibration the top ones are asked, to annotate."""
+    if tcal.get("calibrated") and tcal.get("band") is None and tcal.get("threshold_from") != "request":
+        return []
+    inside = [c for c in docs if c.verdict == "accept" and in_band(c, tcal, (0.0, 1.0))]
+    return sorted(inside, key=lambda c: -c.score)[: ctx.cfg.validate_top]
+
+
+def _judged(c: Candidate, j: dict, tcal: dict, question: str, occ: dict | None, chunk: str) -> Candidate:
+    det = c.info("validate")
+    rec = model_text(c.table, c.payload, limit=RECORD_CHARS) + "\n" + json.dumps(c.payload, ensure_ascii=False)
+    ok, bad = check_cited(j.get("evidence") or [], chunk, rec)
+    p, thr = j["p_yes"], tcal.get("threshold")
+    before = c.verdict
+    c = c.derive()
+    if tcal["mode"] == "decide":
+        said_yes = p is not None and p >= thr
+        accepted = before == "accept" and said_yes and len(det.evidence) + len(ok) > 0
+        c.verdict = "accept" if accepted else "reject"
+        rule = f"P(yes) {p} {'>=' if said_yes else '<'} threshold {thr} ({tcal.get('threshold_from')})"
+        c.reason = (f"judge: {rule}" + (f"; direct evidence = {occ['line']}:{occ['col']}" if accepted and occ else "")
+                    if accepted else f"judge: {rule}")
+    else:
+        accepted = before == "accept"
+        rule = tcal.get("why") or "annotate only"
+    if question == "occurrence":
+        conf = round(p, 4) if accepted else 0.0
+    else:
+        conf = round(det.confidence * p, 4) if accepted and tcal["mode"] == "decide" else det.confidence
+    c.add_stage("judge", JudgeInfo(model=j["model"], question=question, occurrence=occ, raw_answer=j["raw"],
+                                   answer=j["answer"], p_yes=p, p_yes_source=j["p_yes_source"], mode=tcal["mode"],
+                                   threshold=thr, rule=rule, verdict_before=before, cited_verified=ok,
+                                   cited_hallucinated=bad, cached=j["cached"], accepted=accepted, confidence=conf))
+    return c
+
+
 def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
-    """The Qwen judge over the top `validate_top` deterministic accepts of the docs (validator_llm)."""
+    """The Qwen judge (validator_llm) over ambiguous mapping occurrences and docs accepts in the calibrated band."""
     from ..models.llm import LLMError
 
     cfg = ctx.cfg
@@ -81,49 +195,65 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
         ctx.note(skipped="validator_llm is off")
         return pool
     llm = ctx.retriever.llm
+
+    def fallback(why: str) -> Pool:
+        if not cfg.llm_optional:
+            raise LLMError(why)
+        ctx.trace.llm_fallback = f"{why}; deterministic validator only"
+        return pool
+
     if llm is None:
-        if cfg.llm_optional:
-            ctx.trace.llm_fallback = "no LLM configured; deterministic validator only"
-            return pool
         # No LLM is a missing service (HTTP 503), like a server that is down, not a bad setting.
-        raise LLMError("validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
-    docs = ctx.table_lists(pool, "docs_chunks")
-    top = sorted([c for c in docs if c.verdict == "accept"], key=lambda c: -c.score)[: cfg.validate_top]
-    ids = {c.id for c in top}
-    ctx.note(model=getattr(llm, "name", "llm"), judged=len(top), rule=f"deterministic accept AND yes AND P(yes) >= {P_YES_MIN}")
-    if top:
-        try:
-            ctx.ensure_loaded("llm", llm, model=getattr(llm, "name", "llm"))
-        except LLMError as e:
-            if not cfg.llm_optional:
-                raise
-            ctx.trace.llm_fallback = f"LLM unavailable ({e}); deterministic validator only"
-            return pool
-    out = []
-    for c in docs:
-        if c.id not in ids:
-            out.append(c)
-            continue
-        try:
-            j = judge_one(llm, ctx.chunk, c)
-        except LLMError as e:
-            if not cfg.llm_optional:
-                raise
-            ctx.trace.llm_fallback = f"LLM unavailable ({e}); deterministic validator only"
-            out.append(c)
-            continue
-        c = c.derive()
-        det = c.info("validate")
-        p = j["p_yes"]
-        said_yes = j["answer"] == "yes" and (p is None or p >= P_YES_MIN)
-        accepted = said_yes and len(det.evidence) + len(j["cited_verified"]) > 0
-        conf = det.confidence * (p if p is not None else (1.0 if said_yes else 0.0))
-        c.add_stage("judge", JudgeInfo(**j, accepted=accepted, confidence=round(conf, 4)))
-        if not accepted:
-            c.verdict = "reject"
-            c.reason = f"judge said {j['answer']} (P(yes)={p})"
-        out.append(c)
-    return dict(pool, docs_chunks=[out])
+        return fallback("validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
+    ident = llm.identity()
+    try:
+        cal, cal_file = calibration.find(ident, ctx.retriever.judge_calibration)
+    except calibration.CalibrationError as e:
+        return fallback(f"judge calibration unreadable: {e}")
+    over = cfg.judge_thresholds or {}
+    tcal = {t: table_calibration(cal, t, over.get(t)) for t in ("api_mapping", "docs_chunks")}
+    mappings = ctx.table_lists(pool, "api_mapping") if "api_mapping" in ctx.tables else []
+    docs = ctx.table_lists(pool, "docs_chunks") if "docs_chunks" in ctx.tables else []
+    occ_targets = mapping_targets(ctx, mappings, tcal["api_mapping"])
+    doc_targets = docs_targets(ctx, docs, tcal["docs_chunks"])
+    ctx.note(model=ident["model"], sha256=ident.get("sha256"), calibration=cal_file or "none",
+             modes={t: v["mode"] for t, v in tcal.items()}, thresholds={t: v.get("threshold") for t, v in tcal.items()},
+             bands={t: v.get("band") for t, v in tcal.items()}, asked_occurrences=len(occ_targets), asked_docs=len(doc_targets))
+    if not occ_targets and not doc_targets:
+        return pool
+    try:
+        ctx.ensure_loaded("llm", llm, model=ident["model"])
+    except LLMError as e:
+        return fallback(f"LLM unavailable ({e})")
+    jobs = [(c, "occurrence", occ, *question_of(c, ctx.chunk, occ, [])) for c, occ in occ_targets]
+    jobs += [(c, "docs", None, *question_of(c, ctx.chunk, None, [e["literal"] for e in c.info("validate").evidence]))
+             for c in doc_targets]
+
+    def one(job):
+        return ask(llm, ctx.chunk, job[3], job[4], job[5])
+
+    try:
+        if getattr(llm, "parallel", 1) > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(min(llm.parallel, len(jobs))) as pool_ex:
+                answers = list(pool_ex.map(one, jobs))
+        else:
+            answers = [one(j) for j in jobs]
+    except LLMError as e:
+        return fallback(f"LLM unavailable ({e})")
+    judged = {}
+    for (c, question, occ, _, _, _), j in zip(jobs, answers):
+        j = dict(j, model=ident["model"])
+        judged[(c.table, c.id)] = _judged(c, j, tcal[c.table], question, occ, ctx.chunk)
+    changed = sum(judged[k].verdict != c.verdict for c in mappings + docs if (k := (c.table, c.id)) in judged)
+    ctx.note(changed=changed)
+    out = {t: [[judged.get((c.table, c.id), c) for c in ctx.table_lists(pool, t)]] for t in ctx.tables}
+    if "label_prototypes" in ctx.tables and any(judged[(c.table, c.id)].verdict != c.verdict for c, _ in occ_targets):
+        from .validate import follow_mappings
+
+        out["label_prototypes"] = [follow_mappings(ctx, out)]
+    return out
 
 
-JUDGE = Stage("judge", run_judge, "optional Qwen judge (validator_llm): yes/no with P(yes) and cited literals, checked literally")
+JUDGE = Stage("judge", run_judge,
+              "optional Qwen judge (validator_llm): ambiguous migration occurrences and docs accepts in the calibrated "
+              "band; P(yes) against the model's calibrated threshold, JSON answers, cited literals checked")

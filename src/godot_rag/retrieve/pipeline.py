@@ -61,8 +61,9 @@ class Retriever:
     a strategy's stages over one chunk."""
 
     def __init__(self, db: Database, *, cache_dir: Path | None = None, embedder=None, llm=None,
-                 cross_encoder_path: str | None = None):
+                 cross_encoder_path: str | None = None, judge_calibration: Path | None = None):
         self.db = db
+        self.judge_calibration = judge_calibration  # None: env, then the user's, then the shipped calibrations
         self.cache_dir = Path(cache_dir) if cache_dir else db.data_dir.parent / "cache"
         self._embedder = embedder
         self.llm = llm

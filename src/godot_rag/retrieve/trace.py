@@ -114,12 +114,19 @@ class ValidateInfo(StageInfo):
 
 class JudgeInfo(StageInfo):
     model: str
-    raw_answer: str
-    answer: str | None
-    p_yes: float | None
-    cited_verified: list[str]
-    cited_hallucinated: list[str]
-    cached: bool
+    question: Literal["docs", "occurrence", "follows_mapping"]
+    occurrence: dict[str, Any] | None = None  # the ambiguous occurrence asked about (api_mapping)
+    raw_answer: str = ""
+    answer: str | None = None
+    p_yes: float | None = None
+    p_yes_source: Literal["logits", "logprobs", "answer"] | None = None
+    mode: Literal["decide", "annotate"] = "decide"
+    threshold: float | None = None
+    rule: str = ""
+    verdict_before: Literal["accept", "reject"] | None = None
+    cited_verified: list[str] = []
+    cited_hallucinated: list[str] = []
+    cached: bool = False
     accepted: bool
     confidence: float
 

@@ -42,7 +42,7 @@ from .resolve import Resolution
 from .codematch import renameable_names
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import ValidateInfo
+from .trace import JudgeInfo, ValidateInfo
 from .types import Candidate
 from .version import VersionContext, classify_occurrence, decide_ambiguous
 
@@ -254,8 +254,8 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
     elif accepted:
         base = max(base, 0.9)
     confidence = base if accepted else 0.0
-    return {"evidence": evidence, "occurrences": [{k: d[k] for k in ("line", "col", "region", "status", "why", "start", "end")}
-                                                  for d in decisions][:20],
+    return {"evidence": evidence, "occurrences": [{**{k: d[k] for k in ("line", "col", "region", "status", "why", "start", "end")},
+                                                   "ambiguous": bool(d.get("ambiguous"))} for d in decisions][:20],
             "contradictions": [], "confidence": round(confidence, 4), "accepted": accepted, "reasons": reasons}
 
 
@@ -338,12 +338,43 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence)
+    ctx.validation = vctx
     judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)])
     ctx.trace.version = ctx.version.to_trace()  # with the Godot 3 uses the validator found
     for t in ctx.tables:  # the accepted ids, in the order they came in (the web page's "lost at")
         ctx.record_ids(t, "validate", [c for c in judged if c.table == t and c.verdict == "accept"])
     ctx.note(layer="deterministic", judged=len(judged), accepted=sum(c.verdict == "accept" for c in judged))
     return {t: [[c for c in judged if c.table == t]] for t in ctx.tables}
+
+
+def follow_mappings(ctx: QueryContext, pool: Pool) -> list[Candidate]:
+    """Migration findings re-checked against the mappings accepted after the judge: a finding follows
+    the mapping it depends on, at the same occurrence (the judge's occurrence counts as Godot 3 use)."""
+    accepted = {}
+    for c in ctx.table_lists(pool, "api_mapping"):
+        if c.verdict != "accept":
+            continue
+        info = c.info("validate").model_dump()
+        j = c.info("judge")
+        if j is not None and j.occurrence is not None:
+            info["occurrences"] = [dict(d, status="godot3") if (d["line"], d["col"]) == (j.occurrence["line"], j.occurrence["col"])
+                                   else d for d in info["occurrences"]]
+        accepted[c.id] = info
+    out = []
+    for c in ctx.table_lists(pool, "label_prototypes"):
+        info = prototype_evidence(ctx.validation, c, accepted)
+        verdict = "accept" if info["accepted"] else "reject"
+        if verdict == c.verdict:
+            out.append(c)
+            continue
+        c = c.derive()
+        before, c.verdict = c.verdict, verdict
+        c.reason = ("direct evidence = " + ", ".join(i["literal"] for i in info["evidence"][:8]) if info["accepted"]
+                    else "; ".join(info["reasons"]))
+        c.add_stage("judge", JudgeInfo(model="-", question="follows_mapping", rule="follows the mappings the judge decided",
+                                       verdict_before=before, accepted=info["accepted"], confidence=info["confidence"]))
+        out.append(c)
+    return out
 
 
 VALIDATE = Stage("validate", run_validate,

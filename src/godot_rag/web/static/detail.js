@@ -256,8 +256,13 @@ export function renderRecord(container, rec, journey, chunk, gold) {
       v.evidence.length ? table(["direct evidence", "kind", "weight", "chunk line"], v.evidence.map((e) => [e.literal, e.kind, e.weight != null ? num(e.weight) : "", e.chunk_line ?? ""])) : el("p", { class: "muted", text: "no direct evidence" }),
       v.contradictions.length ? table(["contradiction", "near miss of", "weight", "in code"], v.contradictions.map((c) => typeof c === "string" ? [c, "", "", ""] : [c.literal, c.near_miss_of || "", c.weight != null ? num(c.weight) : "", c.in_code == null ? "" : c.in_code ? "yes" : "no"])) : null));
   }
-  if (t.judge) right.append(section("Qwen judge", el("p", { text: `${t.judge.model}: answer ${t.judge.answer}, P(yes) ${num(t.judge.p_yes)}, confidence ${num(t.judge.confidence)}${t.judge.cached ? " (cached)" : ""}` }),
-    el("pre", { class: "small", text: t.judge.raw_answer })));
+  if (t.judge) {
+    const j = t.judge, occ = j.occurrence ? ` about line ${j.occurrence.line}:${j.occurrence.col}` : "";
+    right.append(section("Qwen judge", el("p", { text: `${j.model}, ${j.question} question${occ}: answer ${j.answer}, P(yes) ${num(j.p_yes)}, confidence ${num(j.confidence)}${j.cached ? " (cached)" : ""}` }),
+      el("p", { text: `${j.mode}: ${j.rule}${j.verdict_before ? ` (was ${j.verdict_before})` : ""}` }),
+      j.cited_hallucinated && j.cited_hallucinated.length ? el("p", { text: `hallucinated citations dropped: ${j.cited_hallucinated.join(", ")}` }) : null,
+      el("pre", { class: "small", text: j.raw_answer })));
+  }
   const qv = (res.trace || {}).version;
   if ((v && v.occurrences) || qv) {
     const sec = section("Version decisions");

@@ -1,0 +1,69 @@
+"""Judge calibrations on disk: per model (name and weights sha256), per table, the ROC AUC measured on
+the judge set, the threshold chosen from the dev curve, and what the judge may do with that model.
+
+A file the user names (`--judge-calibration`, env GODOT_RAG_JUDGE_CALIBRATION) is the only one read;
+otherwise the user's own (written by `godot-rag judge calibrate`), then the one shipped with the package.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+SHIPPED = Path(__file__).with_name("judge_calibration.json")
+ENV = "GODOT_RAG_JUDGE_CALIBRATION"
+
+
+class CalibrationError(ValueError):
+    """A calibration file that cannot be read: names the file and the field."""
+
+
+def user_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("godot-rag", appauthor=False)) / "judge_calibration.json"
+
+
+def read(path: Path) -> list[dict]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return []
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CalibrationError(f"{path}: not a judge calibration file ({e})") from None
+    entries = data.get("calibrations") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise CalibrationError(f"{path}: field 'calibrations' must be a list")
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or not isinstance(e.get("model"), str) or not isinstance(e.get("tables"), dict):
+            raise CalibrationError(f"{path}: calibrations[{i}] needs 'model' (text) and 'tables' (object)")
+    return entries
+
+
+def same_model(entry: dict, identity: dict) -> bool:
+    """The same weights (sha256) when the model has a hash; the same name when it has none (a server's)."""
+    if identity.get("sha256"):
+        return entry.get("sha256") == identity["sha256"]
+    return entry.get("sha256") is None and entry["model"] == identity["model"]
+
+
+def find(identity: dict, path: Path | None = None) -> tuple[dict | None, str | None]:
+    """(calibration, file) for this model. A file the user names is the only one read."""
+    path = path or (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
+    for source in ([path] if path else [user_path(), SHIPPED]):
+        for e in read(source):
+            if same_model(e, identity):
+                return e, str(source)
+    return None, None
+
+
+def save(entry: dict, path: Path | None = None) -> Path:
+    """Replaces the entry of the same model and hash; written atomically, other models kept."""
+    path = Path(path or user_path())
+    entries = [e for e in read(path) if not same_model(e, entry)]
+    entries.append(entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"calibrations": entries}, indent=2) + "\n")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,144 @@
+"""The judge's calibration without a model: ROC AUC, the threshold rule, the confidence band, the
+calibration store and the judge set's errors. The model itself is tested in test_llm.py."""
+import json
+
+import pytest
+
+from godot_rag.eval.judge_calibration import (JudgeSetError, choose_threshold, confidence_band, decide,
+                                              read_judge_set, roc_auc)
+from godot_rag.retrieve.config import ConfigError, RetrieveConfig
+from godot_rag.retrieve.judge import asked_occurrence, numbered, occurrence_question, table_calibration
+from godot_rag.retrieve.trace import ValidateInfo
+from godot_rag.retrieve.types import Candidate
+from godot_rag.store import calibration
+
+
+def test_roc_auc_is_mann_whitney_with_ties_half():
+    assert roc_auc([1, 1, 0, 0], [0.9, 0.8, 0.2, 0.1]) == 1.0
+    assert roc_auc([1, 1, 0, 0], [0.1, 0.2, 0.8, 0.9]) == 0.0
+    assert roc_auc([1, 0], [0.5, 0.5]) == 0.5
+    assert roc_auc([1, 1], [0.5, 0.6]) is None  # no negatives: nothing to separate
+
+
+def test_threshold_loses_at_most_max_loss_of_the_positives():
+    labels = [1] * 50 + [0] * 50
+    scores = [0.5 + i / 100 for i in range(50)] + [i / 100 for i in range(50)]
+    t = choose_threshold(labels, scores, 0.02)
+    assert t["positives_lost"] <= 1 and t["negatives_removed"] == 50
+    assert decide(labels, scores, 0.02, 0.7, 0.2)["mode"] == "decide"
+
+
+def test_a_judge_that_separates_nothing_may_only_annotate():
+    labels = [1, 0] * 30
+    scores = [0.5] * 60
+    d = decide(labels, scores, 0.02, 0.7, 0.2)
+    assert d["auc"] == 0.5 and d["mode"] == "annotate" and "separates nothing" in d["why"]
+
+
+def test_confidence_band_spans_the_bins_where_the_judge_separates():
+    pairs, scores = [], []
+    for i in range(40):  # low confidence: the judge separates; high confidence: it does not
+        y = i % 2
+        pairs.append({"det_confidence": 0.3, "label": y}); scores.append(0.9 if y else 0.1)
+        pairs.append({"det_confidence": 0.95, "label": y}); scores.append(0.5)
+    band, bins = confidence_band(pairs, scores, 0.7)
+    assert band == [0.3, 0.3]
+    assert [b["auc"] for b in bins] == [1.0, 0.5]  # equal confidences stay in one bin
+
+
+def test_calibration_store_keys_on_the_weights_hash_then_the_name(tmp_path):
+    path = tmp_path / "cal.json"
+    calibration.save({"model": "bundled-qwen-0.5b", "sha256": "abc", "tables": {"api_mapping": {"mode": "decide"}}}, path)
+    calibration.save({"model": "openai:qwen", "sha256": None, "tables": {}}, path)
+    calibration.save({"model": "renamed.gguf", "sha256": "abc", "tables": {"docs_chunks": {}}}, path)  # replaces
+    entries = calibration.read(path)
+    assert len(entries) == 2
+    found, where = calibration.find({"model": "any-name.gguf", "sha256": "abc"}, path)
+    assert found["model"] == "renamed.gguf" and where == str(path)
+    assert calibration.find({"model": "openai:qwen", "sha256": None}, path)[0]["model"] == "openai:qwen"
+    assert calibration.find({"model": "openai:other", "sha256": None}, path)[0] is None
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"calibrations": [{"model": 3}]}')
+    with pytest.raises(calibration.CalibrationError, match=r"bad.json: calibrations\[0\]"):
+        calibration.read(bad)
+
+
+def test_what_the_judge_may_do_follows_the_calibration_and_the_request():
+    assert table_calibration(None, "docs_chunks", None)["mode"] == "annotate"
+    cal = {"tables": {"docs_chunks": {"mode": "annotate", "threshold": None, "why": "AUC 0.55 < 0.7"}}}
+    assert table_calibration(cal, "docs_chunks", None)["why"].startswith("AUC 0.55")
+    assert table_calibration(cal, "docs_chunks", 0.4) == {**cal["tables"]["docs_chunks"], "calibrated": True,
+                                                          "mode": "decide", "threshold": 0.4, "threshold_from": "request"}
+    ok = {"tables": {"api_mapping": {"mode": "decide", "threshold": 0.31, "band": [0.0, 0.6]}}}
+    assert table_calibration(ok, "api_mapping", None)["threshold_from"] == "calibration"
+
+
+def test_judge_thresholds_setting_is_validated():
+    assert RetrieveConfig(judge_thresholds={"docs_chunks": 0.4}).judge_thresholds == {"docs_chunks": 0.4}
+    for bad in ({"docs": 0.4}, {"docs_chunks": 1.5}, {"docs_chunks": "0.4"}, {"api_mapping": float("nan")}):
+        with pytest.raises(ConfigError, match="judge_thresholds"):
+            RetrieveConfig(judge_thresholds=bad)
+
+
+def _mapping(occurrences, verdict="accept", confidence=0.6):
+    c = Candidate(table="api_mapping", id="class_renames:Viewport->SubViewport", verdict=verdict,
+                  payload={"source_api": "Viewport", "target_api": "SubViewport", "change_type": "class_rename"})
+    c.add_stage("validate", ValidateInfo(verdict=verdict, accepted=verdict == "accept", confidence=confidence, evidence=[],
+                                         contradictions=[], reasons=[], occurrences=occurrences))
+    return c
+
+
+def test_focused_question_names_the_occurrence_and_its_line():
+    occ = [{"line": 2, "col": 9, "region": "code", "status": "godot3", "why": "", "start": 20, "end": 28, "ambiguous": True}]
+    c = _mapping(occ)
+    assert asked_occurrence(c)["line"] == 2
+    assert asked_occurrence(_mapping(occ, verdict="reject")) is None  # the judge never accepts on its own
+    q = occurrence_question(c, occ[0], "\tvar v = Viewport.new()")
+    assert "`Viewport` on line 2" in q and "SubViewport" in q and "var v = Viewport.new()" in q
+    assert numbered("a\nb").splitlines() == ["  1| a", "  2| b"]
+
+
+def test_judge_set_errors_name_file_line_and_field(tmp_path):
+    f = tmp_path / "js.jsonl"
+    good = {"id": "js1", "chunk_text": "x", "table": "docs_chunks", "record": "r", "label": 1, "det_confidence": 0.5}
+    f.write_text(json.dumps(good) + "\n" + json.dumps({**good, "label": "yes"}) + "\n")
+    with pytest.raises(JudgeSetError, match=r"js.jsonl:2: field 'label'"):
+        read_judge_set(f)
+    f.write_text(json.dumps({**good, "table": "api_mapping"}) + "\n")
+    with pytest.raises(JudgeSetError, match=r"js.jsonl:1: field 'occurrence'"):
+        read_judge_set(f)
+    f.write_text("{not json\n")
+    with pytest.raises(JudgeSetError, match=r"js.jsonl:1: not JSON"):
+        read_judge_set(f)
+
+
+def test_a_finding_follows_the_mapping_the_judge_rejected():
+    from types import SimpleNamespace
+
+    from godot_rag.gdscript import parse_chunk
+    from godot_rag.retrieve.context import QueryContext
+    from godot_rag.retrieve.trace import JudgeInfo
+    from godot_rag.retrieve.validate import follow_mappings
+
+    chunk = "export var speed = 1\nfunc _ready():\n\tvar v = Viewport.new()"
+    start = chunk.index("Viewport")
+    occ = {"line": 3, "col": 10, "region": "code", "status": "godot3", "why": "", "start": start, "end": start + 8, "ambiguous": True}
+    mapping = _mapping([occ])
+    proto = Candidate(table="label_prototypes", id="migration:godot3_class_name", verdict="accept",
+                      payload={"task_type": "migration", "evidence_mapping_ids": [mapping.id],
+                               "validator_rules": {"must_match": [r"\bViewport\b"]}})
+    proto.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=1.0, evidence=[], contradictions=[],
+                                             reasons=[]))
+    ctx = QueryContext(chunk=chunk, strategy="F", cfg=RetrieveConfig(), retriever=None)
+    ctx.validation = SimpleNamespace(facts=parse_chunk(chunk))
+    kept = follow_mappings(ctx, {"api_mapping": [[mapping]], "label_prototypes": [[proto]]})
+    assert kept[0].verdict == "accept" and kept[0] is proto  # the mapping still stands: nothing changes
+    rejected = mapping.derive()
+    rejected.verdict = "reject"
+    rejected.add_stage("judge", JudgeInfo(model="m", question="occurrence", occurrence=occ, p_yes=0.1, mode="decide",
+                                          threshold=0.5, verdict_before="accept", accepted=False, confidence=0.0))
+    out = follow_mappings(ctx, {"api_mapping": [[rejected]], "label_prototypes": [[proto]]})
+    assert out[0].verdict == "reject" and "no accepted api_mapping" in out[0].reason
+    j = out[0].info("judge")
+    assert j.question == "follows_mapping" and j.verdict_before == "accept"
+    assert out[0].info("validate").verdict == "accept"  # the earlier stage's explanation is kept
