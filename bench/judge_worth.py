@@ -80,7 +80,8 @@ for name in ("reference", "realcode_godot3", "realcode_godot4"):
     sample += [(name, q) for q in (qs if name == "reference" else qs[:: args.every])]
 
 rows = []
-r.llm.load()  # the model loads outside the timings
+if hasattr(r.llm, "load"):
+    r.llm.load()  # the model loads outside the timings
 for name, q in tqdm(sample, desc="F with and without the judge", file=sys.stderr):
     before = r.retrieve(q.chunk_text, "F", plain)
     t = time.perf_counter()

@@ -142,3 +142,20 @@ def test_a_finding_follows_the_mapping_the_judge_rejected():
     j = out[0].info("judge")
     assert j.question == "follows_mapping" and j.verdict_before == "accept"
     assert out[0].info("validate").verdict == "accept"  # the earlier stage's explanation is kept
+
+
+def test_cli_bad_judge_files_are_one_line_errors(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "js.jsonl"
+    bad.write_text('{"id": "p1"}\n')
+    r = subprocess.run([sys.executable, "-m", "godot_rag.cli", "judge", "calibrate", "--set", str(bad), "--llm-url",
+                        "http://127.0.0.1:9", "--quiet"], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert f"{bad}:1: field 'chunk_text'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    cal = tmp_path / "cal.json"
+    cal.write_text("[1, 2]")
+    r = subprocess.run([sys.executable, "-m", "godot_rag.cli", "retrieve", "-", "--judge-calibration", str(cal)],
+                       input="func _ready():\n\tpass\n", capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "Traceback" not in r.stderr and "field 'calibrations'" in r.stderr

@@ -227,23 +227,29 @@ class OpenAICompatLLM:
         the top log-probabilities of the answer's token; `cache_prompt` lets llama.cpp's server reuse
         the shared prefix."""
         schema = ANSWER_SCHEMA if evidence else ANSWER_ONLY_SCHEMA
-        variants = self._formats or [
-            {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}},
-            {"type": "json_object", "schema": schema}, None]
+        formats = {"json_schema": {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}},
+                   "json_object": {"type": "json_object", "schema": schema}, None: None}
+        # What servers accept differs: try the richest request first, learn what this one takes.
+        variants = self._formats or [("json_schema", True), ("json_object", True), (None, True), ("json_schema", False),
+                                     (None, False)]
         last = None
-        for fmt in variants:
-            extra = {"logprobs": True, "top_logprobs": 10, "cache_prompt": True}
-            if fmt is not None:
-                extra["response_format"] = fmt
+        for fmt, cache in variants:
+            extra = {"logprobs": True, "top_logprobs": 10}
+            if cache:
+                extra["cache_prompt"] = True
+            if formats[fmt] is not None:
+                extra["response_format"] = formats[fmt]
             try:
                 res = self.chat(system, user, max_tokens=evidence_max_tokens + 12 if evidence else 12, extra=extra)
             except LLMError as e:
-                if "refused" not in str(e):
+                # A server that answers but rejects the request's shape (llama_cpp.server says 500 to an
+                # unknown response_format) gets the next variant; one that is down is an error at once.
+                if "refused" not in str(e) and "answered" not in str(e):
                     raise
                 last = e
                 continue
             if self._formats is None:
-                self._formats = [fmt]
+                self._formats = [(fmt, cache)]
             break
         else:
             raise last
@@ -279,7 +285,7 @@ class OpenAICompatLLM:
             try:
                 r = httpx.post(f"{self.url}/chat/completions", json=body, headers=headers, timeout=self.timeout)
                 if r.status_code >= 500:
-                    raise LLMError(f"LLM server {self.url} answered {r.status_code}")
+                    raise LLMError(f"LLM server {self.url} answered {r.status_code}: {r.text[:200]}")
                 if r.status_code >= 400:
                     raise LLMError(f"LLM server {self.url} refused the request ({r.status_code}): {r.text[:200]}")
                 return _normalise_chat(r.json())
