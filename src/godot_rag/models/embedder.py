@@ -38,7 +38,7 @@ def resolve_model_path(name: str) -> str:
 
 class Embedder:
     def __init__(self, model: str = DEFAULT_MODEL, pooling: str = "window-mean", overlap: int = 32,
-                 batch_size: int = 32, threads: int | None = None, precision: str = "int8"):
+                 batch_size: int = 16, threads: int | None = None, precision: str = "int8"):
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
         self.precision = precision
