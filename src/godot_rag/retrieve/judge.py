@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
 from ..records import model_text
@@ -36,7 +38,9 @@ SYSTEM = ("You review Godot game code written in GDScript. You get SOURCE_CODE a
           "SOURCE_CODE and the record]}.")
 MAX_CHUNK_CHARS = 1200  # about 350 tokens: the shared prefix costs ~2.5 s with the 1.5B on 2 cores
 RECORD_CHARS = 500
-_cache: dict[tuple, dict] = {}
+CACHE_SIZE = 4096  # judged questions kept per process (a long-running `serve` stays bounded)
+_cache: "OrderedDict[tuple, dict]" = OrderedDict()
+_cache_lock = threading.Lock()  # questions to a server are asked from several threads
 
 
 def numbered(chunk: str) -> str:
@@ -94,11 +98,16 @@ def ask(llm, chunk: str, key: str, question: str, evidence: bool) -> dict:
     ident = llm.identity()
     ck = (ident["model"], ident.get("sha256"), hashlib.sha256(chunk.encode()).hexdigest(), key, evidence,
           hashlib.sha256(question.encode()).hexdigest())
-    if ck in _cache:
-        return dict(_cache[ck], cached=True)
+    with _cache_lock:
+        if ck in _cache:
+            _cache.move_to_end(ck)
+            return dict(_cache[ck], cached=True)
     res = llm.judge_answer(SYSTEM, prefix(chunk) + question, evidence=evidence)
     out = {**res, "cached": False}
-    _cache[ck] = out
+    with _cache_lock:
+        _cache[ck] = out
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
     return out
 
 
@@ -170,8 +179,7 @@ def _judged(c: Candidate, j: dict, tcal: dict, question: str, occ: dict | None, 
         accepted = before == "accept" and said_yes and len(det.evidence) + len(ok) > 0
         c.verdict = "accept" if accepted else "reject"
         rule = f"P(yes) {p} {'>=' if said_yes else '<'} threshold {thr} ({tcal.get('threshold_from')})"
-        c.reason = (f"judge: {rule}" + (f"; direct evidence = {occ['line']}:{occ['col']}" if accepted and occ else "")
-                    if accepted else f"judge: {rule}")
+        c.reason = f"{c.reason}; judge: {rule}" if accepted else f"judge: {rule}"
     else:
         accepted = before == "accept"
         rule = tcal.get("why") or "annotate only"
