@@ -24,7 +24,8 @@ def test_threshold_loses_at_most_max_loss_of_the_positives():
     labels = [1] * 50 + [0] * 50
     scores = [0.5 + i / 100 for i in range(50)] + [i / 100 for i in range(50)]
     t = choose_threshold(labels, scores, 0.02)
-    assert t["positives_lost"] <= 1 and t["negatives_removed"] == 50
+    assert t["threshold"] == 0.51 and t["positives_lost"] == 1 and t["negatives_removed"] == 50
+    assert choose_threshold(labels, scores, 1.0)["threshold"] == 0.99  # all may be lost: no crash
     assert decide(labels, scores, 0.02, 0.7, 0.2)["mode"] == "decide"
 
 
@@ -61,10 +62,17 @@ def test_calibration_store_keys_on_the_weights_hash_then_the_name(tmp_path):
     bad.write_text('{"calibrations": [{"model": 3}]}')
     with pytest.raises(calibration.CalibrationError, match=r"bad.json: calibrations\[0\]"):
         calibration.read(bad)
+    for table, msg in (({"docs_chunks": 3}, "must be an object"), ({"docs_chunks": {"threshold": "0.5"}}, "threshold"),
+                       ({"api_mapping": {"band": [0.1]}}, "band"), ({"api_mapping": {"mode": "reject"}}, "mode")):
+        bad.write_text(json.dumps({"calibrations": [{"model": "m", "tables": table}]}))
+        with pytest.raises(calibration.CalibrationError, match=msg):
+            calibration.read(bad)
 
 
 def test_what_the_judge_may_do_follows_the_calibration_and_the_request():
     assert table_calibration(None, "docs_chunks", None)["mode"] == "annotate"
+    docs_only = {"tables": {"docs_chunks": {"mode": "decide", "threshold": 0.5, "band": [0, 1]}}}
+    assert table_calibration(docs_only, "api_mapping", None)["calibrated"] is False  # a table it has no figures for
     cal = {"tables": {"docs_chunks": {"mode": "annotate", "threshold": None, "why": "AUC 0.55 < 0.7"}}}
     assert table_calibration(cal, "docs_chunks", None)["why"].startswith("AUC 0.55")
     assert table_calibration(cal, "docs_chunks", 0.4) == {**cal["tables"]["docs_chunks"], "calibrated": True,
@@ -82,7 +90,8 @@ def test_judge_thresholds_setting_is_validated():
 
 def _mapping(occurrences, verdict="accept", confidence=0.6):
     c = Candidate(table="api_mapping", id="class_renames:Viewport->SubViewport", verdict=verdict,
-                  payload={"source_api": "Viewport", "target_api": "SubViewport", "change_type": "class_rename"})
+                  payload={"source_api": "Viewport", "target_api": "SubViewport", "change_type": "class_rename",
+                           "notes": "Viewport nodes became SubViewport"})
     c.add_stage("validate", ValidateInfo(verdict=verdict, accepted=verdict == "accept", confidence=confidence, evidence=[],
                                          contradictions=[], reasons=[], occurrences=occurrences))
     return c
@@ -159,3 +168,24 @@ def test_cli_bad_judge_files_are_one_line_errors(tmp_path):
     r = subprocess.run([sys.executable, "-m", "godot_rag.cli", "retrieve", "-", "--judge-calibration", str(cal)],
                        input="func _ready():\n\tpass\n", capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "Traceback" not in r.stderr and "field 'calibrations'" in r.stderr
+
+
+def test_an_annotation_changes_no_verdict_and_no_score_a_decision_does():
+    from godot_rag.retrieve.judge import _judged
+
+    occ = {"line": 2, "col": 9, "region": "code", "status": "godot3", "why": "", "start": 20, "end": 28, "ambiguous": True}
+    answer = {"model": "m", "raw": '{"answer": "no", "evidence": []}', "answer": "no", "p_yes": 0.2,
+              "p_yes_source": "logits", "evidence": [], "cached": False}
+    chunk = "func f():\n\tvar v = Viewport.new()"
+    c = _mapping([occ], confidence=0.6)
+    c.info("validate").evidence.append({"literal": "Viewport", "kind": "source_api"})
+    note = _judged(c, answer, {"mode": "annotate", "threshold": None, "why": "AUC 0.5"}, "occurrence", occ, chunk)
+    assert note.verdict == "accept" and note.info("judge").confidence == 0.6 and note.info("judge").mode == "annotate"
+    low = _judged(c, answer, {"mode": "decide", "threshold": 0.5, "threshold_from": "calibration"}, "occurrence", occ, chunk)
+    assert low.verdict == "reject" and low.info("judge").confidence == 0.0 and "P(yes) 0.2 < threshold 0.5" in low.reason
+    high = _judged(c, dict(answer, p_yes=0.9, answer="yes"), {"mode": "decide", "threshold": 0.5, "threshold_from": "request"},
+                   "occurrence", occ, chunk)
+    assert high.verdict == "accept" and high.info("judge").confidence == 0.9
+    rejected = _mapping([occ], verdict="reject", confidence=0.0)
+    never = _judged(rejected, dict(answer, p_yes=0.99, answer="yes"), {"mode": "decide", "threshold": 0.5}, "occurrence", occ, chunk)
+    assert never.verdict == "reject"  # the judge never accepts on its own

@@ -141,6 +141,7 @@ def test_judge_follows_the_calibration_and_never_accepts_alone(with_qwen, qwen, 
         assert res.trace.stages[[s.stage for s in res.trace.stages].index("judge")].info["calibration"] == str(cal)
         # 2. The request's threshold above every P(yes): the judge rejects what it was asked about.
         res = with_qwen.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(**cfg, judge_thresholds={"docs_chunks": 1.0}))
+        assert len(_judged(res)) == 2
         for c in _judged(res):
             j = c.info("judge")
             assert j.mode == "decide" and j.verdict_before == "accept" and j.threshold == 1.0

@@ -222,7 +222,7 @@ def judge():
               help="Least share of negatives the threshold must remove for the judge to decide.")
 @click.option("--sample", type=click.IntRange(1), default=None,
               help="At most N pairs per table and label, drawn with a fixed seed (a slow model on a small machine).")
-@click.option("--limit", type=int, default=None, help="First N pairs only (a quick look; not stored).")
+@click.option("--limit", type=click.IntRange(1), default=None, help="First N pairs only (a quick look; not stored).")
 @click.option("--quiet", is_flag=True)
 @with_llm
 @with_db
@@ -239,6 +239,10 @@ def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_remo
     try:
         pairs = read_judge_set(judge_set)[:limit]
     except JudgeSetError as e:
+        fail(str(e))
+    try:  # the file the calibration goes to must be readable before the long run, not after
+        cal_store.read(out or cal_store.user_path())
+    except cal_store.CalibrationError as e:
         fail(str(e))
     if sample:
         from .eval.judge_calibration import stratified
@@ -270,7 +274,11 @@ def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_remo
     if scores is not None:  # the time it took to ask the model, when the scores were written
         entry.update(scores_from=str(scores_in), seconds=saved.get("seconds"), seconds_per_pair=saved.get("seconds_per_pair"))
     if limit is None:
-        entry["stored_in"] = str(cal_store.save(entry, out))
+        try:
+            entry["stored_in"] = str(cal_store.save(entry, out))
+        except OSError as e:
+            click.echo(json.dumps(entry, indent=2))
+            fail(f"{out or cal_store.user_path()}: cannot write the calibration ({e.strerror or e})")
     click.echo(json.dumps(entry, indent=2))
 
 

@@ -94,7 +94,7 @@ def choose_threshold(labels: list[int], scores: list[float], max_loss: float) ->
     neg = [s for s, y in zip(scores, labels) if y == 0]
     if not pos or not neg:
         return {"threshold": None, "positives_lost": 0, "negatives_removed": 0}
-    allowed = int(max_loss * len(pos))
+    allowed = min(int(max_loss * len(pos) + 1e-9), len(pos) - 1)
     thr = pos[allowed]  # pairs with P(yes) < thr are rejected: `allowed` positives at most
     return {"threshold": round(thr, 6), "positives_lost": sum(p < thr for p in pos),
             "negatives_removed": sum(n < thr for n in neg), "positives": len(pos), "negatives": len(neg),

@@ -113,11 +113,12 @@ def ask(llm, chunk: str, key: str, question: str, evidence: bool) -> dict:
 
 def table_calibration(cal: dict | None, table: str, override: float | None) -> dict:
     """mode (decide | annotate), threshold and band for one table, from the calibration and the request."""
-    t = dict(((cal or {}).get("tables") or {}).get(table) or {}, calibrated=cal is not None)
+    tables = (cal or {}).get("tables") or {}
+    t = dict(tables.get(table) or {}, calibrated=table in tables)
     if override is not None:
         return {**t, "mode": "decide", "threshold": override, "threshold_from": "request"}
-    if cal is None:
-        return {"mode": "annotate", "calibrated": False, "threshold": None, "why": "no calibration for this model: annotate only "
+    if table not in tables:
+        return {"mode": "annotate", "calibrated": False, "threshold": None, "why": "no calibration for this model and table: annotate only "
                                                               "(run `godot-rag judge calibrate`, or set judge_thresholds)"}
     if t.get("mode") != "decide" or t.get("threshold") is None:
         return {**t, "mode": "annotate", "why": t.get("why") or "the calibration separates nothing: annotate only"}
@@ -183,10 +184,12 @@ def _judged(c: Candidate, j: dict, tcal: dict, question: str, occ: dict | None, 
     else:
         accepted = before == "accept"
         rule = tcal.get("why") or "annotate only"
-    if question == "occurrence":
+    if tcal["mode"] != "decide":
+        conf = det.confidence  # an annotation changes no score
+    elif question == "occurrence":
         conf = round(p, 4) if accepted else 0.0
     else:
-        conf = round(det.confidence * p, 4) if accepted and tcal["mode"] == "decide" else det.confidence
+        conf = round(det.confidence * p, 4) if accepted else 0.0
     c.add_stage("judge", JudgeInfo(model=j["model"], question=question, occurrence=occ, raw_answer=j["raw"],
                                    answer=j["answer"], p_yes=p, p_yes_source=j["p_yes_source"], mode=tcal["mode"],
                                    threshold=thr, rule=rule, verdict_before=before, cited_verified=ok,

@@ -37,7 +37,23 @@ def read(path: Path) -> list[dict]:
     for i, e in enumerate(entries):
         if not isinstance(e, dict) or not isinstance(e.get("model"), str) or not isinstance(e.get("tables"), dict):
             raise CalibrationError(f"{path}: calibrations[{i}] needs 'model' (text) and 'tables' (object)")
+        for table, t in e["tables"].items():
+            where = f"{path}: calibrations[{i}].tables.{table}"
+            if not isinstance(t, dict):
+                raise CalibrationError(f"{where} must be an object")
+            if t.get("mode", "annotate") not in ("decide", "annotate"):
+                raise CalibrationError(f"{where}.mode must be 'decide' or 'annotate'")
+            thr = t.get("threshold")
+            if thr is not None and (not _number(thr) or not 0 <= thr <= 1):
+                raise CalibrationError(f"{where}.threshold must be null or a number in [0, 1]")
+            band = t.get("band")
+            if band is not None and not (isinstance(band, list) and len(band) == 2 and all(map(_number, band))):
+                raise CalibrationError(f"{where}.band must be null or two numbers")
     return entries
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x
 
 
 def same_model(entry: dict, identity: dict) -> bool:
