@@ -10,6 +10,7 @@ import importlib
 import json
 import math
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -86,6 +87,8 @@ def verify_gguf(path: Path, expected_sha256: str | None) -> None:
 class LlamaCppLLM:
     """In-process llama-cpp-python. One generation at a time (the model is not thread-safe)."""
 
+    parallel = 1  # one context: candidates are judged one after another, sharing the prefix
+
     def __init__(self, gguf: Path, n_ctx: int = 4096, n_threads: int | None = None, label: str | None = None,
                  sha256: str | None = None):
         self.gguf = Path(gguf)
@@ -95,7 +98,6 @@ class LlamaCppLLM:
         self._lock = threading.Lock()
         self._sha256 = sha256
         self._grammar = None
-    parallel = 1  # one context: candidates are judged one after another, sharing the prefix
 
     def identity(self) -> dict:
         """What a judge calibration is stored under: the model's label and the file's sha256."""
@@ -258,8 +260,6 @@ class OpenAICompatLLM:
             data = json.loads(text)
             answer, cited = str(data.get("answer", "")).lower(), [x for x in data.get("evidence") or [] if isinstance(x, str)]
         except (json.JSONDecodeError, AttributeError):
-            import re
-
             m = re.search(r"\b(yes|no)\b", text.lower())
             answer, cited = (m.group(1) if m else None), _parse_list(text)
         p_yes, source = res["p_yes"], "logprobs"
@@ -321,8 +321,6 @@ def _chatml(system: str, user: str) -> str:
 
 def _parse_list(text: str) -> list[str]:
     """The strings of a JSON list, also when generation stopped inside it."""
-    import re
-
     try:
         data = json.loads(text)
         if isinstance(data, list):

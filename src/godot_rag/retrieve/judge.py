@@ -144,27 +144,32 @@ def asks_mappings(hint: str, lean: str | None) -> bool:
     return hint == "auto" and lean != "4"
 
 
-def in_band(c: Candidate, tcal: dict, default: tuple[float, float]) -> bool:
-    lo, hi = tcal.get("band") or default
-    return lo <= c.info("validate").confidence <= hi
+def band_of(tcal: dict, uncalibrated: tuple[float, float]) -> tuple[float, float] | None:
+    """The range of deterministic confidence the judge is asked about: the calibrated band; None when the
+    calibration found no range where the judge separates (a request's threshold asks anyway); without a
+    calibration for the table, `uncalibrated`."""
+    if tcal.get("band"):
+        return tuple(tcal["band"])
+    if tcal.get("calibrated") and tcal.get("threshold_from") != "request":
+        return None
+    return uncalibrated
+
+
+def _inside(cands: list[Candidate], band: tuple[float, float] | None) -> list[Candidate]:
+    return [] if band is None else [c for c in cands if band[0] <= c.info("validate").confidence <= band[1]]
 
 
 def mapping_targets(ctx: QueryContext, mappings: list[Candidate], tcal: dict) -> list[tuple[Candidate, dict]]:
     """Accepted mappings inside the calibrated band of deterministic confidence (uncalibrated: the ambiguous ones)."""
     if not asks_mappings(ctx.cfg.godot_version, ctx.version.lean() if ctx.version is not None else None):
         return []
-    if tcal.get("calibrated") and tcal.get("band") is None and tcal.get("threshold_from") != "request":
-        return []
-    return [(c, occ) for c in mappings if (occ := asked_occurrence(c)) is not None
-            and in_band(c, tcal, UNCALIBRATED_MAPPING_BAND)]
+    return [(c, occ) for c in _inside(mappings, band_of(tcal, UNCALIBRATED_MAPPING_BAND))
+            if (occ := asked_occurrence(c)) is not None]
 
 
 def docs_targets(ctx: QueryContext, docs: list[Candidate], tcal: dict) -> list[Candidate]:
-    """Deterministic accepts inside the calibrated band. A calibration without a band (the judge separates
-    no confidence range) sends none; without any calibration the top ones are asked, to annotate."""
-    if tcal.get("calibrated") and tcal.get("band") is None and tcal.get("threshold_from") != "request":
-        return []
-    inside = [c for c in docs if c.verdict == "accept" and in_band(c, tcal, (0.0, 1.0))]
+    """Deterministic accepts inside the calibrated band (uncalibrated: the top ones, to annotate)."""
+    inside = _inside([c for c in docs if c.verdict == "accept"], band_of(tcal, (0.0, 1.0)))
     return sorted(inside, key=lambda c: -c.score)[: ctx.cfg.validate_top]
 
 
