@@ -105,6 +105,23 @@ def test_f_migration_evidence_never_comes_from_comments_or_strings(retriever):
     assert hinted.trace.version["hint"] == "3"
 
 
+def test_f_node_named_after_a_godot3_class_is_overruled_by_godot4_markers_or_hint(retriever):
+    mapping = "class_renames:AnimatedSprite->AnimatedSprite2D"
+    bare = "func _ready():\n    $AnimatedSprite.play()\n"
+    plain = retriever.retrieve(bare, "F", RetrieveConfig(k=10, reranker="none"))
+    assert mapping in ids(plain, "api_mapping")  # no markers: weak evidence, kept at low confidence
+    node = next(c for c in plain.results if c.id == mapping).info("validate")
+    assert node.confidence <= 0.5 and node.occurrences[0]["status"] == "godot3_node"
+    for chunk, cfg, why in ((bare, RetrieveConfig(k=10, reranker="none", godot_version="4"), "godot_version hint is 4"),
+                            ("@onready var sprite = $AnimatedSprite\n\n" + bare, RetrieveConfig(k=10, reranker="none"),
+                             "the chunk has Godot 4 markers")):
+        res = retriever.retrieve(chunk, "F", cfg)
+        assert mapping not in ids(res, "api_mapping")
+        rej = next(c for c in res.rejected if c.id == mapping)
+        occ = rej.info("validate").occurrences[0]
+        assert occ["status"] == "ignored" and "node path" in occ["why"] and why in occ["why"]
+
+
 def test_f_migration_mappings(retriever):
     res = retriever.retrieve(GODOT3, "F", RetrieveConfig(k=10, reranker="none"))
     got = set(ids(res, "api_mapping"))

@@ -10,7 +10,9 @@ Decided from the corpus, per occurrence, and traced:
 - what is left is ambiguous (a name valid in both versions): the chunk's version markers
   decide (`@export`, `await`, `super()` against `export var`, `yield(`, `connect("s", o, "m")`,
   and the unambiguous Godot 3 names found in the same chunk), sharpened by the request's
-  `godot_version` hint. Nothing is accepted without a literal occurrence.
+  `godot_version` hint. Nothing is accepted without a literal occurrence;
+- a scene node named after a class Godot 4 no longer has (`$KinematicBody2D`) is weak evidence: nodes
+  keep their names through a port, so the chunk's Godot 4 markers or a hint of 4 overrule it.
 """
 from __future__ import annotations
 
@@ -194,6 +196,17 @@ def decide_ambiguous(ctx: VersionContext) -> tuple[bool, str]:
     if ctx.hint == "3":
         return True, "no version markers; godot_version hint is 3"
     return False, "no version markers, and the name is valid in both versions"
+
+
+def node_name_overruled(ctx: VersionContext) -> str | None:
+    """Why a node named after a Godot 3 class is not taken as Godot 3 use, or None. A node keeps its
+    name through a port (`$Camera` over a Camera3D is common Godot 4 code), so the name is weak
+    evidence: the chunk's own Godot 4 markers, or the request's hint, overrule it."""
+    if ctx.hint == "4":
+        return "a node name is weak evidence, and the godot_version hint is 4"
+    if ctx.lean() == "4":
+        return "a node name is weak evidence, and the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:3])
+    return None
 
 
 def run_version(ctx, pool):
