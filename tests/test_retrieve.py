@@ -122,6 +122,18 @@ def test_f_node_named_after_a_godot3_class_is_overruled_by_godot4_markers_or_hin
         assert occ["status"] == "ignored" and "node path" in occ["why"] and why in occ["why"]
 
 
+def test_f_class_name_passed_as_a_string_to_a_class_name_argument_is_a_use(retriever):
+    mapping = "class_renames:KinematicBody2D->CharacterBody2D"
+    chunk = 'func _enter_tree():\n    add_custom_type("Mover", "KinematicBody2D", preload("mover.gd"), null)\n'
+    res = retriever.retrieve(chunk, "F", RetrieveConfig(k=10, reranker="none"))
+    acc = next(c for c in res.results if c.id == mapping).info("validate")
+    assert acc.occurrences[0]["region"] == "string" and acc.occurrences[0]["status"] == "godot3"
+    assert "class-name argument" in acc.occurrences[0]["why"]
+    # The same name in a string that is no class-name argument stays no use.
+    said = retriever.retrieve('func _ready():\n    print("KinematicBody2D")\n', "F", RetrieveConfig(k=10, reranker="none"))
+    assert mapping not in ids(said, "api_mapping")
+
+
 def test_f_migration_mappings(retriever):
     res = retriever.retrieve(GODOT3, "F", RetrieveConfig(k=10, reranker="none"))
     got = set(ids(res, "api_mapping"))

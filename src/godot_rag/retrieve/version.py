@@ -36,6 +36,10 @@ CONVERTER_TYPES = CODE_RENAME_TYPES | {"project_setting_rename", "input_map_rena
                                        "project_godot_rename", "shader_rename"}
 NODE_CALLS = {"get_node", "get_node_or_null", "has_node", "find_node", "find_child"}
 SIGNAL_CALLS = {"connect", "disconnect", "is_connected", "emit_signal", "yield", "has_signal"}
+# Calls whose string arguments name a class: there the string is the use
+# (`add_custom_type("Shadow", "KinematicBody", ...)`, `is_class("Spatial")`, `ClassDB.class_exists("Position2D")`).
+CLASS_NAME_CALLS = {"add_custom_type", "is_class", "class_exists", "can_instance", "can_instantiate",
+                    "get_parent_class", "is_parent_class", "get_inheriters_from_class"}
 
 
 @dataclass
@@ -103,6 +107,12 @@ def _in_call(facts: GDScriptFacts, offset: int, names: set[str]) -> bool:
     return False
 
 
+def _names_class(facts: GDScriptFacts, offset: int, name: str) -> bool:
+    """Whether the string at `offset` is exactly `name`, passed to a call that takes a class name."""
+    whole = any(s <= offset < e and v == name for s, e, v in facts.strings)
+    return whole and _in_call(facts, offset, CLASS_NAME_CALLS)
+
+
 def _in_signal_call(facts: GDScriptFacts, offset: int) -> bool:
     return _in_call(facts, offset, SIGNAL_CALLS)
 
@@ -128,6 +138,10 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
             return "godot3_node", f"{where}: a scene node named after the Godot 3 class '{src}' (node path)"
         return "ambiguous", f"{where}: '{src}' names a scene node (node path), not the class itself"
     if occ["region"] == "string":
+        if change in CLASS_TYPES and _names_class(facts, occ["start"], src):
+            if not ref.has_class(src):
+                return "godot3", f"{where}: the string names the class '{src}' in a class-name argument, and Godot 4 has no such class"
+            return "ambiguous", f"{where}: the string names the class '{src}', still a Godot 4 class"
         if change not in STRING_TYPES:
             return "ignored", f"{where} is in a string, and {change} is not a string-based API"
         if change in SIGNAL_TYPES and not _in_signal_call(facts, occ["start"]):
