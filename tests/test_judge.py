@@ -7,7 +7,7 @@ import pytest
 from godot_rag.eval.judge_calibration import (JudgeSetError, choose_threshold, confidence_band, decide,
                                               read_judge_set, roc_auc)
 from godot_rag.retrieve.config import ConfigError, RetrieveConfig
-from godot_rag.retrieve.judge import asked_occurrence, numbered, occurrence_question, table_calibration
+from godot_rag.retrieve.judge import asked_occurrence, numbered, occurrence_question, prompt_id, table_calibration
 from godot_rag.retrieve.trace import ValidateInfo
 from godot_rag.retrieve.types import Candidate
 from godot_rag.store import calibration
@@ -54,7 +54,7 @@ def test_calibration_store_keys_on_the_weights_hash_then_the_name(tmp_path):
     calibration.save({"model": "renamed.gguf", "sha256": "abc", "tables": {"docs_chunks": {}}}, path)  # replaces
     entries = calibration.read(path)
     assert len(entries) == 2
-    found, where = calibration.find({"model": "any-name.gguf", "sha256": "abc"}, path)
+    found, where, _ = calibration.find({"model": "any-name.gguf", "sha256": "abc"}, path)
     assert found["model"] == "renamed.gguf" and where == str(path)
     assert calibration.find({"model": "openai:qwen", "sha256": None}, path)[0]["model"] == "openai:qwen"
     assert calibration.find({"model": "openai:other", "sha256": None}, path)[0] is None
@@ -67,6 +67,18 @@ def test_calibration_store_keys_on_the_weights_hash_then_the_name(tmp_path):
         bad.write_text(json.dumps({"calibrations": [{"model": "m", "tables": table}]}))
         with pytest.raises(calibration.CalibrationError, match=msg):
             calibration.read(bad)
+
+
+def test_a_calibration_holds_only_for_the_prompt_it_was_measured_with(tmp_path):
+    path, who = tmp_path / "cal.json", {"model": "m.gguf", "sha256": "abc"}
+    calibration.save({**who, "prompt": "0ld0ld0ld0ld", "tables": {}}, path)
+    found, where, skipped = calibration.find(who, path, prompt_id())
+    assert found is None and where is None and "0ld0ld0ld0ld" in skipped[0]
+    calibration.save({**who, "prompt": prompt_id(), "tables": {}}, path)  # replaces the stale one
+    assert calibration.find(who, path, prompt_id())[0]["prompt"] == prompt_id()
+    assert len(calibration.read(path)) == 1
+    # What ships was measured with today's questions: a prompt change must come with a new calibration.
+    assert {e.get("prompt") for e in calibration.read(calibration.SHIPPED)} == {prompt_id()}
 
 
 def test_what_the_judge_may_do_follows_the_calibration_and_the_request():

@@ -197,7 +197,7 @@ def test_server_model_goes_through_the_same_calibrated_path(llama_server, fixtur
     out = json.loads(proc.stdout)
     assert out["model"] == "openai:qwen-0.5b" and out["sha256"] is None and out["stored_in"] == str(cal)
     assert out["tables"]["docs_chunks"]["auc_all_pairs"] is not None and out["judge_set"]["pairs"] == len(accepted)
-    found, where = calibration.find(llm.identity(), cal)
+    found, where, _ = calibration.find(llm.identity(), cal)
     assert where == str(cal) and found["tables"]["docs_chunks"]["mode"] in ("decide", "annotate")
     r = Retriever(fixture_db, embedder=embedder, llm=llm, cache_dir=tmp_path / "c2", judge_calibration=cal)
     res = r.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5, validator_llm=True, reranker="none"))

@@ -232,6 +232,7 @@ def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_remo
     model's name and hash. The summary goes to stdout."""
     from .eval.judge_calibration import JudgeSetError, calibrate as run_calibration, read_judge_set
     from .models.llm import LLMError
+    from .retrieve.judge import prompt_id
     from .retrieve.pipeline import Retriever
     from .store import calibration as cal_store
     from tqdm import tqdm
@@ -255,6 +256,9 @@ def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_remo
             saved = json.loads(scores_in.read_text())
             if saved.get("model") != model.identity():
                 fail(f"{scores_in}: field 'model': the scores are of {saved.get('model')}, not {model.identity()}")
+            if saved.get("prompt") != prompt_id():
+                fail(f"{scores_in}: field 'prompt': the scores were asked with prompt {saved.get('prompt')}, "
+                     f"not today's {prompt_id()}: ask the model again")
             scores = [float(saved["scores"][p["id"]]) for p in pairs]
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
             fail(f"{scores_in}: not scores written by --scores for this judge set ({type(e).__name__}: {e})")
@@ -265,7 +269,7 @@ def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_remo
                                     min_removed=min_removed, progress=lambda: bar.update(1))
         except (JudgeSetError, LLMError) as e:
             fail(str(e))
-    raw = {"model": model.identity(), "seconds": entry["seconds"], "seconds_per_pair": entry["seconds_per_pair"],
+    raw = {"model": model.identity(), "prompt": prompt_id(), "seconds": entry["seconds"], "seconds_per_pair": entry["seconds_per_pair"],
            "scores": entry.pop("_scores")}
     entry["judge_set"].update(file=str(judge_set), sha256=hashlib.sha256(judge_set.read_bytes()).hexdigest(),
                               sample_per_table_and_label=sample)

@@ -22,6 +22,10 @@ STRING_RE = re.compile(r"[&^]?\"\"\"[\s\S]*?\"\"\"|[&^]?\"(?:[^\"\\\n]|\\.)*\"|[
 COMMENT_RE = re.compile(r"#[^\n]*")
 CHAIN_RE = re.compile(rf"{IDENT}(?:\.{IDENT})+")
 DIGITS_RE = re.compile(r"\d+")
+# GDScript's reserved words (3 and 4): shared by every line of code, so they point at none in particular.
+KEYWORDS = frozenset("""if elif else for while match break continue pass return class class_name extends is in as
+self signal func static const enum var onready export setget tool breakpoint preload await yield assert void
+true false null and or not super remote master puppet remotesync mastersync puppetsync""".split())
 
 
 def bounded(name: str) -> re.Pattern:

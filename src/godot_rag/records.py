@@ -65,6 +65,37 @@ def model_text(table: str, rec: dict, limit: int = 1500) -> str:
     return f"{rec['label']}: {rec['expected_finding']} {rec['recommended_action']}"[:limit]
 
 
+def focused_text(table: str, rec: dict, literals: list[str], limit: int = 300) -> str:
+    """The record as the Qwen judge reads it next to the chunk: a docs chunk's section path and the lines
+    of its content that hold the literals it shares with the chunk, in their order, up to `limit`
+    characters (a cut at the head would often miss them, and every character costs prompt time);
+    without shared names, the head. Other tables: their model text."""
+    from .gdscript import IDENT_RE, KEYWORDS
+
+    names = {n for lit in literals for n in IDENT_RE.findall(lit) if len(n) > 2 and n not in KEYWORDS}
+    if table != "docs_chunks" or not names:
+        return model_text(table, rec, limit)
+    head = " / ".join(rec.get("section_path") or [])
+    lines = (rec.get("content") or "").splitlines()
+    hits = [(-len(names & set(IDENT_RE.findall(line))), i) for i, line in enumerate(lines)]
+    keep, size = [], len(head)
+    for score, i in sorted(h for h in hits if h[0] < 0):
+        text = lines[i].strip()[:160]
+        if size + len(text) + 1 > limit:
+            break
+        keep.append(i)
+        size += len(text) + 1
+    if not keep:
+        return model_text(table, rec, limit)
+    out, last = [head], None
+    for i in sorted(keep):
+        if last is not None and i > last + 1:
+            out.append("...")
+        out.append(lines[i].strip()[:160])
+        last = i
+    return "\n".join(out)
+
+
 class RecordError(ValueError):
     """A bad JSONL line: names the file, the line and the field."""
 

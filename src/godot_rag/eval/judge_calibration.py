@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ..records import TABLES
-from ..retrieve.judge import ask, question_of
+from ..retrieve.judge import ask, prompt_id, question_of
 from ..retrieve.types import Candidate
 
 FIELDS = {"id": str, "chunk_text": str, "table": str, "record": str, "label": int, "det_confidence": (int, float)}
@@ -202,7 +202,7 @@ def calibrate(retriever, llm, pairs: list[dict], *, scores: list[float] | None =
     if scores is None:
         scores = score_pairs(retriever, llm, pairs, progress)
     seconds = time.perf_counter() - t0
-    return {"model": ident["model"], "sha256": ident.get("sha256"), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    return {"model": ident["model"], "sha256": ident.get("sha256"), "prompt": prompt_id(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "judge_set": {"pairs": len(pairs)}, "rule": {"max_loss": max_loss, "min_auc": min_auc, "min_removed": min_removed},
             "seconds": round(seconds, 1), "seconds_per_pair": round(seconds / max(len(pairs), 1), 3),
             "tables": decide_tables(pairs, scores, max_loss=max_loss, min_auc=min_auc, min_removed=min_removed),

@@ -25,8 +25,9 @@ import json
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 
-from ..records import model_text
+from ..records import evidence_text, focused_text, model_text
 from ..store import calibration
 from .context import Pool, QueryContext
 from .stage import Stage
@@ -37,7 +38,7 @@ SYSTEM = ("You review Godot game code written in GDScript. You get SOURCE_CODE a
           "Answer with JSON: {\"answer\": \"yes\" or \"no\", \"evidence\": [up to 3 exact strings found in both "
           "SOURCE_CODE and the record]}.")
 MAX_CHUNK_CHARS = 1200  # about 350 tokens: the shared prefix costs ~2.5 s with the 1.5B on 2 cores
-RECORD_CHARS = 500
+RECORD_CHARS = 300
 CACHE_SIZE = 4096  # judged questions kept per process (a long-running `serve` stays bounded)
 _cache: "OrderedDict[tuple, dict]" = OrderedDict()
 _cache_lock = threading.Lock()  # questions to a server are asked from several threads
@@ -60,10 +61,11 @@ def prefix(chunk: str) -> str:
 
 
 def docs_question(c: Candidate, evidence: list[str]) -> str:
-    rec = model_text(c.table, c.payload, limit=RECORD_CHARS)
-    return (f"RECORD (Godot 4 documentation):\n{rec}\n\nShared literals found: {', '.join(evidence[:10]) or '(none)'}\n\n"
-            "Question: is RECORD direct evidence for SOURCE_CODE: does it document the Godot API or the technique "
-            "that SOURCE_CODE uses?")
+    """The record's lines that hold the shared literals, then the question: about 100 tokens, which the
+    1.5B reads in under a second on 2 cores (the first 500 characters and a literal list took 1.35 s)."""
+    rec = focused_text(c.table, c.payload, evidence, limit=RECORD_CHARS)
+    return (f"RECORD (Godot 4 documentation):\n{rec}\n\n"
+            "Question: does RECORD document the Godot API or the technique that SOURCE_CODE uses?")
 
 
 def occurrence_question(c: Candidate, occ: dict, line_text: str) -> str:
@@ -83,6 +85,23 @@ def question_of(c: Candidate, chunk: str, occ: dict | None, evidence: list[str])
         line = lines[occ["line"] - 1] if 0 < occ["line"] <= len(lines) else ""
         return f"{c.table}:{c.id}@{occ['line']}:{occ['col']}", occurrence_question(c, occ, line), False
     return f"{c.table}:{c.id}", docs_question(c, evidence), True
+
+
+@lru_cache(maxsize=1)
+def prompt_id() -> str:
+    """A fingerprint of the questions as asked (system prompt, layout, record excerpt, answer prefix):
+    a calibration holds only for the prompt it was measured with. Rendered from a fixed example, so
+    any change to a template or a limit changes it."""
+    from ..models.llm import ANSWER_PREFIX
+
+    chunk = "extends Node2D\n\nfunc _ready():\n\tvar v = Viewport.new()\n\t$Sprite.play()\n"
+    doc = Candidate(table="docs_chunks", id="p#0", payload={
+        "section_path": ["Page", "Section"], "content": "Intro.\n" + "A line about Viewport.new() and play().\n" * 12})
+    rename = Candidate(table="api_mapping", id="m", payload={"source_api": "Viewport", "target_api": "SubViewport",
+                                                             "change_type": "class_rename", "notes": "Renamed."})
+    text = "\x00".join([SYSTEM, prefix(chunk), docs_question(doc, ["Viewport.new", "play"]),
+                        occurrence_question(rename, {"line": 4, "col": 10}, "\tvar v = Viewport.new()"), ANSWER_PREFIX])
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def check_cited(cited: list[str], chunk: str, record_text: str) -> tuple[list[str], list[str]]:
@@ -175,7 +194,9 @@ def docs_targets(ctx: QueryContext, docs: list[Candidate], tcal: dict) -> list[C
 
 def _judged(c: Candidate, j: dict, tcal: dict, question: str, occ: dict | None, chunk: str) -> Candidate:
     det = c.info("validate")
-    rec = model_text(c.table, c.payload, limit=RECORD_CHARS) + "\n" + json.dumps(c.payload, ensure_ascii=False)
+    # Citations are checked against the whole record, not only the lines shown.
+    whole = evidence_text(c.payload) if c.table == "docs_chunks" else model_text(c.table, c.payload)
+    rec = whole + "\n" + json.dumps(c.payload, ensure_ascii=False)
     ok, bad = check_cited(j.get("evidence") or [], chunk, rec)
     p, thr = j["p_yes"], tcal.get("threshold")
     before = c.verdict
@@ -223,9 +244,11 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
         return fallback("validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
     ident = llm.identity()
     try:
-        cal, cal_file = calibration.find(ident, ctx.retriever.judge_calibration)
+        cal, cal_file, stale = calibration.find(ident, ctx.retriever.judge_calibration, prompt_id())
     except calibration.CalibrationError as e:
         return fallback(f"judge calibration unreadable: {e}")
+    if stale:
+        ctx.note(calibration_skipped=stale[:3])
     over = cfg.judge_thresholds or {}
     tcal = {t: table_calibration(cal, t, over.get(t)) for t in ("api_mapping", "docs_chunks")}
     mappings = ctx.table_lists(pool, "api_mapping") if "api_mapping" in ctx.tables else []

@@ -63,14 +63,23 @@ def same_model(entry: dict, identity: dict) -> bool:
     return entry.get("sha256") is None and entry["model"] == identity["model"]
 
 
-def find(identity: dict, path: Path | None = None) -> tuple[dict | None, str | None]:
-    """(calibration, file) for this model. A file the user names is the only one read."""
+def find(identity: dict, path: Path | None = None, prompt: str | None = None) -> tuple[dict | None, str | None, list[str]]:
+    """(calibration, file, skipped) for this model. A file the user names is the only one read.
+
+    P(yes) depends on the question as much as on the weights: an entry measured with another prompt
+    (`prompt` differs) is skipped and named in `skipped`; an entry without one (written by hand) holds
+    for any prompt."""
     path = path or (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
+    skipped = []
     for source in ([path] if path else [user_path(), SHIPPED]):
         for e in read(source):
-            if same_model(e, identity):
-                return e, str(source)
-    return None, None
+            if not same_model(e, identity):
+                continue
+            if prompt and e.get("prompt") not in (None, prompt):
+                skipped.append(f"{source}: measured with prompt {e.get('prompt')}, not {prompt}")
+                continue
+            return e, str(source), skipped
+    return None, None, skipped
 
 
 def save(entry: dict, path: Path | None = None) -> Path:
