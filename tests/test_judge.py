@@ -191,13 +191,19 @@ def test_an_annotation_changes_no_verdict_and_no_score_a_decision_does():
     chunk = "func f():\n\tvar v = Viewport.new()"
     c = _mapping([occ], confidence=0.6)
     c.info("validate").evidence.append({"literal": "Viewport", "kind": "source_api"})
-    note = _judged(c, answer, {"mode": "annotate", "threshold": None, "why": "AUC 0.5"}, "occurrence", occ, chunk)
+    note = _judged(c, answer, {"mode": "annotate", "threshold": None, "why": "AUC 0.5"}, "occurrence", occ, chunk, False)
     assert note.verdict == "accept" and note.info("judge").confidence == 0.6 and note.info("judge").mode == "annotate"
-    low = _judged(c, answer, {"mode": "decide", "threshold": 0.5, "threshold_from": "calibration"}, "occurrence", occ, chunk)
+    low = _judged(c, answer, {"mode": "decide", "threshold": 0.5, "threshold_from": "calibration"}, "occurrence", occ, chunk, False)
     assert low.verdict == "reject" and low.info("judge").confidence == 0.0 and "P(yes) 0.2 < threshold 0.5" in low.reason
     high = _judged(c, dict(answer, p_yes=0.9, answer="yes"), {"mode": "decide", "threshold": 0.5, "threshold_from": "request"},
-                   "occurrence", occ, chunk)
+                   "occurrence", occ, chunk, False)
     assert high.verdict == "accept" and high.info("judge").confidence == 0.9
     rejected = _mapping([occ], verdict="reject", confidence=0.0)
-    never = _judged(rejected, dict(answer, p_yes=0.99, answer="yes"), {"mode": "decide", "threshold": 0.5}, "occurrence", occ, chunk)
+    never = _judged(rejected, dict(answer, p_yes=0.99, answer="yes"), {"mode": "decide", "threshold": 0.5}, "occurrence", occ, chunk, False)
     assert never.verdict == "reject"  # the judge never accepts on its own
+    # Asked to cite, a yes needs a verified literal when the deterministic layer has none; not asked, P(yes) decides.
+    bare, cites = _mapping([occ], confidence=0.6), dict(answer, p_yes=0.9, answer="yes", evidence=["made_up"])
+    decide = {"mode": "decide", "threshold": 0.5, "threshold_from": "request"}
+    asked = _judged(bare, cites, decide, "occurrence", occ, chunk, True)
+    assert asked.verdict == "reject" and asked.info("judge").cited_hallucinated == ["made_up"]
+    assert _judged(bare, dict(cites, evidence=[]), decide, "occurrence", occ, chunk, False).verdict == "accept"

@@ -146,6 +146,7 @@ def test_judge_follows_the_calibration_and_never_accepts_alone(with_qwen, qwen, 
             j = c.info("judge")
             assert j.mode == "decide" and j.verdict_before == "accept" and j.threshold == 1.0
             assert (c.verdict == "accept") == (j.p_yes >= 1.0) and "judge: P(yes)" in c.reason
+            assert j.raw_answer.endswith('"evidence": []}')  # citations only with judge_citations
         # 3. A calibrated band that excludes the accepts: nothing is asked.
         calibration.save({"model": "test", "sha256": qwen.identity()["sha256"],
                           "tables": {"docs_chunks": {"mode": "decide", "threshold": 0.5, "band": [2.0, 3.0]}}}, cal)

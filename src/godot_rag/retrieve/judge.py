@@ -192,7 +192,7 @@ def docs_targets(ctx: QueryContext, docs: list[Candidate], tcal: dict) -> list[C
     return sorted(inside, key=lambda c: -c.score)[: ctx.cfg.validate_top]
 
 
-def _judged(c: Candidate, j: dict, tcal: dict, question: str, occ: dict | None, chunk: str) -> Candidate:
+def _judged(c: Candidate, j: dict, tcal: dict, question: str, occ: dict | None, chunk: str, cited_asked: bool) -> Candidate:
     det = c.info("validate")
     # Citations are checked against the whole record, not only the lines shown.
     whole = evidence_text(c.payload) if c.table == "docs_chunks" else model_text(c.table, c.payload)
@@ -203,7 +203,8 @@ def _judged(c: Candidate, j: dict, tcal: dict, question: str, occ: dict | None, 
     c = c.derive()
     if tcal["mode"] == "decide":
         said_yes = p is not None and p >= thr
-        accepted = before == "accept" and said_yes and len(det.evidence) + len(ok) > 0
+        # Asked to cite, the judge must back its yes with a verified literal unless the deterministic layer has one.
+        accepted = before == "accept" and said_yes and (not cited_asked or len(det.evidence) + len(ok) > 0)
         c.verdict = "accept" if accepted else "reject"
         rule = f"P(yes) {p} {'>=' if said_yes else '<'} threshold {thr} ({tcal.get('threshold_from')})"
         c.reason = f"{c.reason}; judge: {rule}" if accepted else f"judge: {rule}"
@@ -267,9 +268,9 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
     jobs = [(c, "occurrence", occ, *question_of(c, ctx.chunk, occ, [])) for c, occ in occ_targets]
     jobs += [(c, "docs", None, *question_of(c, ctx.chunk, None, [e["literal"] for e in c.info("validate").evidence]))
              for c in doc_targets]
-    # Cited evidence is asked for only where it can keep an accept: an annotation is P(yes) alone
-    # (generating the citations is about a second per record with the 1.5B on 2 cores).
-    jobs = [(*j[:5], j[5] and tcal[j[0].table]["mode"] == "decide") for j in jobs]
+    # Cited evidence only on request (judge_citations), and only where the judge decides: generating it
+    # costs about 2 s per yes with the 1.5B on 2 cores, and the bundled models mostly make it up.
+    jobs = [(*j[:5], j[5] and cfg.judge_citations and tcal[j[0].table]["mode"] == "decide") for j in jobs]
 
     def one(job):
         return ask(llm, ctx.chunk, job[3], job[4], job[5])
@@ -283,9 +284,9 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
     except LLMError as e:
         return fallback(f"LLM unavailable ({e})")
     judged = {}
-    for (c, question, occ, _, _, _), j in zip(jobs, answers):
+    for (c, question, occ, _, _, cited_asked), j in zip(jobs, answers):
         j = dict(j, model=ident["model"])
-        judged[(c.table, c.id)] = _judged(c, j, tcal[c.table], question, occ, ctx.chunk)
+        judged[(c.table, c.id)] = _judged(c, j, tcal[c.table], question, occ, ctx.chunk, cited_asked)
     changed = sum(judged[k].verdict != c.verdict for c in mappings + docs if (k := (c.table, c.id)) in judged)
     ctx.note(changed=changed)
     out = {t: [[judged.get((c.table, c.id), c) for c in ctx.table_lists(pool, t)]] for t in ctx.tables}
