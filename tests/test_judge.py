@@ -6,6 +6,7 @@ import pytest
 
 from godot_rag.eval.judge_calibration import (JudgeSetError, choose_threshold, confidence_band, decide,
                                               read_judge_set, roc_auc)
+from godot_rag.records import focused_text, model_text
 from godot_rag.retrieve.config import ConfigError, RetrieveConfig
 from godot_rag.retrieve.judge import asked_occurrence, numbered, occurrence_question, prompt_id, table_calibration
 from godot_rag.retrieve.trace import ValidateInfo
@@ -67,6 +68,19 @@ def test_calibration_store_keys_on_the_weights_hash_then_the_name(tmp_path):
         bad.write_text(json.dumps({"calibrations": [{"model": "m", "tables": table}]}))
         with pytest.raises(calibration.CalibrationError, match=msg):
             calibration.read(bad)
+
+
+def test_the_judge_reads_the_record_lines_that_hold_the_shared_literals():
+    rec = {"section_path": ["Player", "Moving"], "content": "Intro prose.\nvar v = Vector2.ZERO\nunrelated\nmore\n"
+           'if Input.is_action_pressed("ui_right"):\n' + "filler line\n" * 60}
+    shared = ["Input.is_action_pressed", "Vector2.ZERO"]
+    assert focused_text("docs_chunks", rec, shared, 300).splitlines() == [
+        "Player / Moving", "var v = Vector2.ZERO", "...", 'if Input.is_action_pressed("ui_right"):']
+    assert focused_text("docs_chunks", rec, shared, 40) == "Player / Moving\nvar v = Vector2.ZERO"  # within the limit
+    # No shared name (keywords and short names say nothing): the head, as other tables get their model text.
+    assert focused_text("docs_chunks", rec, ["var x", "if"], 300) == model_text("docs_chunks", rec, 300)
+    mapping = {"source_api": "Viewport", "target_api": "SubViewport", "change_type": "class_rename", "notes": "n"}
+    assert focused_text("api_mapping", mapping, ["Viewport"], 300) == model_text("api_mapping", mapping, 300)
 
 
 def test_a_calibration_holds_only_for_the_prompt_it_was_measured_with(tmp_path):

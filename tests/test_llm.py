@@ -121,7 +121,7 @@ def _judged(res):
     return [c for c in res.results + res.rejected + res.cut if c.info("judge") is not None]
 
 
-def test_judge_follows_the_calibration_and_never_accepts_alone(with_qwen, qwen, tmp_path):
+def test_judge_follows_the_calibration_and_never_accepts_alone(with_qwen, qwen, tmp_path, monkeypatch):
     ok, bad = check_cited(["Input.is_action_pressed", "made_up_call"], REFERENCE_CHUNK, "Input.is_action_pressed()")
     assert ok == ["Input.is_action_pressed"] and bad == ["made_up_call"]
     cfg = dict(k=5, validator_llm=True, validate_top=2, reranker="none")
@@ -147,10 +147,26 @@ def test_judge_follows_the_calibration_and_never_accepts_alone(with_qwen, qwen, 
             assert j.mode == "decide" and j.verdict_before == "accept" and j.threshold == 1.0
             assert (c.verdict == "accept") == (j.p_yes >= 1.0) and "judge: P(yes)" in c.reason
             assert j.raw_answer.endswith('"evidence": []}')  # citations only with judge_citations
+        # 2b. Citations are asked for only with judge_citations (the evidence flag reaches the model).
+        asked, real = [], qwen.judge_answer
+        monkeypatch.setattr(qwen, "judge_answer", lambda *a, **kw: asked.append(kw["evidence"]) or real(*a, **kw))
+        with_qwen.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(**cfg, judge_thresholds={"docs_chunks": 0.0}))
+        assert True not in asked
+        with_qwen.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(**cfg, judge_thresholds={"docs_chunks": 0.0},
+                                                                 judge_citations=True))
+        assert asked.count(True) == 2
+        monkeypatch.undo()
         # 3. A calibrated band that excludes the accepts: nothing is asked.
         calibration.save({"model": "test", "sha256": qwen.identity()["sha256"],
                           "tables": {"docs_chunks": {"mode": "decide", "threshold": 0.5, "band": [2.0, 3.0]}}}, cal)
         assert not _judged(with_qwen.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(**cfg)))
+        # 4. A calibration measured with other questions is skipped, and the trace says so: uncalibrated.
+        calibration.save({"model": "test", "sha256": qwen.identity()["sha256"], "prompt": "0ld0ld0ld0ld",
+                          "tables": {"docs_chunks": {"mode": "decide", "threshold": 0.99, "band": [0.0, 1.0]}}}, cal)
+        res = with_qwen.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(**cfg))
+        log = res.trace.stages[[s.stage for s in res.trace.stages].index("judge")].info
+        assert "0ld0ld0ld0ld" in log["calibration_skipped"][0] and log["calibration"] == "none"
+        assert all(c.info("judge").mode == "annotate" for c in _judged(res))
     finally:
         with_qwen.judge_calibration = None
 

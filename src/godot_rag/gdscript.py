@@ -22,7 +22,7 @@ STRING_RE = re.compile(r"[&^]?\"\"\"[\s\S]*?\"\"\"|[&^]?\"(?:[^\"\\\n]|\\.)*\"|[
 COMMENT_RE = re.compile(r"#[^\n]*")
 CHAIN_RE = re.compile(rf"{IDENT}(?:\.{IDENT})+")
 DIGITS_RE = re.compile(r"\d+")
-# GDScript's reserved words (3 and 4): shared by every line of code, so they point at none in particular.
+# GDScript's reserved words (3 and 4): never an author's name (clone match), and no pointer to any one line.
 KEYWORDS = frozenset("""if elif else for while match break continue pass return class class_name extends is in as
 self signal func static const enum var onready export setget tool breakpoint preload await yield assert void
 true false null and or not super remote master puppet remotesync mastersync puppetsync""".split())
@@ -155,6 +155,23 @@ class GDScriptFacts:
             if s <= offset < e:
                 return "node_path"
         return "code"
+
+    def call_argument(self, offset: int) -> tuple[str, int] | None:
+        """(callee, argument index) of the innermost call whose parentheses hold `offset`: `("is_class", 0)`
+        for the string in `n.is_class("Spatial")`; None outside call parentheses (a list, a dict, top level)."""
+        depth, commas, code = 0, 0, self.code  # strings and comments blanked: their brackets do not count
+        for i in range(offset - 1, max(-1, offset - 2000), -1):
+            ch = code[i]
+            if ch in ")]}":
+                depth += 1
+            elif ch in "([{":
+                if depth == 0:
+                    m = re.search(rf"({IDENT})\s*$", code[:i]) if ch == "(" else None
+                    return (m.group(1), commas) if m else None
+                depth -= 1
+            elif ch == "," and depth == 0:
+                commas += 1
+        return None
 
     def occurrences(self, name: str) -> list[dict]:
         """Every occurrence of `name` at identifier boundaries, with line, column and region."""

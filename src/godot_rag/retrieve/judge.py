@@ -6,7 +6,8 @@ What it sees:
   ambiguous occurrence (a name valid in both versions, accepted on the chunk's other Godot 3 markers);
 - `api_mapping`: a focused question about the occurrence's line ("is `Viewport` on line 12 the
   Godot 3 `Viewport` that became `SubViewport`, or valid Godot 4 code?");
-- `docs_chunks`: is the record direct evidence for the chunk (at most `validate_top`).
+- `docs_chunks`: does the record document the API or technique the chunk uses (at most `validate_top`;
+  the record shown as its section path and the lines holding the literals it shares with the chunk).
 
 What it may do depends on the calibration stored for the model (store/calibration.py):
 - `decide`: P(yes) >= the calibrated threshold keeps the accept; below it rejects. The judge never
@@ -14,9 +15,9 @@ What it may do depends on the calibration stored for the model (store/calibratio
 - `annotate`: the calibration found that the model separates nothing; P(yes) is recorded, the
   verdict is left alone. An uncalibrated model only annotates unless the request sets a threshold.
 
-Answers are JSON under a schema (`{"answer": "yes"|"no", "evidence": [...]}`); cited evidence that is
-not literally in both texts is dropped and logged as hallucinated. Migration findings follow the
-mappings the judge leaves accepted.
+Answers are JSON under a schema (`{"answer": "yes"|"no", "evidence": [...]}`); cited evidence (asked
+for only with `judge_citations`) that is not literally in both texts is dropped and logged as
+hallucinated. Migration findings follow the mappings the judge leaves accepted.
 """
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def prefix(chunk: str) -> str:
 def docs_question(c: Candidate, evidence: list[str]) -> str:
     """The record's lines that hold the shared literals, then the question: about 100 tokens, which the
     1.5B reads in under a second on 2 cores (the first 500 characters and a literal list took 1.35 s)."""
-    rec = focused_text(c.table, c.payload, evidence, limit=RECORD_CHARS)
+    rec = focused_text(c.table, c.payload, evidence[:10], limit=RECORD_CHARS)  # as the judge set keeps them
     return (f"RECORD (Godot 4 documentation):\n{rec}\n\n"
             "Question: does RECORD document the Godot API or the technique that SOURCE_CODE uses?")
 
@@ -89,18 +90,21 @@ def question_of(c: Candidate, chunk: str, occ: dict | None, evidence: list[str])
 
 @lru_cache(maxsize=1)
 def prompt_id() -> str:
-    """A fingerprint of the questions as asked (system prompt, layout, record excerpt, answer prefix):
-    a calibration holds only for the prompt it was measured with. Rendered from a fixed example, so
-    any change to a template or a limit changes it."""
-    from ..models.llm import ANSWER_PREFIX
+    """A fingerprint of the questions as asked (chat template, system prompt, layout, record excerpt,
+    answer prefix): a calibration holds only for the prompt it was measured with. Rendered from an
+    example longer than every cut, so a change to a template or a limit changes it."""
+    from ..models.llm import ANSWER_PREFIX, _chatml
 
-    chunk = "extends Node2D\n\nfunc _ready():\n\tvar v = Viewport.new()\n\t$Sprite.play()\n"
+    chunk = "extends Node2D\n\nfunc _ready():\n" + "".join(f"\tvar v{i} = Viewport.new()  # {'x' * 40}\n" for i in range(40))
+    line = "\tvar v = Viewport.new()" + " " * 250 + "# end"
     doc = Candidate(table="docs_chunks", id="p#0", payload={
-        "section_path": ["Page", "Section"], "content": "Intro.\n" + "A line about Viewport.new() and play().\n" * 12})
+        "section_path": ["Page", "Section"],
+        "content": "Viewport.new() and play() " + "long " * 60 + "\n" + "".join(f"Line {i} about Viewport.new() and play(){' and more' * i}.\n" for i in range(30))})
     rename = Candidate(table="api_mapping", id="m", payload={"source_api": "Viewport", "target_api": "SubViewport",
-                                                             "change_type": "class_rename", "notes": "Renamed."})
-    text = "\x00".join([SYSTEM, prefix(chunk), docs_question(doc, ["Viewport.new", "play"]),
-                        occurrence_question(rename, {"line": 4, "col": 10}, "\tvar v = Viewport.new()"), ANSWER_PREFIX])
+                                                             "change_type": "class_rename", "notes": "Renamed. " * 60})
+    literals = [f"Viewport.new{i}" for i in range(12)] + ["play"]
+    text = "\x00".join([_chatml(SYSTEM, prefix(chunk) + docs_question(doc, literals)),
+                        occurrence_question(rename, {"line": 4, "col": 10}, line), ANSWER_PREFIX])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -248,8 +252,6 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
         cal, cal_file, stale = calibration.find(ident, ctx.retriever.judge_calibration, prompt_id())
     except calibration.CalibrationError as e:
         return fallback(f"judge calibration unreadable: {e}")
-    if stale:
-        ctx.note(calibration_skipped=stale[:3])
     over = cfg.judge_thresholds or {}
     tcal = {t: table_calibration(cal, t, over.get(t)) for t in ("api_mapping", "docs_chunks")}
     mappings = ctx.table_lists(pool, "api_mapping") if "api_mapping" in ctx.tables else []
@@ -259,6 +261,8 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
     ctx.note(model=ident["model"], sha256=ident.get("sha256"), calibration=cal_file or "none",
              modes={t: v["mode"] for t, v in tcal.items()}, thresholds={t: v.get("threshold") for t, v in tcal.items()},
              bands={t: v.get("band") for t, v in tcal.items()}, asked_occurrences=len(occ_targets), asked_docs=len(doc_targets))
+    if stale:  # after the summary: an --explain line is cut, and the summary matters most
+        ctx.note(calibration_skipped=stale[:3])
     if not occ_targets and not doc_targets:
         return pool
     try:

@@ -2,7 +2,8 @@
 
 Decided from the corpus, per occurrence, and traced:
 - where it is: code, comment or string. Comments never count; strings count only for
-  string-based APIs (project settings, input actions, theme overrides, signal names);
+  string-based APIs (project settings, input actions, theme overrides, signal names) and where a
+  call takes a class name (`add_custom_type("Mover", "KinematicBody", ...)`);
 - what it resolves to in Godot 4 (the resolve stage): a use that resolves as valid Godot 4
   API is not evidence (`hide()` on a CanvasItem, `Viewport.SCALING_3D_MODE_FSR`); a receiver
   whose Godot 4 class lacks the member is (`get_tree().change_scene()`); a name Godot 4 does
@@ -36,10 +37,12 @@ CONVERTER_TYPES = CODE_RENAME_TYPES | {"project_setting_rename", "input_map_rena
                                        "project_godot_rename", "shader_rename"}
 NODE_CALLS = {"get_node", "get_node_or_null", "has_node", "find_node", "find_child"}
 SIGNAL_CALLS = {"connect", "disconnect", "is_connected", "emit_signal", "yield", "has_signal"}
-# Calls whose string arguments name a class: there the string is the use
-# (`add_custom_type("Shadow", "KinematicBody", ...)`, `is_class("Spatial")`, `ClassDB.class_exists("Position2D")`).
-CLASS_NAME_CALLS = {"add_custom_type", "is_class", "class_exists", "can_instance", "can_instantiate",
-                    "get_parent_class", "is_parent_class", "get_inheriters_from_class"}
+# Arguments that name a class: there the string is the use (`add_custom_type("Shadow", "KinematicBody", ...)`,
+# `is_class("Spatial")`, `ClassDB.class_exists("Position2D")`); callee -> argument indexes.
+CLASS_NAME_ARGS = {"add_custom_type": {1}, "is_class": {0}, "class_exists": {0}, "can_instance": {0},
+                   "can_instantiate": {0}, "get_parent_class": {0}, "is_parent_class": {0, 1},
+                   "get_inheriters_from_class": {0}, "class_has_method": {0}, "class_has_signal": {0},
+                   "class_get_property_list": {0}, "class_get_method_list": {0}, "class_get_signal_list": {0}}
 
 
 @dataclass
@@ -108,9 +111,10 @@ def _in_call(facts: GDScriptFacts, offset: int, names: set[str]) -> bool:
 
 
 def _names_class(facts: GDScriptFacts, offset: int, name: str) -> bool:
-    """Whether the string at `offset` is exactly `name`, passed to a call that takes a class name."""
+    """Whether the string at `offset` is exactly `name`, passed where a call takes a class name."""
     whole = any(s <= offset < e and v == name for s, e, v in facts.strings)
-    return whole and _in_call(facts, offset, CLASS_NAME_CALLS)
+    arg = facts.call_argument(offset) if whole else None
+    return arg is not None and arg[1] in CLASS_NAME_ARGS.get(arg[0], ())
 
 
 def _in_signal_call(facts: GDScriptFacts, offset: int) -> bool:

@@ -76,7 +76,7 @@ def find(identity: dict, path: Path | None = None, prompt: str | None = None) ->
             if not same_model(e, identity):
                 continue
             if prompt and e.get("prompt") not in (None, prompt):
-                skipped.append(f"{source}: measured with prompt {e.get('prompt')}, not {prompt}")
+                skipped.append(f"{Path(source).name}: measured with prompt {e.get('prompt')}, not {prompt}")
                 continue
             return e, str(source), skipped
     return None, None, skipped
