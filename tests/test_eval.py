@@ -78,3 +78,29 @@ def test_trec_run_scores_are_pinned():
     assert score_trec(trec / "run.txt", trec / "qrels.txt") == {
         "recall@1": 0.0, "recall@5": 0.5, "recall@10": 0.625, "mrr": 0.25, "ndcg@10": 0.3143,
         "all_relevant@1": 0.0, "all_relevant@5": 0.5, "all_relevant@10": 0.5}
+
+
+def test_port_rule_judges_the_mappings_the_gold_cannot(tmp_path):
+    """Prose and syntax mappings on a Godot 3 chunk: right when the Godot 4 script has the new name and
+    the old one fewer times (comments excluded), as the real-code gold does for the converter's pairs."""
+    from godot_rag.eval.port_rule import PortTrees, new_name
+
+    root = tmp_path / "realcode" / "godot-demo-projects"
+    (root / "godot3" / "a").mkdir(parents=True)
+    (root / "godot4" / "a").mkdir(parents=True)
+    (root / "godot3" / "a" / "s.gd").write_text("extends Camera\nexport var n = 1\nfunc f():\n\trotate(Vector3.UP, 1)\n"
+                                                "\tvar t = OS.get_system_time_secs()\n")
+    (root / "godot4" / "a" / "s.gd").write_text("extends Camera3D\n@export var n = 1\nfunc f():\n\trotate(Vector3.UP, 1)\n"
+                                                "\t# was get_system_time_secs\n\tvar t = Time.get_time_dict_from_system()\n")
+    (tmp_path / "eval").mkdir()
+    trees = PortTrees.beside(tmp_path / "eval" / "realcode_godot3.dev.jsonl")
+    assert trees is not None and PortTrees.beside(tmp_path / "a" / "b" / "x.jsonl") is None
+    export = {"source_api": "export", "target_api": "@export", "match_terms": [r"re:(?m)^\s*export\s+var\b"]}
+    rotate = {"source_api": "rotate", "target_api": "rotates", "match_terms": ["rotate", "PathFollow2D.rotate"]}
+    secs = {"source_api": "get_system_time_secs", "target_api": 'Time.get_time_dict_from_system()["second"]',
+            "match_terms": ["get_system_time_secs"]}
+    assert trees.applied("rc3:a/s.gd#0", export) is True
+    assert trees.applied("rc3:a/s.gd#1", rotate) is False  # the port kept `rotate`: not this change
+    assert trees.applied("rc3:a/s.gd#1", secs) is True  # the comment does not count
+    assert trees.applied("rc3:b/missing.gd#0", export) is None
+    assert new_name("set/get property syntax") == "set" and new_name("@onready") == "@onready"

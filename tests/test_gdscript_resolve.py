@@ -107,11 +107,54 @@ def test_version_decisions_per_occurrence(ref):
     assert _classify(ref, "extends KinematicBody2D", _mapping("KinematicBody2D", "CharacterBody2D", "class_rename"))[0][0] == "godot3"
     hide = _mapping("hide", "hidden", "signal_change", ["hide", "CanvasItem.hide"])
     assert _classify(ref, "extends Control\nfunc f():\n\thide()", hide)[0][0] == "ignored"
-    assert _classify(ref, 'func f():\n\tconnect("hide", self, "_on_hide")', hide)[0][0] == "ambiguous"
+    # Godot 4 documents `hide` only as a method: a signal of that name is Godot 3's.
+    assert _classify(ref, 'func f():\n\tconnect("hide", self, "_on_hide")', hide)[0][0] == "godot3"
+    # Only where the call takes a signal name: the method name of a Godot 3 `connect` is not one.
+    assert _classify(ref, 'func f():\n\tconnect("visibility_changed", self, "hide")', hide)[0][0] == "ignored"
+    assert _classify(ref, 'func f():\n\tyield(self, "hide")', hide)[0][0] == "godot3"
+    assert _classify(ref, 'func f():\n\tconnect("pressed", self, "_on_pressed")',
+                     _mapping("pressed", "button_pressed", "signal_change", ["pressed", "BaseButton.pressed"]))[0][0] == "ambiguous"
     rigid = _mapping("RigidBody", "RigidBody3D", "class_rename")
     assert _classify(ref, 'var n = "RigidBody".length()', rigid)[0][0] == "ignored"
     scene = _mapping("change_scene", "change_scene_to_file", "method_rename")
     assert _classify(ref, 'func f():\n\tget_tree().change_scene("x")', scene)[0][0] == "godot3"
+
+
+def test_a_prose_change_of_one_class_needs_a_use_on_that_class(ref):
+    """`PathFollow2D's rotate is now rotates`: `rotate` is still Godot 4 API on Node2D and Node3D, so
+    only a use whose receiver is a PathFollow2D (or of its lineage) is evidence; the receiver's Godot 3
+    class name is read through the converter's class renames."""
+    renamed = {"Camera": "Camera3D", "Spatial": "Node3D", "ImmediateGeometry": "ImmediateMesh"}
+
+    def classify(code, mapping):
+        facts = parse_chunk(code)
+        return [classify_occurrence(facts, resolve_uses(facts, ref), ref, mapping, occ, renamed)
+                for occ in facts.occurrences(mapping["source_api"])]
+
+    rotate = _mapping("rotate", "rotates", "property_change", ["rotate", "PathFollow2D.rotate"])
+    status, why = classify("extends Camera\nfunc f():\n\trotate(Vector3.UP, 0.1)\n", rotate)[0]
+    assert status == "ignored" and "Camera3D" in why and "PathFollow2D" in why
+    assert classify("extends PathFollow2D\nfunc f():\n\trotate = false\n", rotate)[0][0] == "ambiguous"
+    status, why = classify("func f(node):\n\tnode.rotate = false\n", rotate)[0]
+    assert status == "ignored" and "only a use on PathFollow2D" in why
+    load = _mapping("load", "_load", "method_change", ["load", "ResourceFormatLoader.load"])
+    status, why = classify('func f():\n\tvar s = load("res://a.tscn")\n', load)[0]
+    assert status == "ignored" and "global function" in why
+    # The Godot 3 override itself is a declaration: left to the chunk's version markers.
+    assert classify("extends ResourceFormatLoader\nfunc load(path, original_path):\n\tpass\n", load)[0][0] == "ambiguous"
+    pressed = _mapping("pressed", "button_pressed", "api_change", ["pressed", "BaseButton.pressed"])
+    assert classify("func _input(event):\n\tif event.pressed:\n\t\tpass\n", pressed)[0][0] == "ignored"
+    assert classify("func f(b: Button):\n\tb.pressed = true\n", pressed)[0][0] == "ambiguous"
+    # A name Godot 4 dropped, on a receiver of another class: not this class's change.
+    grid = _mapping("map_to_world", "map_to_local", "method_change", ["map_to_world", "GridMap.map_to_world"])
+    status, why = classify("extends TileMap\nfunc f(c):\n\treturn map_to_world(c)\n", grid)[0]
+    assert status == "ignored" and "TileMap" in why
+    assert classify("func f(c):\n\treturn map_to_world(c)\n", grid)[0][0] == "godot3"
+    remove = _mapping("remove", "remove_at", "method_change", ["remove", "Array.remove"])
+    assert classify("var seen = []\nfunc f():\n\tseen.remove(0)\n", remove)[0][0] == "ambiguous"  # an Array literal
+    assert classify("func f(d):\n\td.remove(0)\n", remove)[0][0] == "ignored"
+    color = _mapping("set_color", "surface_set_color", "method_change", ["set_color", "ImmediateMesh.set_color"])
+    assert classify("func f():\n\tvar g = ImmediateGeometry.new()\n\tg.set_color(Color.red)\n", color)[0][0] == "ambiguous"
 
 
 def test_ambiguous_cases_follow_markers_and_hint():
@@ -159,6 +202,10 @@ def test_prose_migration_mappings_are_parsed_by_kind_and_direction(ref):
     assert by_id["migration_guide:Camera3D.zfar->far"]["change_type"] == "property_change"
     assert by_id["migration_guide:SceneTree.change_scene->change_scene_to_file"]["change_type"] == "method_change"
     assert "godot4_still_valid" in by_id["migration_guide:CanvasItem.hide->hidden"]["notes"]
+    # `[BaseButton](...)'s signals are now ... The `pressed` property is now `button_pressed`.`: the
+    # bullet's linked subject is the class of its later sentence.
+    assert "migration_guide:BaseButton.pressed->button_pressed" in by_id
+    assert "migration_guide:pressed->button_pressed" not in by_id
     assert any("reversed" in w for w in warnings)
 
 

@@ -91,6 +91,11 @@ class ClassReference:
         """Whether Godot 4 has this name at all: a class, or a member of some class."""
         return self.has_class(name) or name in self.owners
 
+    def signals_named(self, name: str) -> list[str]:
+        """`Class.name` for each class that documents a signal called `name`."""
+        return sorted(f"{c}.{name}" for c in self.owners.get(name, ())
+                      if self.classes[c]["members"][name].get("kind") == "signal")
+
     def where(self, name: str, limit: int = 4) -> list[str]:
         """Where Godot 4 documents `name` (`Viewport`, `CanvasItem.hide`), for traces and notes."""
         if self.has_class(name):

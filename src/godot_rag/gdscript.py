@@ -92,6 +92,7 @@ class GDScriptFacts:
     params: set[str] = field(default_factory=set)
     functions: set[str] = field(default_factory=set)
     local_types: dict[str, str] = field(default_factory=dict)  # name -> declared or constructed type
+    literal_types: dict[str, str] = field(default_factory=dict)  # `var a = []` -> Array: the value's type, not a declared one
     annotations: list[tuple[str, int]] = field(default_factory=list)
     extends: str | None = None
     class_name: str | None = None
@@ -235,7 +236,7 @@ class _Walker:
         ascii_only = len(data) == len(text)
         self._b2c = None if ascii_only else _byte_to_char(text)
         self.facts_kw: dict = {"comments": [], "strings": [], "chains": [], "calls": [], "declared": set(),
-                               "params": set(), "functions": set(), "local_types": {}, "annotations": [],
+                               "params": set(), "functions": set(), "local_types": {}, "literal_types": {}, "annotations": [],
                                "markers": [], "parse_errors": [], "node_paths": []}
         self.extends: str | None = None
         self.class_name: str | None = None
@@ -311,6 +312,8 @@ class _Walker:
             ctor = _constructed_type(self, value)
             if ctor:
                 self.facts_kw["local_types"][n] = ctor
+            elif value is not None and value.type in LITERAL_TYPES:
+                self.facts_kw["literal_types"][n] = LITERAL_TYPES[value.type]
 
     def on_variable_statement(self, node, depth):
         self._var(node)
@@ -489,6 +492,10 @@ def _byte_to_char(text: str) -> list[int]:
 def _base_type(t: str) -> str:
     """`Array[Node]` -> `Array`; `Dictionary[String, int]` -> `Dictionary`."""
     return t.split("[", 1)[0].strip()
+
+
+# Literal values whose type is plain from the syntax.
+LITERAL_TYPES = {"array": "Array", "dictionary": "Dictionary", "string": "String"}
 
 
 def _constructed_type(w: _Walker, value) -> str | None:

@@ -6,7 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 
 METRICS = ["recall@1", "recall@5", "recall@10", "all_relevant@1", "all_relevant@5", "all_relevant@10", "mrr", "ndcg@10", "mapping_precision", "mapping_recall",
-           "prose_mappings_accepted", "false_migration_rate", "false_migration_any_rate", "false_migration_by_table",
+           "mapping_precision_by_table", "prose_mapping_precision", "prose_mappings_judged", "prose_mappings_accepted", "false_migration_rate", "false_migration_any_rate", "false_migration_by_table",
            "migration_finding_rate", "api_page_coverage", "api_page_any", "member_coverage", "classref_precision",
            "no_docs_rate", "classref_vs_tutorial", "demoted_ok_rate", "zero_result_rate", "latency_ms_p50",
            "latency_ms_p95"]

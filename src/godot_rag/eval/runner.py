@@ -11,6 +11,7 @@ from tqdm import tqdm
 
 from ..retrieve.pipeline import Retriever
 from .metrics import dedupe_pages, mapping_counts, page_of, percentile, score_queries
+from .port_rule import PortTrees
 from .queries import Query, read_queries
 from .report import write_outputs
 
@@ -141,6 +142,35 @@ def api_metrics(q: Query, result) -> dict:
     return out
 
 
+def table_counts(accepted: set[tuple], gold: set[tuple]) -> dict[str, list[int]]:
+    """Per converter table: [accepted and in the gold, accepted and not in it]."""
+    out: dict[str, list[int]] = {}
+    for m in accepted:
+        out.setdefault(m[0], [0, 0])[0 if m in gold else 1] += 1
+    return out
+
+
+def port_judged(q: Query, strategy: str, result, trees: PortTrees) -> dict:
+    """The accepted prose and syntax mappings of a Godot 3 chunk, judged by the port rule (eval/port_rule.py)."""
+    tp = fp = 0
+    failures = []
+    for c in result.by_table("api_mapping"):
+        if mapping_triple(c.id) is not None:
+            continue
+        applied = trees.applied(q.id, c.payload)
+        if applied is None:
+            continue
+        tp, fp = tp + applied, fp + (not applied)
+        if not applied:
+            v = c.info("validate")
+            occ = [o for o in ((v.occurrences if v else None) or []) if o.get("status") == "godot3"]
+            failures.append({"query": q.id, "file": q.file, "strategy": strategy, "wrongly_accepted_mapping": c.id,
+                             "stage": "accepted, and the demos' port did not apply it (port rule on ../shared/realcode)",
+                             "occurrences": [{"line": o["line"], "col": o["col"], "region": o["region"], "why": o["why"]}
+                                             for o in occ[:5]]})
+    return {"tp": tp, "fp": fp, "failures": failures}
+
+
 def migration_flags(q: Query, result) -> dict:
     """False migration over every table (with a per-table breakdown) and migration findings, on clean chunks."""
     tables = sorted({c.id.split(":", 1)[0] for c in result.by_table("api_mapping")})
@@ -152,6 +182,7 @@ def migration_flags(q: Query, result) -> dict:
 def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg, *, out_dir: Path | None = None,
              limit: int | None = None, quiet: bool = False) -> dict:
     query_sets = {Path(f).name: read_queries(Path(f), limit) for f in files}
+    trees = {Path(f).name: PortTrees.beside(Path(f)) for f in files}
     per_query: list[dict] = []
     failures: list[dict] = []
     runs_trec: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -183,6 +214,11 @@ def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg
                 tp, fp, fn = mapping_counts(accepted, set(q.relevant_mappings))
                 row.update({"map_tp": tp, "map_fp": fp, "map_fn": fn, "gold_mappings": len(q.relevant_mappings)})
                 row["prose_accepted"] = sum(1 for c in result.by_table("api_mapping") if mapping_triple(c.id) is None)
+                row["map_tables"] = table_counts(accepted, set(q.relevant_mappings)) if q.variant == "godot3" or q.relevant_mappings else {}
+                if q.variant == "godot3" and trees.get(fname):
+                    prose = port_judged(q, strategy, result, trees[fname])
+                    row["prose_tp"], row["prose_judged"] = prose["tp"], prose["tp"] + prose["fp"]
+                    failures += prose["failures"]
                 if q.expect_no_mappings:
                     row.update(migration_flags(q, result))
                 if q.relevant_api_pages or q.variant in ("godot3", "godot4"):
@@ -247,6 +283,15 @@ def _by_table(rows) -> dict | None:
     return {t: round(v / len(flagged), 4) for t, v in sorted(out.items())}
 
 
+def _precision_by_table(rows) -> dict | None:
+    tot: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        for t, (tp, fp) in (r.get("map_tables") or {}).items():
+            tot[t][0] += tp
+            tot[t][1] += fp
+    return {t: round(tp / (tp + fp), 4) for t, (tp, fp) in sorted(tot.items())} or None
+
+
 def summarise(rows: list[dict], fname: str, variant: str, strategy: str) -> dict:
     tp = sum(r["map_tp"] for r in rows)
     fp = sum(r["map_fp"] for r in rows)
@@ -271,6 +316,9 @@ def summarise(rows: list[dict], fname: str, variant: str, strategy: str) -> dict
         "false_migration_any_rate": _rate(rows, "false_migration_any"),
         "false_migration_by_table": _by_table(rows),
         "migration_finding_rate": _rate(rows, "migration_finding"),
+        "mapping_precision_by_table": _precision_by_table(rows),
+        "prose_mapping_precision": _ratio(rows, "prose_tp", "prose_judged") if any("prose_tp" in r for r in rows) else None,
+        "prose_mappings_judged": sum(r.get("prose_judged", 0) for r in rows) if any("prose_tp" in r for r in rows) else None,
         "prose_mappings_accepted": sum(r.get("prose_accepted", 0) for r in rows),
         "prose_false_on_clean": sum(r.get("prose_accepted", 0) for r in rows if "false_migration_any" in r),
         "api_page_coverage": _mean(rows, "api_page_coverage"),

@@ -151,6 +151,11 @@ PROSE_CHANGE_RE = re.compile(
     r"`(?P<dst>[^`]+?)(?:\(\))?`"
 )
 # The migration page lists its changes under bold headings; the heading says what kind of member changed.
+# A page links a class to its reference page (`[AABB](classes__class_aabb__5710e3d5.md)'s ...`): the link text stays.
+LINK_RE = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+# A bullet's subject: `-   BaseButton's signals are now ... The `pressed` property is now ...`. A change in a
+# later sentence of the bullet that names no class of its own is a change of that class.
+SUBJECT_RE = re.compile(r"^\s*[-*]\s+(?P<cls>[A-Z][A-Za-z0-9]+)(?: and (?P<cls2>[A-Z][A-Za-z0-9]+))?'s?\s")
 SECTION_RE = re.compile(r"^\*\*(Methods|Properties|Signals|Enums|Constants)\*\*\s*$")
 SECTION_KINDS = {"Methods": "method", "Properties": "property", "Signals": "signal", "Enums": "constant",
                  "Constants": "constant"}
@@ -197,8 +202,13 @@ def prose_mappings(chunks: list[dict], rename_ids: set[tuple[str, str]], ref: Cl
                 continue
             if line.strip().startswith("#"):
                 section = None
+            line = LINK_RE.sub(r"\1", line)
+            subject = SUBJECT_RE.match(line)
             for m in PROSE_CHANGE_RE.finditer(line):
                 src, dst, cls = m.group("src"), m.group("dst"), m.group("cls")
+                cls2 = m.group("cls2")
+                if not cls and subject:
+                    cls, cls2 = subject.group("cls"), subject.group("cls2")
                 if (src.split(".")[-1], dst.split(".")[-1].split("(")[0]) in rename_ids:
                     continue  # the converter's table already has it
                 kind = section or ("method" if m.group("paren") else None)
@@ -216,7 +226,7 @@ def prose_mappings(chunks: list[dict], rename_ids: set[tuple[str, str]], ref: Cl
                 mapping_id = f"migration_guide:{cls + '.' if cls else ''}{name}->{dst}"
                 if mapping_id in records:
                     continue
-                classes = [x for x in (cls, m.group("cls2")) if x]
+                classes = [x for x in (cls, cls2) if x]
                 still = ref.where(name)
                 if still:
                     note += (f" godot4_still_valid: '{name}' is still Godot 4 API ({', '.join(still)}), so only an "

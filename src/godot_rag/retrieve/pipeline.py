@@ -76,6 +76,7 @@ class Retriever:
         self._class_reference: ClassReference | None = None
         self._api_index: dict | None = None
         self._version_names: tuple[set[str], set[str]] | None = None
+        self._class_renames: dict[str, str] | None = None
         self._lock = threading.RLock()
         self._local = threading.local()
 
@@ -136,6 +137,14 @@ class Retriever:
                        and r["change_type"] in ("class_rename", "builtin_type_rename", "method_rename")}
                 self._version_names = (old, new)
             return self._version_names
+
+    def class_renames(self) -> dict[str, str]:
+        """The converter's class renames, Godot 3 name -> Godot 4 name (`Camera` -> `Camera3D`)."""
+        with self._lock:
+            if self._class_renames is None:
+                self._class_renames = {r["source_api"]: r["target_api"] for r in self.records("api_mapping").values()
+                                       if r["change_type"] in ("class_rename", "builtin_type_rename")}
+            return self._class_renames
 
     def bm25_loaded(self, table: str, tok: TokenizerConfig) -> bool:
         return (table, tok.key()) in self._bm25_counts

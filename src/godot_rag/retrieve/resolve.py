@@ -56,6 +56,7 @@ class Resolution:
     uses: list[ApiUse] = field(default_factory=list)
     unresolved: list[Unresolved] = field(default_factory=list)
     globals: list[str] = field(default_factory=list)  # global functions called (`load`, `randf_range`)
+    extends_name: str | None = None  # the class the script extends as written (a Godot 3 name stays as it is)
 
     @property
     def classes(self) -> set[str]:
@@ -122,7 +123,7 @@ def _infer_owners(names: list[str], ref: ClassReference, share: float = 0.95) ->
 def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | None = None,
                  max_hops: int = 1, infer_own_class: bool = True) -> Resolution:
     own, own_from = _own_class(facts, ref, extends_hint)
-    res = Resolution(own, own_from)
+    res = Resolution(own, own_from, extends_name=facts.extends or extends_hint)
     if not ref:
         res.own_class_from = "no class reference loaded"
         return res

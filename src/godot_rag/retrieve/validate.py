@@ -30,7 +30,7 @@ Acceptance rules:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
 
@@ -61,6 +61,7 @@ class ValidationContext:
     renameable: frozenset[str] = frozenset()
     min_idf: float = 5.0
     min_direct_evidence: int = 1
+    renamed_classes: dict[str, str] = field(default_factory=dict)  # Godot 3 class name -> Godot 4 name
 
     @cached_property
     def call_pairs(self) -> set[str]:
@@ -210,7 +211,7 @@ def mapping_occurrences(v: ValidationContext, c: Candidate) -> dict:
             decisions.append({**h, "status": "godot3", "why": f"line {h['line']}:{h['col']}: Godot 3 syntax `{h['literal']}`"})
     elif not (IDENT_RE.fullmatch(src) and src not in facts.all_identifiers):
         for occ in facts.occurrences(src):
-            status, why = classify_occurrence(facts, v.resolution, v.ref, p, occ)
+            status, why = classify_occurrence(facts, v.resolution, v.ref, p, occ, v.renamed_classes)
             decisions.append({**occ, "status": status, "why": why})
     for d in decisions:
         neg = _claimed(facts, p.get("negative_patterns") or [], d["start"], d["end"]) if d["status"] != "ignored" else None
@@ -339,7 +340,7 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     ref = r.class_reference()
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
-                             min_direct_evidence=ctx.cfg.min_direct_evidence)
+                             min_direct_evidence=ctx.cfg.min_direct_evidence, renamed_classes=r.class_renames())
     ctx.validation = vctx
     judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)])
     ctx.trace.version = ctx.version.to_trace()  # with the Godot 3 uses the validator found

@@ -35,8 +35,12 @@ CODE_RENAME_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "pr
                      "enum_rename", "color_rename"}
 CONVERTER_TYPES = CODE_RENAME_TYPES | {"project_setting_rename", "input_map_rename", "theme_override_rename",
                                        "project_godot_rename", "shader_rename"}
-NODE_CALLS = {"get_node", "get_node_or_null", "has_node", "find_node", "find_child"}
-SIGNAL_CALLS = {"connect", "disconnect", "is_connected", "emit_signal", "yield", "has_signal"}
+SIGNAL_USES = ("connect", "emit", "disconnect", "is_connected")  # `sig.connect(...)`: a Godot 4 signal used as one
+# Arguments that hold a node path or a signal name (callee -> argument indexes): `get_node("Camera")`,
+# `connect("hide", self, "_on_hide")` (the method name at index 2 is no signal), `yield(obj, "hide")`.
+NODE_ARGS = {"get_node": {0}, "get_node_or_null": {0}, "has_node": {0}, "find_node": {0}, "find_child": {0}}
+SIGNAL_ARGS = {"connect": {0}, "disconnect": {0}, "is_connected": {0}, "emit_signal": {0}, "has_signal": {0},
+               "yield": {1}}
 # Arguments that name a class: there the string is the use (`add_custom_type("Shadow", "KinematicBody", ...)`,
 # `is_class("Spatial")`, `ClassDB.class_exists("Position2D")`); callee -> argument indexes.
 CLASS_NAME_ARGS = {"add_custom_type": {1}, "is_class": {0}, "class_exists": {0}, "can_instance": {0},
@@ -97,34 +101,82 @@ def _call_at(facts: GDScriptFacts, start: int):
     return next((c for c in facts.calls if c.start == start), None)
 
 
-def _in_call(facts: GDScriptFacts, offset: int, names: set[str]) -> bool:
-    """Whether a string at `offset` is an argument of one of these calls on its line."""
-    line = facts.line_of_offset(offset)
-    for c in facts.calls:
-        if c.line == line and c.name in names and c.start < offset:
-            return True
-    for ch in facts.chains:
-        for p in ch.parts:
-            if p.call and p.name in names and p.line == line and p.start < offset:
-                return True
-    return False
+def _string_argument(facts: GDScriptFacts, offset: int, args: dict[str, set[int]]) -> bool:
+    """Whether the string at `offset` is passed where one of these calls takes it."""
+    arg = facts.call_argument(offset)
+    return arg is not None and arg[1] in args.get(arg[0], ())
 
 
 def _names_class(facts: GDScriptFacts, offset: int, name: str) -> bool:
     """Whether the string at `offset` is exactly `name`, passed where a call takes a class name."""
     whole = any(s <= offset < e and v == name for s, e, v in facts.strings)
-    arg = facts.call_argument(offset) if whole else None
-    return arg is not None and arg[1] in CLASS_NAME_ARGS.get(arg[0], ())
+    return whole and _string_argument(facts, offset, CLASS_NAME_ARGS)
 
 
-def _in_signal_call(facts: GDScriptFacts, offset: int) -> bool:
-    return _in_call(facts, offset, SIGNAL_CALLS)
+def _godot4_class(name: str, ref: ClassReference, renamed: dict[str, str]) -> str | None:
+    """The Godot 4 class a class name stands for: itself, or what the converter renamed it to (`Camera`)."""
+    if ref.has_class(name):
+        return name
+    return renamed.get(name) if ref.has_class(renamed.get(name, "")) else None
 
 
-def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict) -> tuple[str, str]:
-    """(status, why) for one literal occurrence of the mapping's source.
+def _receiver(facts: GDScriptFacts, res: Resolution, call, chain, idx) -> tuple[str | None, str]:
+    """(class name as written, description) of the object whose member this code occurrence is;
+    (None, why) when the chunk does not say."""
+    def own() -> tuple[str | None, str]:
+        if res.extends_name:
+            return res.extends_name, f"the script's own class ({res.extends_name})"
+        return None, "a member of the script's own class, and the chunk has no `extends`"
+
+    if call is not None or chain is None or idx == -1:
+        return own()  # a bare call or a bare name is a member of the script itself
+    if idx == 0:
+        if chain.root_kind == "self":
+            return own()
+        if chain.root_kind == "identifier":
+            name = chain.root
+            typ = facts.local_types.get(name) or facts.literal_types.get(name)
+            if typ:
+                return typ, f"'{name}', a {typ}"
+            if name not in facts.declared and name[:1].isupper():
+                return name, f"the class {name}"
+            return None, f"'{name}', whose class the chunk does not state"
+        return None, f"a member of {chain.root_kind.replace('_', ' ')}, whose class the chunk does not state"
+    return None, f"a member of '{chain.parts[idx - 1].name}', whose class the chunk does not state"
+
+
+def off_changed_class(facts: GDScriptFacts, res: Resolution, ref: ClassReference, renamed: dict[str, str],
+                      classes: list[str], src: str, call, chain, idx, where: str) -> tuple[str | None, bool]:
+    """(why, receiver known): why a code use is not a use of the class a prose change concerns
+    (`rotate()` on a Camera for `PathFollow2D's rotate is now rotates`), or None when it is or may be.
+    For a name Godot 4 still has, the name alone says nothing: only a use on that class (or a class
+    of its lineage) is evidence, so an unknown receiver is a reason too."""
+    if call is not None and ref.global_member(src) and not (res.extends_name and any(
+            ref.member(c4, src) for c4 in [_godot4_class(res.extends_name, ref, renamed)] if c4)):
+        return f"{where}: '{src}()' is the global function {ref.global_member(src)[0]}.{src}, not {' or '.join(classes)}'s", True
+    cls, desc = _receiver(facts, res, call, chain, idx)
+    if cls is None:
+        return (f"{where}: the receiver is {desc}; '{src}' is still Godot 4 API on other classes "
+                f"({', '.join(ref.where(src))}), so only a use on {' or '.join(classes)} is evidence"), False
+    targets = [c4 for c in classes if (c4 := _godot4_class(c, ref, renamed))]
+    cls4 = _godot4_class(cls, ref, renamed)
+    if cls4 is None:
+        if cls in classes:
+            return None, True
+        return f"{where}: the receiver is {desc}, a class Godot 4 does not have, not {' or '.join(classes)}", True
+    if any(t in ref.lineage(cls4) or cls4 in ref.lineage(t) for t in targets):
+        return None, True
+    shown = cls if cls4 == cls else f"{cls}, {cls4} in Godot 4"
+    return f"{where}: the receiver is {desc.replace(cls, shown, 1)}, and the change concerns {' or '.join(classes)}", True
+
+
+def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict,
+                        renamed: dict[str, str] | None = None) -> tuple[str, str]:
+    """(status, why) for one literal occurrence of the mapping's source. `renamed`: the converter's class
+    renames (Godot 3 name -> Godot 4 name), to read a receiver written with its Godot 3 class name.
 
     status: ignored | valid_godot4 | godot3 | godot3_node (a node named after a Godot 3 class) | ambiguous"""
+    renamed = renamed or {}
     change = mapping["change_type"]
     src = mapping["source_api"]
     classes = [t.split(".", 1)[0] for t in mapping.get("match_terms") or [] if "." in t and not t.startswith("re:")]
@@ -132,7 +184,7 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
     where = f"line {line}:{col}"
     if occ["region"] == "comment":
         return "ignored", f"{where} is in a comment"
-    node_path = occ["region"] == "node_path" or (occ["region"] == "string" and _in_call(facts, occ["start"], NODE_CALLS))
+    node_path = occ["region"] == "node_path" or (occ["region"] == "string" and _string_argument(facts, occ["start"], NODE_ARGS))
     if node_path:
         if change not in CLASS_TYPES:
             return "ignored", f"{where} is a node name in a node path"
@@ -148,12 +200,15 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
             return "ambiguous", f"{where}: the string names the class '{src}', still a Godot 4 class"
         if change not in STRING_TYPES:
             return "ignored", f"{where} is in a string, and {change} is not a string-based API"
-        if change in SIGNAL_TYPES and not _in_signal_call(facts, occ["start"]):
+        if change in SIGNAL_TYPES and not _string_argument(facts, occ["start"], SIGNAL_ARGS):
             return "ignored", f"{where} is a string that is not a signal argument"
         if change in ("project_setting_rename", "theme_override_rename", "input_map_rename", "project_godot_rename") \
                 or not ref.exists(src):
             return "godot3", f"{where}: the string names '{src}', which Godot 4 no longer has"
-        return "ambiguous", f"{where}: the signal name '{src}' still exists in Godot 4 ({', '.join(ref.where(src))})"
+        if change in SIGNAL_TYPES and not ref.signals_named(src):
+            return "godot3", (f"{where}: the signal name '{src}': Godot 4 has no signal of that name "
+                              f"(only {', '.join(ref.where(src))}, which are not signals)")
+        return "ambiguous", f"{where}: the signal name '{src}' still exists in Godot 4 ({', '.join(ref.signals_named(src)[:4])})"
     # Code.
     chain, idx = _part_at(facts, occ["start"])
     call = _call_at(facts, occ["start"])
@@ -162,7 +217,7 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
         return "ignored", f"{where} is not a `Color.{src}` constant"
     if change in SIGNAL_TYPES:
         nxt = chain.parts[idx + 1].name if chain is not None and idx is not None and idx + 1 < len(chain.parts) else None
-        if nxt not in ("connect", "emit", "disconnect", "is_connected"):
+        if nxt not in SIGNAL_USES:
             return "ignored", f"{where} uses '{src}' as {'a method call' if is_call else 'a name'}, not as the signal"
     if change in METHOD_TYPES and not is_call:
         line_text = facts.line_text(line).lstrip()
@@ -173,6 +228,12 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
         if u.line == line and u.member == src and (u.col == col or (call is not None and u.col == call.col)):
             if classes and not any(c in ref.lineage(u.cls) or u.cls in ref.lineage(c) for c in classes if ref.has_class(c)):
                 return "ignored", f"{where} resolves to {u.api}, not to {' or '.join(classes)}"
+            nxt = chain.parts[idx + 1].name if chain is not None and idx is not None and 0 <= idx < len(chain.parts) - 1 else None
+            if (u.kind == "theme_property" or (u.kind == "signal" and change not in SIGNAL_TYPES and nxt not in SIGNAL_USES)) \
+                    and not is_call:
+                # `button.pressed = true`: Godot 4's `pressed` there is a signal (and a theme item, which
+                # code never reaches as an attribute); as a value it is the Godot 3 property.
+                return "ambiguous", f"{where} names {u.api}, a Godot 4 {u.kind.replace('_', ' ')}, but uses it as a plain value"
             return "valid_godot4", f"{where} resolves to {u.api}, valid Godot 4 API"
     prose = change not in CONVERTER_TYPES
     for u in res.unresolved:
@@ -193,11 +254,18 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
             return "godot3", f"{where}: Godot 4 has no class '{src}'"
         return "ambiguous", f"{where}: '{src}' is still a Godot 4 class"
     exists = ref.exists(src) if change != "color_rename" else src in ref.classes.get("Color", {}).get("members", {})
+    declaration = not is_call and facts.line_text(line).lstrip().startswith(("func ", "static func "))
+    off_class, known = (off_changed_class(facts, res, ref, renamed, classes, src, call, chain, idx, where)
+                        if prose and classes and not declaration else (None, False))
     if not exists:
+        if off_class and known:  # `map_to_world()` on a TileMap is not `GridMap's map_to_world`
+            return "ignored", off_class
         if prose and len(src) < 8 and "_" not in src:
             return "ignored", (f"{where}: '{src}' is too short or common to stand for "
                                f"{classes[0] + '.' if classes else ''}{src} without a receiver of that class")
         return "godot3", f"{where}: Godot 4 documents no '{src}'"
+    if off_class:
+        return "ignored", off_class
     return "ambiguous", f"{where}: '{src}' is still Godot 4 API ({', '.join(ref.where(src))})"
 
 
