@@ -104,3 +104,14 @@ def test_port_rule_judges_the_mappings_the_gold_cannot(tmp_path):
     assert trees.applied("rc3:a/s.gd#1", secs) is True  # the comment does not count
     assert trees.applied("rc3:b/missing.gd#0", export) is None
     assert new_name("set/get property syntax") == "set" and new_name("@onready") == "@onready"
+
+
+def test_mapping_precision_per_converter_table():
+    from godot_rag.eval.runner import _precision_by_table, table_counts
+
+    gold = {("class_renames", "Spatial", "Node3D"), ("enum_renames", "BUTTON_LEFT", "MOUSE_BUTTON_LEFT")}
+    row1 = table_counts({("class_renames", "Spatial", "Node3D"), ("class_renames", "Camera", "Camera3D")}, gold)
+    row2 = table_counts({("enum_renames", "BUTTON_LEFT", "MOUSE_BUTTON_LEFT")}, gold)
+    assert row1 == {"class_renames": [1, 1]} and row2 == {"enum_renames": [1, 0]}
+    assert _precision_by_table([{"map_tables": row1}, {"map_tables": row2}, {}]) == {"class_renames": 0.5, "enum_renames": 1.0}
+    assert _precision_by_table([{"map_tables": {}}]) is None

@@ -145,11 +145,22 @@ def test_a_prose_change_of_one_class_needs_a_use_on_that_class(ref):
     pressed = _mapping("pressed", "button_pressed", "api_change", ["pressed", "BaseButton.pressed"])
     assert classify("func _input(event):\n\tif event.pressed:\n\t\tpass\n", pressed)[0][0] == "ignored"
     assert classify("func f(b: Button):\n\tb.pressed = true\n", pressed)[0][0] == "ambiguous"
+    assert classify("func f(b: BaseButton):\n\tb.pressed = true\n", pressed)[0][0] == "ambiguous"
+    # Used as the Godot 4 signal it is (Button's `pressed` theme item does not hide BaseButton's signal).
+    assert classify("func f(b: Button):\n\tb.pressed.connect(_on)\n", pressed)[0][0] == "valid_godot4"
+    assert classify("func f(b: Button):\n\tawait b.pressed\n", pressed)[0][0] == "valid_godot4"
+    # A chain the parser cuts at a subscript is no member of the script itself.
+    status, why = classify("extends PathFollow2D\nfunc f(a):\n\ta.b[0].rotate = false\n", rotate)[0]
+    assert status == "ignored" and "expression" in why
     # A name Godot 4 dropped, on a receiver of another class: not this class's change.
     grid = _mapping("map_to_world", "map_to_local", "method_change", ["map_to_world", "GridMap.map_to_world"])
     status, why = classify("extends TileMap\nfunc f(c):\n\treturn map_to_world(c)\n", grid)[0]
     assert status == "ignored" and "TileMap" in why
     assert classify("func f(c):\n\treturn map_to_world(c)\n", grid)[0][0] == "godot3"
+    # A class the reference does not know may be the user's own (a GridMap subclass) or an autoload.
+    assert classify("func f(g: MyGrid, c):\n\treturn g.map_to_world(c)\n", grid)[0][0] == "godot3"
+    status, why = classify("extends Camera\nvar Camera_rig: Camera\nfunc f():\n\tCamera_rig.rotate(Vector3.UP, 1)\n", rotate)[0]
+    assert "'Camera_rig', of class Camera (Camera3D in Godot 4)" in why
     remove = _mapping("remove", "remove_at", "method_change", ["remove", "Array.remove"])
     assert classify("var seen = []\nfunc f():\n\tseen.remove(0)\n", remove)[0][0] == "ambiguous"  # an Array literal
     assert classify("func f(d):\n\td.remove(0)\n", remove)[0][0] == "ignored"

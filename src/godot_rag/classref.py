@@ -49,6 +49,16 @@ class ClassReference:
                 return owner, info
         return None
 
+    def code_member(self, cls: str, name: str) -> tuple[str, dict] | None:
+        """Like `member`, for code that writes `obj.name`: theme items are reached only through the
+        theme API, so one of them (`Button`'s `pressed` stylebox) does not hide an ancestor's member
+        (`BaseButton`'s `pressed` signal)."""
+        for owner in self.lineage(cls):
+            info = self.classes[owner]["members"].get(name)
+            if info is not None and info.get("kind") != "theme_property":
+                return owner, info
+        return None
+
     def global_member(self, name: str) -> tuple[str, dict] | None:
         """A global function, constant or singleton (`load`, `deg_to_rad`, `PI`, `Input`)."""
         for scope in GLOBAL_SCOPES:

@@ -202,6 +202,7 @@ class GDScriptFacts:
         """A compact, JSON-ready view for the trace."""
         return {"parser": self.parser, "parse_error_lines": self.parse_errors[:10], "extends": self.extends,
                 "declared": sorted(self.declared)[:40], "local_types": dict(sorted(self.local_types.items())[:20]),
+                "literal_types": dict(sorted(self.literal_types.items())[:20]),
                 "annotations": sorted({a for a, _ in self.annotations}),
                 "markers": [{"version": m.version, "what": m.what, "line": m.line} for m in self.markers[:12]],
                 "comments": len(self.comments), "strings": len(self.strings)}

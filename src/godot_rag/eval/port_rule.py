@@ -49,7 +49,9 @@ class PortTrees:
         else:
             count = lambda text: len(bounded(payload["source_api"]).findall(text))  # noqa: E731
         target = new_name(str(payload.get("target_api") or ""))
-        return bool(target) and bool(bounded(target).search(new)) and count(new) < count(old)
+        # An annotation counts with its family: `@export_range` is the port of an `export(int, 0, 9) var`.
+        found = re.search(re.escape(target) + r"\w*", new) if target.startswith("@") else bounded(target).search(new)
+        return bool(target) and bool(found) and count(new) < count(old)
 
 
 def new_name(target: str) -> str:

@@ -49,7 +49,10 @@ def write_outputs(out_dir: Path, runs, per_query, failures, runs_trec) -> str:
     md = markdown_tables(runs)
     (out_dir / "report.md").write_text("# godot-rag eval\n\nPage metrics are counted by page (a page's chunks count once, "
                                        "at its best rank). Mapping precision/recall count the records from the "
-                                       "converter's rename tables, the only ones the gold can judge.\n\n" + md)
+                                       "converter's rename tables, the only ones the gold can judge (`mapping_precision_by_table`: "
+                                       "each table apart); `prose_mapping_precision` judges the prose and syntax "
+                                       "records on Godot 3 chunks by the gold's own rule over the demos' script "
+                                       "trees (`../shared/realcode`, today's Godot 4 scripts).\n\n" + md)
     runs_dir = out_dir / "runs"
     runs_dir.mkdir(exist_ok=True)
     for (fname, strategy), lines in runs_trec.items():

@@ -207,7 +207,7 @@ def prose_mappings(chunks: list[dict], rename_ids: set[tuple[str, str]], ref: Cl
             for m in PROSE_CHANGE_RE.finditer(line):
                 src, dst, cls = m.group("src"), m.group("dst"), m.group("cls")
                 cls2 = m.group("cls2")
-                if not cls and subject:
+                if not cls and subject and ref.has_class(subject.group("cls")):
                     cls, cls2 = subject.group("cls"), subject.group("cls2")
                 if (src.split(".")[-1], dst.split(".")[-1].split("(")[0]) in rename_ids:
                     continue  # the converter's table already has it

@@ -2,12 +2,20 @@
 
 Decided from the corpus, per occurrence, and traced:
 - where it is: code, comment or string. Comments never count; strings count only for
-  string-based APIs (project settings, input actions, theme overrides, signal names) and where a
-  call takes a class name (`add_custom_type("Mover", "KinematicBody", ...)`);
+  string-based APIs (project settings, input actions, theme overrides) and at the argument where
+  a call takes a signal name, a node path or a class name (`connect("hide", self, "_on")` index 0,
+  `yield(obj, "hide")` index 1, `add_custom_type("Mover", "KinematicBody", ...)` index 1); a signal
+  name Godot 4 has no signal of (`hide`, now only a method) is Godot 3 use;
 - what it resolves to in Godot 4 (the resolve stage): a use that resolves as valid Godot 4
-  API is not evidence (`hide()` on a CanvasItem, `Viewport.SCALING_3D_MODE_FSR`); a receiver
+  API is not evidence (`hide()` on a CanvasItem, `Viewport.SCALING_3D_MODE_FSR`), unless it names a
+  Godot 4 signal or theme item as a plain value (`button.pressed = true`: ambiguous); a receiver
   whose Godot 4 class lacks the member is (`get_tree().change_scene()`); a name Godot 4 does
   not have at all is (`KinematicBody2D`, `deg2rad`);
+- a change the migration page states for one class (`PathFollow2D's rotate is now rotates`)
+  concerns only a receiver of that class: read from the script's `extends` (a Godot 3 name through
+  the converter's class renames), a typed, constructed or literal local, or a class name. For a name
+  Godot 4 still has, an unknown receiver says nothing; a bare call of a global function
+  (`load(...)`) is the global;
 - what is left is ambiguous (a name valid in both versions): the chunk's version markers
   decide (`@export`, `await`, `super()` against `export var`, `yield(`, `connect("s", o, "m")`,
   and the unambiguous Godot 3 names found in the same chunk), sharpened by the request's
@@ -101,6 +109,15 @@ def _call_at(facts: GDScriptFacts, start: int):
     return next((c for c in facts.calls if c.start == start), None)
 
 
+def _next_part(chain, idx) -> str | None:
+    """The name after this part (or after the root, idx -1) of its chain: `connect` in `hidden.connect(...)`."""
+    return chain.parts[idx + 1].name if chain is not None and idx is not None and idx + 1 < len(chain.parts) else None
+
+
+def _awaited(facts: GDScriptFacts, chain) -> bool:
+    return chain is not None and facts.code[:chain.root_start].rstrip().endswith("await")
+
+
 def _string_argument(facts: GDScriptFacts, offset: int, args: dict[str, set[int]]) -> bool:
     """Whether the string at `offset` is passed where one of these calls takes it."""
     arg = facts.call_argument(offset)
@@ -120,33 +137,39 @@ def _godot4_class(name: str, ref: ClassReference, renamed: dict[str, str]) -> st
     return renamed.get(name) if ref.has_class(renamed.get(name, "")) else None
 
 
-def _receiver(facts: GDScriptFacts, res: Resolution, call, chain, idx) -> tuple[str | None, str]:
+ROOT_KINDS = {"call": "the value a call returns", "get_node": "a scene node ($...)", "string": "a string",
+              "other": "an expression"}
+
+
+def _receiver(facts: GDScriptFacts, res: Resolution, call, chain, idx, start: int) -> tuple[str | None, str]:
     """(class name as written, description) of the object whose member this code occurrence is;
-    (None, why) when the chunk does not say."""
+    (None, description) when the chunk does not say."""
     def own() -> tuple[str | None, str]:
         if res.extends_name:
-            return res.extends_name, f"the script's own class ({res.extends_name})"
-        return None, "a member of the script's own class, and the chunk has no `extends`"
+            return res.extends_name, f"the script itself, whose class is {res.extends_name}"
+        return None, "the script itself, and the chunk has no `extends`"
 
+    if chain is None and call is None and facts.code[:start].rstrip().endswith("."):
+        return None, "a member of an expression"  # `a.b[0].rotate`: the parser's chains stop at a subscript
     if call is not None or chain is None or idx == -1:
         return own()  # a bare call or a bare name is a member of the script itself
     if idx == 0:
-        if chain.root_kind == "self":
+        if chain.root_kind in ("self", "super") or (chain.root_kind == "identifier" and chain.root == "super"):
             return own()
         if chain.root_kind == "identifier":
             name = chain.root
             typ = facts.local_types.get(name) or facts.literal_types.get(name)
             if typ:
-                return typ, f"'{name}', a {typ}"
+                return typ, f"'{name}', of class {typ}"
             if name not in facts.declared and name[:1].isupper():
                 return name, f"the class {name}"
             return None, f"'{name}', whose class the chunk does not state"
-        return None, f"a member of {chain.root_kind.replace('_', ' ')}, whose class the chunk does not state"
+        return None, f"{ROOT_KINDS.get(chain.root_kind, 'an expression')}, whose class the chunk does not state"
     return None, f"a member of '{chain.parts[idx - 1].name}', whose class the chunk does not state"
 
 
-def off_changed_class(facts: GDScriptFacts, res: Resolution, ref: ClassReference, renamed: dict[str, str],
-                      classes: list[str], src: str, call, chain, idx, where: str) -> tuple[str | None, bool]:
+def _off_changed_class(facts: GDScriptFacts, res: Resolution, ref: ClassReference, renamed: dict[str, str],
+                       classes: list[str], src: str, call, chain, idx, where: str, start: int) -> tuple[str | None, bool]:
     """(why, receiver known): why a code use is not a use of the class a prose change concerns
     (`rotate()` on a Camera for `PathFollow2D's rotate is now rotates`), or None when it is or may be.
     For a name Godot 4 still has, the name alone says nothing: only a use on that class (or a class
@@ -154,7 +177,7 @@ def off_changed_class(facts: GDScriptFacts, res: Resolution, ref: ClassReference
     if call is not None and ref.global_member(src) and not (res.extends_name and any(
             ref.member(c4, src) for c4 in [_godot4_class(res.extends_name, ref, renamed)] if c4)):
         return f"{where}: '{src}()' is the global function {ref.global_member(src)[0]}.{src}, not {' or '.join(classes)}'s", True
-    cls, desc = _receiver(facts, res, call, chain, idx)
+    cls, desc = _receiver(facts, res, call, chain, idx, start)
     if cls is None:
         return (f"{where}: the receiver is {desc}; '{src}' is still Godot 4 API on other classes "
                 f"({', '.join(ref.where(src))}), so only a use on {' or '.join(classes)} is evidence"), False
@@ -163,11 +186,13 @@ def off_changed_class(facts: GDScriptFacts, res: Resolution, ref: ClassReference
     if cls4 is None:
         if cls in classes:
             return None, True
-        return f"{where}: the receiver is {desc}, a class Godot 4 does not have, not {' or '.join(classes)}", True
+        # A Godot 3 class Godot 4 dropped is known; any other name may be the user's own class or an autoload.
+        return (f"{where}: the receiver is {desc}, not a Godot 4 class, so not {' or '.join(classes)}",
+                cls in renamed)
     if any(t in ref.lineage(cls4) or cls4 in ref.lineage(t) for t in targets):
         return None, True
-    shown = cls if cls4 == cls else f"{cls}, {cls4} in Godot 4"
-    return f"{where}: the receiver is {desc.replace(cls, shown, 1)}, and the change concerns {' or '.join(classes)}", True
+    shown = cls if cls4 == cls else f"{cls} ({cls4} in Godot 4)"
+    return f"{where}: the receiver is {shown.join(desc.rsplit(cls, 1))}, and the change concerns {' or '.join(classes)}", True
 
 
 def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict,
@@ -216,8 +241,7 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
     if change == "color_rename" and not (chain is not None and idx == 0 and chain.root == "Color"):
         return "ignored", f"{where} is not a `Color.{src}` constant"
     if change in SIGNAL_TYPES:
-        nxt = chain.parts[idx + 1].name if chain is not None and idx is not None and idx + 1 < len(chain.parts) else None
-        if nxt not in SIGNAL_USES:
+        if _next_part(chain, idx) not in SIGNAL_USES:
             return "ignored", f"{where} uses '{src}' as {'a method call' if is_call else 'a name'}, not as the signal"
     if change in METHOD_TYPES and not is_call:
         line_text = facts.line_text(line).lstrip()
@@ -228,12 +252,13 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
         if u.line == line and u.member == src and (u.col == col or (call is not None and u.col == call.col)):
             if classes and not any(c in ref.lineage(u.cls) or u.cls in ref.lineage(c) for c in classes if ref.has_class(c)):
                 return "ignored", f"{where} resolves to {u.api}, not to {' or '.join(classes)}"
-            nxt = chain.parts[idx + 1].name if chain is not None and idx is not None and 0 <= idx < len(chain.parts) - 1 else None
-            if (u.kind == "theme_property" or (u.kind == "signal" and change not in SIGNAL_TYPES and nxt not in SIGNAL_USES)) \
-                    and not is_call:
-                # `button.pressed = true`: Godot 4's `pressed` there is a signal (and a theme item, which
-                # code never reaches as an attribute); as a value it is the Godot 3 property.
-                return "ambiguous", f"{where} names {u.api}, a Godot 4 {u.kind.replace('_', ' ')}, but uses it as a plain value"
+            found = ref.code_member(u.cls, src) if u.kind == "theme_property" else (u.cls, {"kind": u.kind})
+            as_signal = _next_part(chain, idx) in SIGNAL_USES or _awaited(facts, chain)
+            if not is_call and (found is None or (found[1]["kind"] == "signal" and change not in SIGNAL_TYPES and not as_signal)):
+                # `button.pressed = true`: Godot 4's `pressed` there is a signal (and a theme item, which code
+                # reaches only through the theme API); used as a plain value it is the Godot 3 property.
+                what = f"the Godot 4 signal {found[0]}.{src}" if found else f"{u.api}, a Godot 4 theme item"
+                return "ambiguous", f"{where} names {what}, but uses it as a plain value"
             return "valid_godot4", f"{where} resolves to {u.api}, valid Godot 4 API"
     prose = change not in CONVERTER_TYPES
     for u in res.unresolved:
@@ -255,7 +280,7 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
         return "ambiguous", f"{where}: '{src}' is still a Godot 4 class"
     exists = ref.exists(src) if change != "color_rename" else src in ref.classes.get("Color", {}).get("members", {})
     declaration = not is_call and facts.line_text(line).lstrip().startswith(("func ", "static func "))
-    off_class, known = (off_changed_class(facts, res, ref, renamed, classes, src, call, chain, idx, where)
+    off_class, known = (_off_changed_class(facts, res, ref, renamed, classes, src, call, chain, idx, where, occ["start"])
                         if prose and classes and not declaration else (None, False))
     if not exists:
         if off_class and known:  # `map_to_world()` on a TileMap is not `GridMap's map_to_world`
