@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ..gdscript import IDENT, parse_chunk
+from ..gdscript import IDENT, KEYWORDS, parse_chunk
 from ..records import record_code
 from .context import Pool, QueryContext
 from .stage import Stage
@@ -23,9 +23,6 @@ from .types import Candidate
 
 TOKEN_RE = re.compile(IDENT + r"|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|"
                       r"==|!=|<=|>=|\+=|-=|\*=|/=|->|:=|\S")
-KEYWORDS = frozenset(
-    "if elif else for while match return var const func class extends and or not in is pass break continue "
-    "await signal static self true false null super".split())
 
 
 def code_lines(code: str) -> list[list[str]]:
