@@ -7,8 +7,8 @@
 Each eval chunk (`rc3:<file>#n`) is matched to the scan's chunks of the same file: the chunk with the
 same text, else every scan chunk whose lines overlap the eval chunk's lines in the file. The accepted
 `api_mapping` records of the matched chunks are compared with `relevant_mappings` as `godot-rag eval`
-does (converter tables only; the prose `migration_guide:` and `gdscript_syntax:` records are counted
-apart). With `expect_no_mappings` sets (realcode_godot4) it counts the chunks with any accepted mapping."""
+does (converter tables only); the prose `migration_guide:` and `gdscript_syntax:` records are counted
+apart and judged by the port rule (`godot_rag/eval/port_rule.py`) when the script trees sit beside the set. With `expect_no_mappings` sets (realcode_godot4) it counts the chunks with any accepted mapping."""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +16,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from godot_rag.eval.port_rule import PortTrees
 from godot_rag.eval.runner import mapping_triple
 
 
@@ -32,6 +33,9 @@ def main() -> None:
     tp = fp = fn = 0
     exact = overlap = missing = 0
     other_accepted = 0
+    # The prose and syntax records, judged by the port rule when the script trees sit beside the eval sets.
+    trees = PortTrees.beside(args.queries)
+    port_tp = port_fp = 0
     chunks_with_mapping = 0
     rows = [json.loads(line) for line in args.queries.open(encoding="utf-8")]
     for q in rows:
@@ -59,6 +63,10 @@ def main() -> None:
         ids = {r["id"] for c in hit for r in c["results"] if r["table"] == "api_mapping" and r.get("verdict") == "accept"}
         accepted = {mapping_triple(i) for i in ids} - {None}
         other_accepted += sum(1 for i in ids if mapping_triple(i) is None)
+        for r in (r for c in hit for r in c["results"] if r["table"] == "api_mapping" and r.get("verdict") == "accept"
+                  and mapping_triple(r["id"]) is None and trees is not None):
+            applied = trees.applied(q["id"], r["payload"])
+            port_tp, port_fp = port_tp + (applied is True), port_fp + (applied is False)
         chunks_with_mapping += bool(accepted)
         gold = {tuple(m) for m in q.get("relevant_mappings") or []}
         tp += len(accepted & gold)
@@ -69,7 +77,9 @@ def main() -> None:
            "mapping_precision": round(tp / (tp + fp), 4) if tp + fp else None,
            "mapping_recall": round(tp / (tp + fn), 4) if tp + fn else None,
            "chunks_with_accepted_converter_mapping": chunks_with_mapping,
-           "accepted_prose_or_syntax_mappings": other_accepted}
+           "accepted_prose_or_syntax_mappings": other_accepted,
+           "prose_mapping_precision": round(port_tp / (port_tp + port_fp), 4) if port_tp + port_fp else None,
+           "prose_mappings_judged": port_tp + port_fp}
     print(json.dumps(out, indent=2))
 
 
