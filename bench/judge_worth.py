@@ -51,7 +51,8 @@ no_cal = None
 if args.uncalibrated:
     import tempfile
 
-    no_cal = Path(tempfile.mkdtemp()) / "none.json"
+    no_cal_dir = tempfile.TemporaryDirectory()  # removed at exit
+    no_cal = Path(no_cal_dir.name) / "none.json"
     no_cal.write_text('{"calibrations": []}')
 r = Retriever(Database(), llm=llm, judge_calibration=no_cal)
 plain, judged_cfg = RetrieveConfig(), RetrieveConfig(validator_llm=True, judge_thresholds=args.thresholds)

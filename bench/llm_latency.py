@@ -26,7 +26,8 @@ args = ap.parse_args()
 chunks = [REFERENCE_CHUNK] + [json.loads(l)["chunk_text"] for l in open(Path("../shared/eval/migration.dev.jsonl"))][: args.n - 1]
 # Uncalibrated and forced to decide: the judge sees the top 5 docs accepts (the stored calibrations of the
 # bundled models send it nothing; bench/judge_worth.py measures both ways).
-no_cal = Path(tempfile.mkdtemp()) / "none.json"
+no_cal_dir = tempfile.TemporaryDirectory()  # removed at exit
+no_cal = Path(no_cal_dir.name) / "none.json"
 no_cal.write_text('{"calibrations": []}')
 r = Retriever(Database(), llm=make_llm(bundled=args.bundled), judge_calibration=no_cal)
 r.warm()
