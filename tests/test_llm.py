@@ -197,6 +197,9 @@ def test_server_model_goes_through_the_same_calibrated_path(llama_server, fixtur
     ans = llm.judge_answer("Answer in JSON.", "Is `Vector2` a Godot type? Answer yes or no.", evidence=True)
     assert json.loads(ans["raw"])["answer"] == ans["answer"]  # schema-constrained over the API too
     assert ans["p_yes_source"] == "logprobs" and 0.0 <= ans["p_yes"] <= 1.0
+    # The answer-only schema (no evidence list) is its own request shape, learnt apart from the first.
+    short = llm.judge_answer("Answer in JSON.", "Is `Vector2` a Godot type? Answer yes or no.")
+    assert json.loads(short["raw"]) == {"answer": short["answer"]} and short["evidence"] == []
     r = with_llm(fixture_db, embedder, None, tmp_path)
     plain = r.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5, reranker="none"))
     accepted = [c for c in plain.results if c.table == "docs_chunks"][:4]

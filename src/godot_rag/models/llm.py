@@ -213,7 +213,7 @@ class OpenAICompatLLM:
         self.timeout, self.retries = timeout, retries
         self.api_key = api_key or os.environ.get("GODOT_RAG_LLM_API_KEY")
         self.parallel = parallel
-        self._formats = None  # the response_format variants this server accepts, learnt on first refusal
+        self._formats: dict[bool, list] = {}  # per answer schema: the response_format variant this server accepts
 
     @property
     def name(self) -> str:
@@ -232,8 +232,8 @@ class OpenAICompatLLM:
         formats = {"json_schema": {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema, "strict": True}},
                    "json_object": {"type": "json_object", "schema": schema}, None: None}
         # What servers accept differs: try the richest request first, learn what this one takes.
-        variants = self._formats or [("json_schema", True), ("json_object", True), (None, True), ("json_schema", False),
-                                     (None, False)]
+        variants = self._formats.get(evidence) or [("json_schema", True), ("json_object", True), (None, True),
+                                                   ("json_schema", False), (None, False)]
         last = None
         for fmt, cache in variants:
             extra = {"logprobs": True, "top_logprobs": 10}
@@ -250,8 +250,7 @@ class OpenAICompatLLM:
                     raise
                 last = e
                 continue
-            if self._formats is None:
-                self._formats = [(fmt, cache)]
+            self._formats.setdefault(evidence, [(fmt, cache)])
             break
         else:
             raise last
