@@ -134,6 +134,53 @@ def test_cli_retrieve_and_batch(fixture_db, tmp_path):
     assert [r["chunk_text"] for r in results] == texts
 
 
+def test_batch_workers_let_go_of_the_database_however_the_batch_ends(fixture_db, tmp_path):
+    """The worker processes of `--batch` hold the embedded server too. After a batch, and after Ctrl-C
+    (sent to the whole process group, as a terminal does), none of them is left in the server's handle
+    list: a dead one there keeps the server running after its last real user has gone. No traceback."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    handles = fixture_db.data_dir / ".handle_pids.json"
+
+    def only_live_handles() -> bool:
+        def live(pid):
+            try:
+                return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+            except psutil.NoSuchProcess:
+                return False
+        return all(live(p) for p in json.loads(handles.read_text()))
+
+    base = [sys.executable, "-m", "godot_rag.cli", "retrieve", "--data-dir", str(fixture_db.data_dir), "--strategy", "B",
+            "--workers", "2", "--quiet", "--batch"]
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(json.dumps({"chunkText": f"func f{i}():\n\tpass"}) + "\n" for i in range(3)))
+    done = subprocess.run(base + [str(small)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert only_live_handles(), handles.read_text()
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(json.dumps({"chunkText": f"func f{i}():\n\tvar t = get_node(\"Timer\")"}) + "\n"
+                           for i in range(20000)))
+    out = tmp_path / "out.jsonl"
+    with out.open("w") as sink:
+        proc = subprocess.Popen(base + [str(big)], stdout=sink, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        deadline = time.time() + 240
+        while time.time() < deadline and proc.poll() is None and out.stat().st_size == 0:
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)
+        err = proc.communicate(timeout=120)[1]
+    assert proc.returncode != 0, "the batch finished before the interrupt"
+    assert "Traceback" not in err, err[-2000:]
+    time.sleep(1)
+    assert only_live_handles(), handles.read_text()
+
+
 def test_cli_bad_inputs_are_one_line_errors(fixture_db, tmp_path):
     """Bad lines in a batch give error lines (the batch goes on, also with two workers); binary files,
     bad TOML and bad --set values give one-line errors, never a traceback."""

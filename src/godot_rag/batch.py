@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import sys
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .jsonlines import iter_jsonl
+from .store.db import database_workers
 
 
 def read_batch(path: Path) -> list[str]:
@@ -41,7 +41,9 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
     except ImportError:
         pass
     llm = make_llm(**llm_spec) if llm_spec else None
-    _worker["retriever"] = Retriever(Database(dsn=dsn, data_dir=data_dir), llm=llm, cross_encoder_path=cross_encoder)
+    db = Database(dsn=dsn, data_dir=data_dir)
+    db.release_at_worker_exit()
+    _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder)
     _worker["strategy"], _worker["cfg"] = strategy, cfg
     _worker["retriever"].warm(cfg, embed=strategy != "B")
 
@@ -70,13 +72,15 @@ def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet
         for res in tqdm(results, total=len(chunks), desc="retrieve", disable=quiet, file=sys.stderr):
             sys.stdout.write(res + "\n")
     else:
-        ctx = multiprocessing.get_context("spawn")
         db = retriever.db
-        with ctx.Pool(workers, initializer=_init_worker,
-                      initargs=(db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder)) as pool:
-            results = pool.imap(_retrieve_one, list(enumerate(chunks, 1)), chunksize=4)
-            for res in tqdm(results, total=len(chunks), desc="retrieve", disable=quiet, file=sys.stderr):
-                sys.stdout.write(res + "\n")
+        try:
+            with database_workers(db, workers, _init_worker,
+                                  (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder)) as pool:
+                results = pool.imap(_retrieve_one, list(enumerate(chunks, 1)), chunksize=4)
+                for res in tqdm(results, total=len(chunks), desc="retrieve", disable=quiet, file=sys.stderr):
+                    sys.stdout.write(res + "\n")
+        finally:
+            db.stop()  # the last handle: the embedded server goes when the batch ends, however it ends
     seconds = time.perf_counter() - t0
     summary = {"chunks": len(chunks), "seconds": round(seconds, 2), "chunks_per_second": round(len(chunks) / seconds, 2),
                "workers": workers}

