@@ -93,10 +93,10 @@ def _mapping(src, dst, change, terms=None):
             "negative_patterns": [], "confidence": 1.0}
 
 
-def _classify(ref, src_code, mapping):
+def _classify(ref, src_code, mapping, renamed=None):
     facts = parse_chunk(src_code)
     res = resolve_uses(facts, ref)
-    return [classify_occurrence(facts, res, ref, mapping, occ) for occ in facts.occurrences(mapping["source_api"])]
+    return [classify_occurrence(facts, res, ref, mapping, occ, renamed) for occ in facts.occurrences(mapping["source_api"])]
 
 
 def test_version_decisions_per_occurrence(ref):
@@ -127,9 +127,7 @@ def test_a_prose_change_of_one_class_needs_a_use_on_that_class(ref):
     renamed = {"Camera": "Camera3D", "Spatial": "Node3D", "ImmediateGeometry": "ImmediateMesh"}
 
     def classify(code, mapping):
-        facts = parse_chunk(code)
-        return [classify_occurrence(facts, resolve_uses(facts, ref), ref, mapping, occ, renamed)
-                for occ in facts.occurrences(mapping["source_api"])]
+        return _classify(ref, code, mapping, renamed)
 
     rotate = _mapping("rotate", "rotates", "property_change", ["rotate", "PathFollow2D.rotate"])
     status, why = classify("extends Camera\nfunc f():\n\trotate(Vector3.UP, 0.1)\n", rotate)[0]

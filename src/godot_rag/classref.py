@@ -41,23 +41,19 @@ class ClassReference:
             cls = self.classes[cls].get("inherits")
         return out
 
-    def member(self, cls: str, name: str) -> tuple[str, dict] | None:
-        """(owner class, member info) for `cls.name`, walking up the inheritance chain."""
+    def member(self, cls: str, name: str, *, code: bool = False) -> tuple[str, dict] | None:
+        """(owner class, member info) for `cls.name`, walking up the inheritance chain. `code`: as code
+        that writes `obj.name` reaches it, where theme items (reached only through the theme API) do not
+        hide an ancestor's member (`Button`'s `pressed` stylebox, `BaseButton`'s `pressed` signal)."""
         for owner in self.lineage(cls):
             info = self.classes[owner]["members"].get(name)
-            if info is not None:
+            if info is not None and not (code and info.get("kind") == "theme_property"):
                 return owner, info
         return None
 
-    def code_member(self, cls: str, name: str) -> tuple[str, dict] | None:
-        """Like `member`, for code that writes `obj.name`: theme items are reached only through the
-        theme API, so one of them (`Button`'s `pressed` stylebox) does not hide an ancestor's member
-        (`BaseButton`'s `pressed` signal)."""
-        for owner in self.lineage(cls):
-            info = self.classes[owner]["members"].get(name)
-            if info is not None and info.get("kind") != "theme_property":
-                return owner, info
-        return None
+    def related(self, a: str, b: str) -> bool:
+        """Whether one class is the other or an ancestor of it."""
+        return a in self.lineage(b) or b in self.lineage(a)
 
     def global_member(self, name: str) -> tuple[str, dict] | None:
         """A global function, constant or singleton (`load`, `deg_to_rad`, `PI`, `Input`)."""

@@ -82,11 +82,7 @@ def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
                  or (m is not None and not gold and q.variant == "godot3"))
         if not wrong:
             continue
-        v = c.info("validate")
-        occ = [o for o in ((v.occurrences if v else None) or []) if o.get("status") == "godot3"]
-        out.append({"query": q.id, "file": q.file, "strategy": strategy, "wrongly_accepted_mapping": c.id,
-                    "stage": "accepted without being in the gold",
-                    "occurrences": [{"line": o["line"], "col": o["col"], "region": o["region"], "why": o["why"]} for o in occ[:5]]})
+        out.append(wrong_mapping(q, strategy, c, "accepted without being in the gold"))
     if q.relevant_api_pages:
         pages = {c.page for c in result.by_table("docs_chunks")}
         symbols = _accepted_symbols(result)
@@ -105,6 +101,14 @@ def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
             out.append({"query": q.id, "file": q.file, "strategy": strategy, "missed_api": api,
                         "page_accepted": api_page(api, q) in pages, "stage": stage})
     return out
+
+
+def wrong_mapping(q: Query, strategy: str, c, stage: str) -> dict:
+    """A failures.jsonl entry for a wrongly accepted mapping, with the occurrences it was accepted on."""
+    v = c.info("validate")
+    occ = [o for o in ((v.occurrences if v else None) or []) if o.get("status") == "godot3"]
+    return {"query": q.id, "file": q.file, "strategy": strategy, "wrongly_accepted_mapping": c.id, "stage": stage,
+            "occurrences": [{"line": o["line"], "col": o["col"], "region": o["region"], "why": o["why"]} for o in occ[:5]]}
 
 
 def _symbols_of(c) -> set[str]:
@@ -162,12 +166,8 @@ def port_judged(q: Query, strategy: str, result, trees: PortTrees) -> dict:
             continue
         tp, fp = tp + applied, fp + (not applied)
         if not applied:
-            v = c.info("validate")
-            occ = [o for o in ((v.occurrences if v else None) or []) if o.get("status") == "godot3"]
-            failures.append({"query": q.id, "file": q.file, "strategy": strategy, "wrongly_accepted_mapping": c.id,
-                             "stage": "accepted, and the demos' port did not apply it (port rule on ../shared/realcode)",
-                             "occurrences": [{"line": o["line"], "col": o["col"], "region": o["region"], "why": o["why"]}
-                                             for o in occ[:5]]})
+            failures.append(wrong_mapping(q, strategy, c, "accepted, and the demos' port did not apply it "
+                                                          "(port rule on ../shared/realcode)"))
     return {"tp": tp, "fp": fp, "failures": failures}
 
 
@@ -297,6 +297,7 @@ def summarise(rows: list[dict], fname: str, variant: str, strategy: str) -> dict
     fp = sum(r["map_fp"] for r in rows)
     fn = sum(r["map_fn"] for r in rows)
     has_gold = any(r["gold_mappings"] for r in rows)
+    judged = any("prose_judged" in r for r in rows)  # rows with the port rule's verdicts (realcode_godot3)
     fm = [r["false_migration"] for r in rows if "false_migration" in r]
     ms = [r["ms"] for r in rows]
     stage_tot: dict[str, float] = defaultdict(float)
@@ -317,8 +318,8 @@ def summarise(rows: list[dict], fname: str, variant: str, strategy: str) -> dict
         "false_migration_by_table": _by_table(rows),
         "migration_finding_rate": _rate(rows, "migration_finding"),
         "mapping_precision_by_table": _precision_by_table(rows),
-        "prose_mapping_precision": _ratio(rows, "prose_tp", "prose_judged") if any("prose_tp" in r for r in rows) else None,
-        "prose_mappings_judged": sum(r.get("prose_judged", 0) for r in rows) if any("prose_tp" in r for r in rows) else None,
+        "prose_mapping_precision": _ratio(rows, "prose_tp", "prose_judged"),
+        "prose_mappings_judged": sum(r["prose_judged"] for r in rows if "prose_judged" in r) if judged else None,
         "prose_mappings_accepted": sum(r.get("prose_accepted", 0) for r in rows),
         "prose_false_on_clean": sum(r.get("prose_accepted", 0) for r in rows if "false_migration_any" in r),
         "api_page_coverage": _mean(rows, "api_page_coverage"),

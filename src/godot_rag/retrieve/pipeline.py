@@ -25,7 +25,7 @@ from .strategies import STRATEGIES, check_strategy
 from .tokenize import TokenizerConfig, tokenize, tokenizer_of
 from .trace import StageLog
 from .types import Candidate, RetrieveResult
-from .version import CODE_RENAME_TYPES
+from .version import CLASS_TYPES, CODE_RENAME_TYPES
 
 BM25_PARAM_SLOTS = 6  # k1/b variants kept at once (the counts are shared; only the weights differ)
 
@@ -143,7 +143,7 @@ class Retriever:
         with self._lock:
             if self._class_renames is None:
                 self._class_renames = {r["source_api"]: r["target_api"] for r in self.records("api_mapping").values()
-                                       if r["change_type"] in ("class_rename", "builtin_type_rename")}
+                                       if r["change_type"] in CLASS_TYPES}
             return self._class_renames
 
     def bm25_loaded(self, table: str, tok: TokenizerConfig) -> bool:

@@ -174,9 +174,11 @@ def _off_changed_class(facts: GDScriptFacts, res: Resolution, ref: ClassReferenc
     (`rotate()` on a Camera for `PathFollow2D's rotate is now rotates`), or None when it is or may be.
     For a name Godot 4 still has, the name alone says nothing: only a use on that class (or a class
     of its lineage) is evidence, so an unknown receiver is a reason too."""
-    if call is not None and ref.global_member(src) and not (res.extends_name and any(
-            ref.member(c4, src) for c4 in [_godot4_class(res.extends_name, ref, renamed)] if c4)):
-        return f"{where}: '{src}()' is the global function {ref.global_member(src)[0]}.{src}, not {' or '.join(classes)}'s", True
+    glob = ref.global_member(src) if call is not None else None
+    if glob:  # a bare call: the global function, unless the script's own class has that method
+        own4 = _godot4_class(res.extends_name, ref, renamed) if res.extends_name else None
+        if not (own4 and ref.member(own4, src)):
+            return f"{where}: '{src}()' is the global function {glob[0]}.{src}, not {' or '.join(classes)}'s", True
     cls, desc = _receiver(facts, res, call, chain, idx, start)
     if cls is None:
         return (f"{where}: the receiver is {desc}; '{src}' is still Godot 4 API on other classes "
@@ -189,7 +191,7 @@ def _off_changed_class(facts: GDScriptFacts, res: Resolution, ref: ClassReferenc
         # A Godot 3 class Godot 4 dropped is known; any other name may be the user's own class or an autoload.
         return (f"{where}: the receiver is {desc}, not a Godot 4 class, so not {' or '.join(classes)}",
                 cls in renamed)
-    if any(t in ref.lineage(cls4) or cls4 in ref.lineage(t) for t in targets):
+    if any(ref.related(t, cls4) for t in targets):
         return None, True
     shown = cls if cls4 == cls else f"{cls} ({cls4} in Godot 4)"
     return f"{where}: the receiver is {shown.join(desc.rsplit(cls, 1))}, and the change concerns {' or '.join(classes)}", True
@@ -238,21 +240,20 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
     chain, idx = _part_at(facts, occ["start"])
     call = _call_at(facts, occ["start"])
     is_call = (call is not None) or (chain is not None and idx is not None and idx >= 0 and chain.parts[idx].call)
+    declaration = not is_call and facts.line_text(line).lstrip().startswith(("func ", "static func "))
     if change == "color_rename" and not (chain is not None and idx == 0 and chain.root == "Color"):
         return "ignored", f"{where} is not a `Color.{src}` constant"
     if change in SIGNAL_TYPES:
         if _next_part(chain, idx) not in SIGNAL_USES:
             return "ignored", f"{where} uses '{src}' as {'a method call' if is_call else 'a name'}, not as the signal"
-    if change in METHOD_TYPES and not is_call:
-        line_text = facts.line_text(line).lstrip()
-        if not line_text.startswith(("func ", "static func ")):
-            return "ignored", f"{where} is not a call of '{src}'"
+    if change in METHOD_TYPES and not is_call and not declaration:
+        return "ignored", f"{where} is not a call of '{src}'"
     # What does this occurrence resolve to in Godot 4?
     for u in res.uses:
         if u.line == line and u.member == src and (u.col == col or (call is not None and u.col == call.col)):
-            if classes and not any(c in ref.lineage(u.cls) or u.cls in ref.lineage(c) for c in classes if ref.has_class(c)):
+            if classes and not any(ref.related(c, u.cls) for c in classes if ref.has_class(c)):
                 return "ignored", f"{where} resolves to {u.api}, not to {' or '.join(classes)}"
-            found = ref.code_member(u.cls, src) if u.kind == "theme_property" else (u.cls, {"kind": u.kind})
+            found = ref.member(u.cls, src, code=True) if u.kind == "theme_property" else (u.cls, {"kind": u.kind})
             as_signal = _next_part(chain, idx) in SIGNAL_USES or _awaited(facts, chain)
             if not is_call and (found is None or (found[1]["kind"] == "signal" and change not in SIGNAL_TYPES and not as_signal)):
                 # `button.pressed = true`: Godot 4's `pressed` there is a signal (and a theme item, which code
@@ -263,7 +264,7 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
     prose = change not in CONVERTER_TYPES
     for u in res.unresolved:
         if u.missing_on and u.line == line and u.col == col and u.name == src:
-            related = [c for c in classes if ref.has_class(c) and (c in ref.lineage(u.missing_on) or u.missing_on in ref.lineage(c))]
+            related = [c for c in classes if ref.has_class(c) and ref.related(c, u.missing_on)]
             if classes and not related and any(ref.has_class(c) for c in classes):
                 return "ignored", f"{where}: the receiver is {u.missing_on}, and the change concerns {' or '.join(classes)}"
             if prose and not classes:
@@ -279,7 +280,6 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
             return "godot3", f"{where}: Godot 4 has no class '{src}'"
         return "ambiguous", f"{where}: '{src}' is still a Godot 4 class"
     exists = ref.exists(src) if change != "color_rename" else src in ref.classes.get("Color", {}).get("members", {})
-    declaration = not is_call and facts.line_text(line).lstrip().startswith(("func ", "static func "))
     off_class, known = (_off_changed_class(facts, res, ref, renamed, classes, src, call, chain, idx, where, occ["start"])
                         if prose and classes and not declaration else (None, False))
     if not exists:
