@@ -84,7 +84,8 @@ REVIEW = [
 
 
 def _alternation(names: list[str]) -> str:
-    names = sorted(set(names), key=len, reverse=True)
+    # Longest first, so a name never loses to its own prefix; then by name, so the same input gives the same record.
+    names = sorted(set(names), key=lambda n: (-len(n), n))
     return "(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(n) for n in names) + ")(?![A-Za-z0-9_])"
 
 
