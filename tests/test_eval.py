@@ -115,3 +115,19 @@ def test_mapping_precision_per_converter_table():
     assert row1 == {"class_renames": [1, 1]} and row2 == {"enum_renames": [1, 0]}
     assert _precision_by_table([{"map_tables": row1}, {"map_tables": row2}, {}]) == {"class_renames": 0.5, "enum_renames": 1.0}
     assert _precision_by_table([{"map_tables": {}}]) is None
+
+
+def test_failures_name_every_occurrence_a_wrong_mapping_was_accepted_on():
+    """A scene node named after a Godot 3 class is evidence too (weak): failures.jsonl shows it."""
+    from godot_rag.eval.queries import Query
+    from godot_rag.eval.runner import wrong_mapping
+    from godot_rag.retrieve.trace import ValidateInfo
+    from godot_rag.retrieve.types import Candidate
+
+    occ = [{"line": 4, "col": 24, "region": "node_path", "status": "godot3_node", "why": "line 4:24: a scene node ..."},
+           {"line": 9, "col": 2, "region": "comment", "status": "ignored", "why": "line 9:2 is in a comment"}]
+    c = Candidate(table="api_mapping", id="class_renames:RayCast->RayCast3D", payload={})
+    c.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=0.5, evidence=[], contradictions=[],
+                                         reasons=[], occurrences=occ))
+    entry = wrong_mapping(Query("rc3:a.gd#0", "x", {}, [], file="rc3.jsonl"), "F", c, "accepted without being in the gold")
+    assert entry["occurrences"] == [{"line": 4, "col": 24, "region": "node_path", "why": "line 4:24: a scene node ..."}]

@@ -120,6 +120,47 @@ def test_version_decisions_per_occurrence(ref):
     assert _classify(ref, 'func f():\n\tget_tree().change_scene("x")', scene)[0][0] == "godot3"
 
 
+def test_property_accessors_are_godot4_api(ref):
+    # The class pages list each property's setter and getter under its description: callable API.
+    assert ref.member("Node2D", "get_global_position") == (
+        "Node2D", {"kind": "method", "type": "Vector2", "accessor_of": "global_position"})
+    assert ref.member("SubViewport", "set_clear_mode")[1]["accessor_of"] == "render_target_clear_mode"
+    # A subclass's getter that an ancestor documents as a method is that method.
+    assert ref.member("InputEventKey", "is_pressed")[0] == "InputEvent"
+    res = resolve_uses(parse_chunk("func f(n: Node2D):\n\tvar p = n.get_global_position()\n"), ref)
+    assert "Node2D.get_global_position" in res.apis and not res.missing()
+    # A getter is no clue to the script's class: `get_world_3d` stays Node3D's for a bare call.
+    assert "Node3D.get_world_3d" in resolve_uses(parse_chunk("func f():\n\tget_world_3d()\n\tglobal_translate(Vector3.UP)\n"), ref).apis
+
+
+def test_a_renamed_constant_needs_its_new_name_on_the_receiver(ref):
+    """The converter renames `ALIGN_CENTER` by name, so `Label.ALIGN_CENTER` would become
+    `Label.ALIGNMENT_CENTER`, which Godot 4 does not have: not this use's migration."""
+    align = _mapping("ALIGN_CENTER", "ALIGNMENT_CENTER", "enum_rename")
+    status, why = _classify(ref, "func f(l):\n\tl.align = Label.ALIGN_CENTER", align)[0]
+    assert status == "ignored" and "no 'ALIGNMENT_CENTER' on Label" in why
+    assert _classify(ref, "extends Label\nfunc f():\n\talign = ALIGN_CENTER", align)[0][0] == "ignored"
+    assert _classify(ref, "func f(b):\n\tb.alignment = BoxContainer.ALIGN_CENTER", align)[0][0] == "godot3"
+    static = _mapping("MODE_STATIC", "FREEZE_MODE_STATIC", "enum_rename")
+    assert _classify(ref, "func f(b):\n\tb.mode = RigidBody2D.MODE_STATIC", static)[0][0] == "godot3"
+    # The receiver written with its Godot 3 name is read through the converter's class renames.
+    assert _classify(ref, "extends RigidBody\nfunc f():\n\tif mode == MODE_STATIC: pass", static,
+                     {"RigidBody": "RigidBody3D"})[0][0] == "godot3"
+    # Global constants keep no qualifier: `BUTTON_LEFT` is `MOUSE_BUTTON_LEFT` on any receiver.
+    left = _mapping("BUTTON_LEFT", "MOUSE_BUTTON_LEFT", "enum_rename")
+    assert _classify(ref, "extends Node2D\nfunc f(e):\n\tif e.button_index == BUTTON_LEFT: pass", left)[0][0] == "godot3"
+
+
+def test_only_a_whole_node_name_is_named_after_a_class(ref):
+    rigid = _mapping("RigidBody", "RigidBody3D", "class_rename")
+    status, why = _classify(ref, 'func f(kind):\n\tvar n = $Shapes.find_node("RigidBody%s" % kind)', rigid)[0]
+    assert status == "ignored" and "only part of a node name" in why
+    assert _classify(ref, 'func f():\n\tvar n = get_node("Camera Rig")', _mapping("Camera", "Camera3D", "class_rename"))[0][0] == "ignored"
+    assert _classify(ref, "onready var r = $Top/RigidBody/Shape", rigid)[0][0] == "godot3_node"
+    assert _classify(ref, "onready var r = $RigidBody.mode", rigid)[0][0] == "godot3_node"
+    assert _classify(ref, 'func f():\n\tvar n = get_node("Top/RigidBody")', rigid)[0][0] == "godot3_node"
+
+
 def test_a_prose_change_of_one_class_needs_a_use_on_that_class(ref):
     """`PathFollow2D's rotate is now rotates`: `rotate` is still Godot 4 API on Node2D and Node3D, so
     only a use whose receiver is a PathFollow2D (or of its lineage) is evidence; the receiver's Godot 3

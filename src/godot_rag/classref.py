@@ -81,7 +81,9 @@ class ClassReference:
                 if cls.startswith("@"):
                     continue
                 found = self.member(cls, name)
-                if found is not None and found[1]["kind"] == "method":
+                # A property's getter or setter says little about which class a script is (`get_world_3d`
+                # is Node3D's method and Viewport's accessor); only documented methods infer it.
+                if found is not None and found[1]["kind"] == "method" and "accessor_of" not in found[1]:
                     out[cls] = found[0]
             cache[name] = out
         return cache[name]

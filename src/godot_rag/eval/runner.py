@@ -10,6 +10,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..retrieve.pipeline import Retriever
+from ..retrieve.version import EVIDENCE_STATUSES
 from .metrics import dedupe_pages, mapping_counts, page_of, percentile, score_queries
 from .port_rule import PortTrees
 from .queries import Query, read_queries
@@ -106,7 +107,7 @@ def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
 def wrong_mapping(q: Query, strategy: str, c, stage: str) -> dict:
     """A failures.jsonl entry for a wrongly accepted mapping, with the occurrences it was accepted on."""
     v = c.info("validate")
-    occ = [o for o in ((v.occurrences if v else None) or []) if o.get("status") == "godot3"]
+    occ = [o for o in ((v.occurrences if v else None) or []) if o.get("status") in EVIDENCE_STATUSES]
     return {"query": q.id, "file": q.file, "strategy": strategy, "wrongly_accepted_mapping": c.id, "stage": stage,
             "occurrences": [{"line": o["line"], "col": o["col"], "region": o["region"], "why": o["why"]} for o in occ[:5]]}
 

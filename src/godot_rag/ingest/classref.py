@@ -1,7 +1,8 @@
 """Build the class reference (see `godot_rag.classref`) from the `classes/class_*` pages:
 inheritance from the **Inherits:** line, members and types from the Properties, Methods
-and other tables, and from the member entries of the Signals, Enumerations, Constants
-and Annotations sections."""
+and other tables, from the member entries of the Signals, Enumerations, Constants
+and Annotations sections, and each property's setter and getter from the Property
+Descriptions (`set_global_position()` is Godot 4 API too, callable like any method)."""
 from __future__ import annotations
 
 import re
@@ -17,6 +18,8 @@ BOLD_RE = re.compile(r"\*\*(" + IDENT + r")\*\*")
 TABLE_KINDS = {"Properties": "property", "Methods": "method", "Theme Properties": "theme_property",
                "Constructors": "constructor"}
 ENTRY_KINDS = {"Signals": "signal", "Enumerations": "enum", "Constants": "constant", "Annotations": "annotation"}
+# `-   void **set_global_position**(value: Vector2)` under a property's entry.
+ACCESSOR_RE = re.compile(r"^-\s+(?P<type>[^*\n]*?)\s*\*\*(?P<name>" + IDENT + r")\*\*\(")
 
 
 def _clean(text: str) -> str:
@@ -37,7 +40,7 @@ def build_class_reference(pages: list[Page]) -> dict:
         cls = page.title.replace("\\", "")
         info = {"inherits": None, "page": page.path, "members": {}}
         members = info["members"]
-        section = ""
+        section, prop = "", None
         for block in page.blocks:
             if block.kind == "heading":
                 section = block.text if block.level == 2 else section
@@ -75,5 +78,30 @@ def build_class_reference(pages: list[Page]) -> dict:
                 if m and m.group("name") != cls:
                     kind = "constant" if section == "Enumerations" else ENTRY_KINDS[section]
                     members.setdefault(m.group("name"), {"kind": kind, "type": _type(m.group("type") or "")})
+            elif section == "Property Descriptions":
+                for line in text.split("\n"):
+                    acc = ACCESSOR_RE.match(line.strip())
+                    entry = ENTRY_RE.match(line.strip())
+                    if acc and prop:
+                        members.setdefault(acc.group("name"), {"kind": "method", "type": _type(acc.group("type")),
+                                                               "accessor_of": prop})
+                    elif entry and not entry.group("call") and entry.group("name") in members:
+                        prop = entry.group("name")
         classes[cls] = info
+    _drop_shadowing_accessors(classes)
     return {"classes": classes}
+
+
+def _drop_shadowing_accessors(classes: dict[str, dict]) -> None:
+    """A subclass's property getter that an ancestor documents as a method is that method
+    (`InputEventKey.is_pressed` is `InputEvent.is_pressed`): the ancestor's entry answers for it."""
+    for info in classes.values():
+        parent, seen = info.get("inherits"), set()
+        ancestors = []
+        while parent in classes and parent not in seen:
+            seen.add(parent)
+            ancestors.append(classes[parent]["members"])
+            parent = classes[parent].get("inherits")
+        for name in [n for n, m in info["members"].items() if "accessor_of" in m]:
+            if any(name in a and "accessor_of" not in a[name] for a in ancestors):
+                del info["members"][name]

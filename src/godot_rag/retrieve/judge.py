@@ -34,6 +34,7 @@ from .context import Pool, QueryContext
 from .stage import Stage
 from .trace import JudgeInfo
 from .types import Candidate
+from .version import EVIDENCE_STATUSES
 
 SYSTEM = ("You review Godot game code written in GDScript. You get SOURCE_CODE and then one question about it. "
           "Answer with JSON: {\"answer\": \"yes\" or \"no\", \"evidence\": [up to 3 exact strings found in both "
@@ -157,7 +158,7 @@ def asked_occurrence(c: Candidate) -> dict | None:
     accepts what the deterministic layer rejected."""
     if c.verdict != "accept":
         return None
-    occ = [d for d in c.info("validate").occurrences or [] if d["status"] in ("godot3", "godot3_node")]
+    occ = [d for d in c.info("validate").occurrences or [] if d["status"] in EVIDENCE_STATUSES]
     sure = [d for d in occ if not d.get("ambiguous")]
     return (sure or occ or [None])[0]
 

@@ -44,7 +44,7 @@ from .context import Pool, QueryContext
 from .stage import Stage
 from .trace import JudgeInfo, ValidateInfo
 from .types import Candidate
-from .version import VersionContext, classify_occurrence, decide_ambiguous, node_name_overruled
+from .version import EVIDENCE_STATUSES, VersionContext, classify_occurrence, decide_ambiguous, node_name_overruled
 
 METHOD_CALL_RE = re.compile(rf"\.({IDENT})\s*\(")
 
@@ -238,7 +238,7 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
             d["ambiguous"] = True
         elif d["status"] == "godot3_node" and (overruled := node_name_overruled(v.version)):
             d["status"], d["why"] = "ignored", f"{d['why']}; {overruled}"
-    accepted_occ = [d for d in decisions if d["status"] in ("godot3", "godot3_node")]
+    accepted_occ = [d for d in decisions if d["status"] in EVIDENCE_STATUSES]
     if not decisions:
         reasons.append(f"source_api '{src}' does not occur in the chunk")
     elif not accepted_occ:

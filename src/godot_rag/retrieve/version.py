@@ -20,15 +20,19 @@ Decided from the corpus, per occurrence, and traced:
   decide (`@export`, `await`, `super()` against `export var`, `yield(`, `connect("s", o, "m")`,
   and the unambiguous Godot 3 names found in the same chunk), sharpened by the request's
   `godot_version` hint. Nothing is accepted without a literal occurrence;
+- a renamed constant whose Godot 4 name the receiver's class does not have is not this use's
+  migration (`Label.ALIGN_CENTER` would become `Label.ALIGNMENT_CENTER`, which Godot 4 does not have:
+  Label's alignment went elsewhere), so it is no evidence for it;
 - a scene node named after a class Godot 4 no longer has (`$KinematicBody2D`) is weak evidence: nodes
-  keep their names through a port, so the chunk's Godot 4 markers or a hint of 4 overrule it.
+  keep their names through a port, so the chunk's Godot 4 markers or a hint of 4 overrule it. Only a
+  whole node name counts: `"RigidBody%s" % kind` and `"Camera Rig"` name other nodes.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..classref import ClassReference
-from ..gdscript import GDScriptFacts
+from ..gdscript import IDENT_RE, GDScriptFacts
 from .resolve import Resolution
 from .stage import Stage
 
@@ -43,6 +47,12 @@ CODE_RENAME_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "pr
                      "enum_rename", "color_rename"}
 CONVERTER_TYPES = CODE_RENAME_TYPES | {"project_setting_rename", "input_map_rename", "theme_override_rename",
                                        "project_godot_rename", "shader_rename"}
+# Renamed constants: the converter keeps the qualifier (`Label.ALIGN_CENTER` -> `Label.ALIGNMENT_CENTER`), so the
+# receiver's class must have the new name. Methods and properties may have moved to another object that the
+# migration reaches differently (SceneTree's `is_network_server()` is `multiplayer.is_server()`), so they are not checked.
+CONSTANT_CHANGE_TYPES = {"enum_rename", "constant_change"}
+# The occurrence statuses that count as Godot 3 use (the validator's evidence).
+EVIDENCE_STATUSES = ("godot3", "godot3_node")
 SIGNAL_USES = ("connect", "emit", "disconnect", "is_connected")  # `sig.connect(...)`: a Godot 4 signal used as one
 # Arguments that hold a node path or a signal name (callee -> argument indexes): `get_node("Camera")`,
 # `connect("hide", self, "_on_hide")` (the method name at index 2 is no signal), `yield(obj, "hide")`.
@@ -197,6 +207,31 @@ def _off_changed_class(facts: GDScriptFacts, res: Resolution, ref: ClassReferenc
     return f"{where}: the receiver is {shown.join(desc.rsplit(cls, 1))}, and the change concerns {' or '.join(classes)}", True
 
 
+def _whole_node_name(facts: GDScriptFacts, start: int, end: int) -> bool:
+    """Whether the name at [start, end) is a whole node name of its path (`$Top/Area`, `"Camera"`),
+    not part of a longer one: `"RigidBody%s" % kind` and `"Camera Rig"` name other nodes."""
+    before, after = facts.text[start - 1:start], facts.text[end:end + 1]
+    if before not in ("/", "$", "%", '"', "'"):
+        return False
+    span = next(((s, e) for s, e in facts.node_paths if s <= start < e), None)
+    if span is not None and facts.text[span[0] + 1:span[0] + 2] not in ('"', "'"):
+        return True  # an unquoted `$Top/Area.get_size()`: the name ends where the identifier does
+    return after in ("/", ":", '"', "'", "")
+
+
+def _target_absent(ref: ClassReference, renamed: dict[str, str], mapping: dict, cls: str | None) -> str | None:
+    """Why the mapping's Godot 4 name is not there on the receiver's class, or None. The converter renames
+    by name alone: `Label.ALIGN_CENTER` would become `Label.ALIGNMENT_CENTER`, which Godot 4 does not have,
+    so that rename is not this use's migration."""
+    to = str(mapping.get("target_api") or "")
+    if mapping["change_type"] not in CONSTANT_CHANGE_TYPES or not IDENT_RE.fullmatch(to) or not cls:
+        return None
+    classes = [c for c in dict.fromkeys((cls, renamed.get(cls))) if c and ref.has_class(c)]
+    if not classes or ref.global_member(to) or any(ref.member(c, to) or ref.on_subclass(c, to) for c in classes):
+        return None
+    return f"Godot 4 has no '{to}' on {cls} (nor on a class below it), so the rename to it is not this use's migration"
+
+
 def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict,
                         renamed: dict[str, str] | None = None) -> tuple[str, str]:
     """(status, why) for one literal occurrence of the mapping's source. `renamed`: the converter's class
@@ -215,6 +250,8 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
     if node_path:
         if change not in CLASS_TYPES:
             return "ignored", f"{where} is a node name in a node path"
+        if not _whole_node_name(facts, occ["start"], occ["end"]):
+            return "ignored", f"{where}: '{src}' is only part of a node name (node path)"
         # Godot names a node after its class, and a node keeps that name through a port: a node named after
         # a class Godot 4 no longer has points to Godot 3, but weakly; one named after a live class says nothing.
         if not ref.has_class(src):
@@ -262,6 +299,12 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
                 return "ambiguous", f"{where} names {what}, but uses it as a plain value"
             return "valid_godot4", f"{where} resolves to {u.api}, valid Godot 4 API"
     prose = change not in CONVERTER_TYPES
+    if change in CONSTANT_CHANGE_TYPES and not declaration:
+        missing = next((u.missing_on for u in res.unresolved if u.missing_on and u.line == line and u.col == col
+                        and u.name == src), None)
+        written = None if missing else _receiver(facts, res, call, chain, idx, occ["start"])[0]
+        if why := _target_absent(ref, renamed, mapping, missing or (_godot4_class(written, ref, renamed) if written else None)):
+            return "ignored", f"{where}: {why}"
     for u in res.unresolved:
         if u.missing_on and u.line == line and u.col == col and u.name == src:
             related = [c for c in classes if ref.has_class(c) and ref.related(c, u.missing_on)]
