@@ -130,4 +130,5 @@ def test_failures_name_every_occurrence_a_wrong_mapping_was_accepted_on():
     c.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=0.5, evidence=[], contradictions=[],
                                          reasons=[], occurrences=occ))
     entry = wrong_mapping(Query("rc3:a.gd#0", "x", {}, [], file="rc3.jsonl"), "F", c, "accepted without being in the gold")
-    assert entry["occurrences"] == [{"line": 4, "col": 24, "region": "node_path", "why": "line 4:24: a scene node ..."}]
+    assert entry["occurrences"] == [{"line": 4, "col": 24, "region": "node_path", "status": "godot3_node",
+                                     "why": "line 4:24: a scene node ..."}]

@@ -10,7 +10,7 @@ from godot_rag.classref import ClassReference
 from godot_rag.gdscript import parse_chunk
 from godot_rag.retrieve.codematch import clone_match, renameable_names
 from godot_rag.retrieve.resolve import resolve_uses
-from godot_rag.retrieve.version import VersionContext, classify_occurrence, decide_ambiguous, version_context
+from godot_rag.retrieve.version import VersionContext, classify_occurrence, decide_ambiguous, version_context, version_names
 from conftest import REFERENCE_CHUNK, SHARED
 
 
@@ -129,6 +129,10 @@ def test_property_accessors_are_godot4_api(ref):
     assert ref.member("InputEventKey", "is_pressed")[0] == "InputEvent"
     res = resolve_uses(parse_chunk("func f(n: Node2D):\n\tvar p = n.get_global_position()\n"), ref)
     assert "Node2D.get_global_position" in res.apis and not res.missing()
+    # By name alone, a setter is no Godot 4 API: `set_one_shot()` on an unknown receiver is Godot 3's method.
+    assert not ref.exists("set_one_shot") and ref.where("set_autowrap") == []
+    renames = [_mapping("set_oneshot", "set_one_shot", "method_rename"), _mapping("KinematicBody", "CharacterBody3D", "class_rename")]
+    assert version_names(renames, ref) == ({"set_oneshot", "KinematicBody"}, {"CharacterBody3D"})
     # A getter is no clue to the script's class: `get_world_3d` stays Node3D's for a bare call.
     assert "Node3D.get_world_3d" in resolve_uses(parse_chunk("func f():\n\tget_world_3d()\n\tglobal_translate(Vector3.UP)\n"), ref).apis
 
@@ -146,6 +150,13 @@ def test_a_renamed_constant_needs_its_new_name_on_the_receiver(ref):
     # The receiver written with its Godot 3 name is read through the converter's class renames.
     assert _classify(ref, "extends RigidBody\nfunc f():\n\tif mode == MODE_STATIC: pass", static,
                      {"RigidBody": "RigidBody3D"})[0][0] == "godot3"
+    # A target no Godot 4 page documents says the converter's table is out of date, not the receiver wrong.
+    xbutton = _mapping("BUTTON_MASK_XBUTTON1", "MOUSE_BUTTON_MASK_XBUTTON1", "enum_rename")
+    assert _classify(ref, "extends Node\nfunc f(m):\n\treturn m & BUTTON_MASK_XBUTTON1", xbutton)[0][0] == "godot3"
+    # A change the migration page states for its class is not the converter's: it names the class itself.
+    quit = _mapping("NOTIFICATION_WM_QUIT_REQUEST", "NOTIFICATION_WM_CLOSE_REQUEST", "constant_change",
+                    ["NOTIFICATION_WM_QUIT_REQUEST", "MainLoop.NOTIFICATION_WM_QUIT_REQUEST"])
+    assert _classify(ref, "func _notification(what):\n\tif what == MainLoop.NOTIFICATION_WM_QUIT_REQUEST: pass", quit)[0][0] == "godot3"
     # Global constants keep no qualifier: `BUTTON_LEFT` is `MOUSE_BUTTON_LEFT` on any receiver.
     left = _mapping("BUTTON_LEFT", "MOUSE_BUTTON_LEFT", "enum_rename")
     assert _classify(ref, "extends Node2D\nfunc f(e):\n\tif e.button_index == BUTTON_LEFT: pass", left)[0][0] == "godot3"
@@ -156,6 +167,7 @@ def test_only_a_whole_node_name_is_named_after_a_class(ref):
     status, why = _classify(ref, 'func f(kind):\n\tvar n = $Shapes.find_node("RigidBody%s" % kind)', rigid)[0]
     assert status == "ignored" and "only part of a node name" in why
     assert _classify(ref, 'func f():\n\tvar n = get_node("Camera Rig")', _mapping("Camera", "Camera3D", "class_rename"))[0][0] == "ignored"
+    assert _classify(ref, 'func f(i):\n\tvar n = get_node("RigidBody" + str(i))', rigid)[0][0] == "ignored"
     assert _classify(ref, "onready var r = $Top/RigidBody/Shape", rigid)[0][0] == "godot3_node"
     assert _classify(ref, "onready var r = $RigidBody.mode", rigid)[0][0] == "godot3_node"
     assert _classify(ref, 'func f():\n\tvar n = get_node("Top/RigidBody")', rigid)[0][0] == "godot3_node"

@@ -65,11 +65,23 @@ class ClassReference:
 
     @cached_property
     def owners(self) -> dict[str, set[str]]:
-        """member name -> the classes that document it."""
+        """member name -> the classes that document it (a property's setter and getter included)."""
         out: dict[str, set[str]] = {}
         for cls, info in self.classes.items():
             for m in info["members"]:
                 out.setdefault(m, set()).add(cls)
+        return out
+
+    @cached_property
+    def named_owners(self) -> dict[str, set[str]]:
+        """member name -> the classes that document it under its own entry: no setter or getter.
+        By name alone, with no receiver to resolve, `set_autowrap()` is Godot 3's Label method, not
+        Godot 4's AcceptDialog setter: Godot 4 code writes the property (`dialog_autowrap = true`)."""
+        out: dict[str, set[str]] = {}
+        for cls, info in self.classes.items():
+            for m, member in info["members"].items():
+                if "accessor_of" not in member:
+                    out.setdefault(m, set()).add(cls)
         return out
 
     def resolver_map(self, name: str) -> dict[str, str]:
@@ -96,19 +108,19 @@ class ClassReference:
         return None
 
     def exists(self, name: str) -> bool:
-        """Whether Godot 4 has this name at all: a class, or a member of some class."""
-        return self.has_class(name) or name in self.owners
+        """Whether Godot 4 has this name by itself: a class, or a member of some class (see `named_owners`)."""
+        return self.has_class(name) or name in self.named_owners
 
     def signals_named(self, name: str) -> list[str]:
         """`Class.name` for each class that documents a signal called `name`."""
-        return sorted(f"{c}.{name}" for c in self.owners.get(name, ())
+        return sorted(f"{c}.{name}" for c in self.named_owners.get(name, ())
                       if self.classes[c]["members"][name].get("kind") == "signal")
 
     def where(self, name: str, limit: int = 4) -> list[str]:
         """Where Godot 4 documents `name` (`Viewport`, `CanvasItem.hide`), for traces and notes."""
         if self.has_class(name):
             return [name]
-        return sorted(f"{c}.{name}" for c in self.owners.get(name, ()))[:limit]
+        return sorted(f"{c}.{name}" for c in self.named_owners.get(name, ()))[:limit]
 
     @staticmethod
     def type_of(info: dict) -> str | None:

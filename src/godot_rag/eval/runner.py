@@ -109,7 +109,7 @@ def wrong_mapping(q: Query, strategy: str, c, stage: str) -> dict:
     v = c.info("validate")
     occ = [o for o in ((v.occurrences if v else None) or []) if o.get("status") in EVIDENCE_STATUSES]
     return {"query": q.id, "file": q.file, "strategy": strategy, "wrongly_accepted_mapping": c.id, "stage": stage,
-            "occurrences": [{"line": o["line"], "col": o["col"], "region": o["region"], "why": o["why"]} for o in occ[:5]]}
+            "occurrences": [{k: o[k] for k in ("line", "col", "region", "status", "why")} for o in occ[:5]]}
 
 
 def _symbols_of(c) -> set[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from ..classref import ClassReference
 from .markdown import Page, strip_links
 from .symbols import is_class_page
 
@@ -85,23 +86,19 @@ def build_class_reference(pages: list[Page]) -> dict:
                     if acc and prop:
                         members.setdefault(acc.group("name"), {"kind": "method", "type": _type(acc.group("type")),
                                                                "accessor_of": prop})
-                    elif entry and not entry.group("call") and entry.group("name") in members:
-                        prop = entry.group("name")
+                    elif entry and not entry.group("call"):
+                        prop = entry.group("name") if entry.group("name") in members else None
         classes[cls] = info
     _drop_shadowing_accessors(classes)
     return {"classes": classes}
 
 
 def _drop_shadowing_accessors(classes: dict[str, dict]) -> None:
-    """A subclass's property getter that an ancestor documents as a method is that method
+    """A subclass's property setter or getter that an ancestor documents as a method is that method
     (`InputEventKey.is_pressed` is `InputEvent.is_pressed`): the ancestor's entry answers for it."""
-    for info in classes.values():
-        parent, seen = info.get("inherits"), set()
-        ancestors = []
-        while parent in classes and parent not in seen:
-            seen.add(parent)
-            ancestors.append(classes[parent]["members"])
-            parent = classes[parent].get("inherits")
+    ref = ClassReference({"classes": classes})
+    for cls, info in classes.items():
+        ancestors = [classes[a]["members"] for a in ref.lineage(cls)[1:]]
         for name in [n for n, m in info["members"].items() if "accessor_of" in m]:
             if any(name in a and "accessor_of" not in a[name] for a in ancestors):
                 del info["members"][name]

@@ -165,14 +165,10 @@ CHANGE_OF_KIND = {"method": "method_change", "property": "property_change", "sig
 
 def _documents(ref: ClassReference, cls: str | None, name: str, kind: str | None, own_only: bool = False) -> bool:
     """Whether Godot 4's class reference documents `name` (of that kind) on `cls` (or an ancestor).
-    A property's `get_`/`set_` accessors count as documented methods."""
+    A property's setter and getter are documented methods."""
     if not cls or not ref.has_class(cls):
         return False
     found = ref.member(cls, name)
-    if found is None and kind in (None, "method") and name[:4] in ("get_", "set_"):
-        found = ref.member(cls, name[4:])
-        found = found if found and found[1]["kind"] == "property" else None
-        kind = None
     if found is None or (own_only and found[0] != cls):
         return False
     return kind is None or found[1]["kind"] == kind or (kind == "constant" and found[1]["kind"] in ("constant", "enum"))

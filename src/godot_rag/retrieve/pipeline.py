@@ -25,7 +25,7 @@ from .strategies import STRATEGIES, check_strategy
 from .tokenize import TokenizerConfig, tokenize, tokenizer_of
 from .trace import StageLog
 from .types import Candidate, RetrieveResult
-from .version import CLASS_TYPES, CODE_RENAME_TYPES
+from .version import CLASS_TYPES, version_names
 
 BM25_PARAM_SLOTS = 6  # k1/b variants kept at once (the counts are shared; only the weights differ)
 
@@ -130,12 +130,7 @@ class Retriever:
         """(Godot 3 names the converter renames, Godot 4 names they became), from the api_mapping records."""
         with self._lock:
             if self._version_names is None:
-                ref = self.class_reference()
-                recs = [r for r in self.records("api_mapping").values() if r["change_type"] in CODE_RENAME_TYPES]
-                old = {r["source_api"] for r in recs}
-                new = {r["target_api"] for r in recs if r["target_api"] not in old and ref.exists(r["target_api"])
-                       and r["change_type"] in ("class_rename", "builtin_type_rename", "method_rename")}
-                self._version_names = (old, new)
+                self._version_names = version_names(self.records("api_mapping").values(), self.class_reference())
             return self._version_names
 
     def class_renames(self) -> dict[str, str]:

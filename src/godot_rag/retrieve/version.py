@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..classref import ClassReference
-from ..gdscript import IDENT_RE, GDScriptFacts
+from ..gdscript import GDScriptFacts
 from .resolve import Resolution
 from .stage import Stage
 
@@ -47,10 +47,6 @@ CODE_RENAME_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "pr
                      "enum_rename", "color_rename"}
 CONVERTER_TYPES = CODE_RENAME_TYPES | {"project_setting_rename", "input_map_rename", "theme_override_rename",
                                        "project_godot_rename", "shader_rename"}
-# Renamed constants: the converter keeps the qualifier (`Label.ALIGN_CENTER` -> `Label.ALIGNMENT_CENTER`), so the
-# receiver's class must have the new name. Methods and properties may have moved to another object that the
-# migration reaches differently (SceneTree's `is_network_server()` is `multiplayer.is_server()`), so they are not checked.
-CONSTANT_CHANGE_TYPES = {"enum_rename", "constant_change"}
 # The occurrence statuses that count as Godot 3 use (the validator's evidence).
 EVIDENCE_STATUSES = ("godot3", "godot3_node")
 SIGNAL_USES = ("connect", "emit", "disconnect", "is_connected")  # `sig.connect(...)`: a Godot 4 signal used as one
@@ -85,6 +81,17 @@ class VersionContext:
     def to_trace(self) -> dict:
         return {"hint": self.hint, "godot3_markers": self.godot3[:12], "godot4_markers": self.godot4[:12],
                 "lean": self.lean()}
+
+
+def version_names(mappings, ref: ClassReference) -> tuple[set[str], set[str]]:
+    """(Godot 3 names the converter renames, the Godot 4 names they became) from the api_mapping records.
+    A new name counts only where Godot 4 documents it by itself: `set_one_shot` was Timer's method in
+    Godot 3 too, and in Godot 4 it is only the `one_shot` setter, so calling it says nothing of the version."""
+    recs = [r for r in mappings if r["change_type"] in CODE_RENAME_TYPES]
+    old = {r["source_api"] for r in recs}
+    new = {r["target_api"] for r in recs if r["target_api"] not in old and ref.exists(r["target_api"])
+           and r["change_type"] in ("class_rename", "builtin_type_rename", "method_rename")}
+    return old, new
 
 
 def version_context(facts: GDScriptFacts, res: Resolution, godot4_only_names: set[str], godot3_names: set[str],
@@ -209,23 +216,28 @@ def _off_changed_class(facts: GDScriptFacts, res: Resolution, ref: ClassReferenc
 
 def _whole_node_name(facts: GDScriptFacts, start: int, end: int) -> bool:
     """Whether the name at [start, end) is a whole node name of its path (`$Top/Area`, `"Camera"`),
-    not part of a longer one: `"RigidBody%s" % kind` and `"Camera Rig"` name other nodes."""
+    not part of a longer one: `"Camera Rig"`, `"RigidBody%s" % kind` and `"Camera" + str(i)` name other nodes."""
     before, after = facts.text[start - 1:start], facts.text[end:end + 1]
     if before not in ("/", "$", "%", '"', "'"):
         return False
     span = next(((s, e) for s, e in facts.node_paths if s <= start < e), None)
     if span is not None and facts.text[span[0] + 1:span[0] + 2] not in ('"', "'"):
         return True  # an unquoted `$Top/Area.get_size()`: the name ends where the identifier does
+    string = next(((s, e) for s, e, _ in facts.strings if s <= start < e), None)
+    if string is not None and (facts.code[string[1]:].lstrip()[:1] in ("%", "+") or facts.code[:string[0]].rstrip()[-1:] == "+"):
+        return False  # the string is only part of the path the code builds
     return after in ("/", ":", '"', "'", "")
 
 
 def _target_absent(ref: ClassReference, renamed: dict[str, str], mapping: dict, cls: str | None) -> str | None:
-    """Why the mapping's Godot 4 name is not there on the receiver's class, or None. The converter renames
-    by name alone: `Label.ALIGN_CENTER` would become `Label.ALIGNMENT_CENTER`, which Godot 4 does not have,
-    so that rename is not this use's migration."""
+    """Why the converter's renamed constant is not there on the receiver's class, or None. The converter
+    renames by name and keeps the qualifier: `Label.ALIGN_CENTER` would become `Label.ALIGNMENT_CENTER`,
+    which Godot 4 does not have, so that rename is not this use's migration. Methods and properties are not
+    checked: they may have moved to another object the migration reaches differently (SceneTree's
+    `is_network_server()` is `multiplayer.is_server()`). A prose change states its class itself."""
     to = str(mapping.get("target_api") or "")
-    if mapping["change_type"] not in CONSTANT_CHANGE_TYPES or not IDENT_RE.fullmatch(to) or not cls:
-        return None
+    if mapping["change_type"] != "enum_rename" or not cls or not ref.exists(to):
+        return None  # a target no Godot 4 page documents says the table is out of date, not the receiver wrong
     classes = [c for c in dict.fromkeys((cls, renamed.get(cls))) if c and ref.has_class(c)]
     if not classes or ref.global_member(to) or any(ref.member(c, to) or ref.on_subclass(c, to) for c in classes):
         return None
@@ -299,20 +311,18 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
                 return "ambiguous", f"{where} names {what}, but uses it as a plain value"
             return "valid_godot4", f"{where} resolves to {u.api}, valid Godot 4 API"
     prose = change not in CONVERTER_TYPES
-    if change in CONSTANT_CHANGE_TYPES and not declaration:
-        missing = next((u.missing_on for u in res.unresolved if u.missing_on and u.line == line and u.col == col
-                        and u.name == src), None)
+    missing = next((u for u in res.unresolved if u.missing_on and u.line == line and u.col == col and u.name == src), None)
+    if change == "enum_rename":
         written = None if missing else _receiver(facts, res, call, chain, idx, occ["start"])[0]
-        if why := _target_absent(ref, renamed, mapping, missing or (_godot4_class(written, ref, renamed) if written else None)):
+        receiver = missing.missing_on if missing else (_godot4_class(written, ref, renamed) if written else None)
+        if why := _target_absent(ref, renamed, mapping, receiver):
             return "ignored", f"{where}: {why}"
-    for u in res.unresolved:
-        if u.missing_on and u.line == line and u.col == col and u.name == src:
-            related = [c for c in classes if ref.has_class(c) and ref.related(c, u.missing_on)]
-            if classes and not related and any(ref.has_class(c) for c in classes):
-                return "ignored", f"{where}: the receiver is {u.missing_on}, and the change concerns {' or '.join(classes)}"
-            if prose and not classes:
-                break  # a page's sentence without its class says nothing about this receiver
-            return "godot3", f"{where}: {u.missing_on} has no '{src}' in Godot 4"
+    # A page's sentence without its class says nothing about this receiver.
+    if missing is not None and not (prose and not classes):
+        related = [c for c in classes if ref.has_class(c) and ref.related(c, missing.missing_on)]
+        if classes and not related and any(ref.has_class(c) for c in classes):
+            return "ignored", f"{where}: the receiver is {missing.missing_on}, and the change concerns {' or '.join(classes)}"
+        return "godot3", f"{where}: {missing.missing_on} has no '{src}' in Godot 4"
     if change in CLASS_TYPES:
         if chain is not None and idx == -1 and chain.parts:
             first = chain.parts[0]
