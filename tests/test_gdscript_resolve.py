@@ -162,6 +162,15 @@ def test_a_renamed_constant_needs_its_new_name_on_the_receiver(ref):
     assert _classify(ref, "extends Node2D\nfunc f(e):\n\tif e.button_index == BUTTON_LEFT: pass", left)[0][0] == "godot3"
 
 
+def test_a_declared_godot3_virtual_of_the_scripts_class_is_godot3(ref):
+    """Godot 4 calls EditorPlugin's `_make_visible`; `func make_visible(visible):` there is the Godot 3 override."""
+    mv = _mapping("make_visible", "_make_visible", "method_rename")
+    status, why = _classify(ref, "extends EditorPlugin\nfunc make_visible(visible):\n\tpass", mv)[0]
+    assert status == "godot3" and "EditorPlugin._make_visible" in why
+    assert _classify(ref, "extends Node\nfunc make_visible(visible):\n\tpass", mv)[0][0] == "ambiguous"
+    assert _classify(ref, "func make_visible(visible):\n\tpass", mv)[0][0] == "ambiguous"  # whose virtual? unknown
+
+
 def test_only_a_whole_node_name_is_named_after_a_class(ref):
     rigid = _mapping("RigidBody", "RigidBody3D", "class_rename")
     status, why = _classify(ref, 'func f(kind):\n\tvar n = $Shapes.find_node("RigidBody%s" % kind)', rigid)[0]
@@ -191,8 +200,9 @@ def test_a_prose_change_of_one_class_needs_a_use_on_that_class(ref):
     load = _mapping("load", "_load", "method_change", ["load", "ResourceFormatLoader.load"])
     status, why = classify('func f():\n\tvar s = load("res://a.tscn")\n', load)[0]
     assert status == "ignored" and "global function" in why
-    # The Godot 3 override itself is a declaration: left to the chunk's version markers.
-    assert classify("extends ResourceFormatLoader\nfunc load(path, original_path):\n\tpass\n", load)[0][0] == "ambiguous"
+    # The Godot 3 override itself: Godot 4's ResourceFormatLoader calls `_load` and has no `load`.
+    assert classify("extends ResourceFormatLoader\nfunc load(path, original_path):\n\tpass\n", load)[0][0] == "godot3"
+    assert classify("func load(path, original_path):\n\tpass\n", load)[0][0] == "ambiguous"  # whose? unknown
     pressed = _mapping("pressed", "button_pressed", "api_change", ["pressed", "BaseButton.pressed"])
     assert classify("func _input(event):\n\tif event.pressed:\n\t\tpass\n", pressed)[0][0] == "ignored"
     assert classify("func f(b: Button):\n\tb.pressed = true\n", pressed)[0][0] == "ambiguous"

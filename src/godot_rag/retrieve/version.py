@@ -20,6 +20,8 @@ Decided from the corpus, per occurrence, and traced:
   decide (`@export`, `await`, `super()` against `export var`, `yield(`, `connect("s", o, "m")`,
   and the unambiguous Godot 3 names found in the same chunk), sharpened by the request's
   `godot_version` hint. Nothing is accepted without a literal occurrence;
+- a declaration of a renamed virtual is Godot 3 use when the script's class has the new virtual and
+  not the old name (`func make_visible(visible):` in an EditorPlugin, whose Godot 4 virtual is `_make_visible`);
 - a renamed constant whose Godot 4 name the receiver's class does not have is not this use's
   migration (`Label.ALIGN_CENTER` would become `Label.ALIGNMENT_CENTER`, which Godot 4 does not have:
   Label's alignment went elsewhere), so it is no evidence for it;
@@ -229,6 +231,20 @@ def _whole_node_name(facts: GDScriptFacts, start: int, end: int) -> bool:
     return after in ("/", ":", '"', "'", "")
 
 
+def _godot3_override(ref: ClassReference, renamed: dict[str, str], res: Resolution, mapping: dict) -> str | None:
+    """Why a declaration is the Godot 3 override of a renamed virtual, or None: in an EditorPlugin,
+    Godot 4 calls `_make_visible` and has no `make_visible`, so `func make_visible(visible):` is
+    written for Godot 3. Needs the script's class (its `extends`, or the request's hint)."""
+    src, to = mapping["source_api"], str(mapping.get("target_api") or "")
+    own = _godot4_class(res.extends_name, ref, renamed) if res.extends_name else None
+    if not own or not to.startswith("_") or ref.member(own, src):
+        return None
+    found = ref.member(own, to)
+    if found is None or found[1]["kind"] != "method":
+        return None
+    return f"the script's class {own} has the virtual {found[0]}.{to} in Godot 4 and no '{src}': this is its Godot 3 override"
+
+
 def _target_absent(ref: ClassReference, renamed: dict[str, str], mapping: dict, cls: str | None) -> str | None:
     """Why the converter's renamed constant is not there on the receiver's class, or None. The converter
     renames by name and keeps the qualifier: `Label.ALIGN_CENTER` would become `Label.ALIGNMENT_CENTER`,
@@ -297,6 +313,8 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
             return "ignored", f"{where} uses '{src}' as {'a method call' if is_call else 'a name'}, not as the signal"
     if change in METHOD_TYPES and not is_call and not declaration:
         return "ignored", f"{where} is not a call of '{src}'"
+    if declaration and change in METHOD_TYPES and (why := _godot3_override(ref, renamed, res, mapping)):
+        return "godot3", f"{where}: {why}"
     # What does this occurrence resolve to in Godot 4?
     for u in res.uses:
         if u.line == line and u.member == src and (u.col == col or (call is not None and u.col == call.col)):
