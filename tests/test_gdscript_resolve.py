@@ -169,6 +169,9 @@ def test_a_declared_godot3_virtual_of_the_scripts_class_is_godot3(ref):
     assert status == "godot3" and "EditorPlugin._make_visible" in why
     assert _classify(ref, "extends Node\nfunc make_visible(visible):\n\tpass", mv)[0][0] == "ambiguous"
     assert _classify(ref, "func make_visible(visible):\n\tpass", mv)[0][0] == "ambiguous"  # whose virtual? unknown
+    process = _mapping("process", "_process", "method_change", ["process", "AnimationNode.process"])
+    assert _classify(ref, "extends Node\nfunc process(delta):\n\tpass", process)[0][0] != "godot3"  # not an AnimationNode
+    assert _classify(ref, "extends AnimationNode\nfunc process(time, seek, seek_root):\n\tpass", process)[0][0] == "godot3"
 
 
 def test_only_a_whole_node_name_is_named_after_a_class(ref):

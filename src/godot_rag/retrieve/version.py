@@ -231,13 +231,18 @@ def _whole_node_name(facts: GDScriptFacts, start: int, end: int) -> bool:
     return after in ("/", ":", '"', "'", "")
 
 
-def _godot3_override(ref: ClassReference, renamed: dict[str, str], res: Resolution, mapping: dict) -> str | None:
+def _godot3_override(ref: ClassReference, renamed: dict[str, str], res: Resolution, mapping: dict,
+                     classes: list[str]) -> str | None:
     """Why a declaration is the Godot 3 override of a renamed virtual, or None: in an EditorPlugin,
     Godot 4 calls `_make_visible` and has no `make_visible`, so `func make_visible(visible):` is
-    written for Godot 3. Needs the script's class (its `extends`, or the request's hint)."""
+    written for Godot 3. Needs the script's class (its `extends`, or the request's hint), and, for a
+    change the migration page states for one class, a script of that class (`AnimationNode's process
+    is now _process` says nothing of `func process()` in a Node)."""
     src, to = mapping["source_api"], str(mapping.get("target_api") or "")
     own = _godot4_class(res.extends_name, ref, renamed) if res.extends_name else None
     if not own or not to.startswith("_") or ref.member(own, src):
+        return None
+    if classes and not any(ref.related(c4, own) for c in classes if (c4 := _godot4_class(c, ref, renamed))):
         return None
     found = ref.member(own, to)
     if found is None or found[1]["kind"] != "method":
@@ -313,7 +318,7 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
             return "ignored", f"{where} uses '{src}' as {'a method call' if is_call else 'a name'}, not as the signal"
     if change in METHOD_TYPES and not is_call and not declaration:
         return "ignored", f"{where} is not a call of '{src}'"
-    if declaration and change in METHOD_TYPES and (why := _godot3_override(ref, renamed, res, mapping)):
+    if declaration and change in METHOD_TYPES and (why := _godot3_override(ref, renamed, res, mapping, classes)):
         return "godot3", f"{where}: {why}"
     # What does this occurrence resolve to in Godot 4?
     for u in res.uses:
