@@ -60,13 +60,14 @@ def main() -> None:
                 missing += 1
                 continue
             overlap += 1
-        ids = {r["id"] for c in hit for r in c["results"] if r["table"] == "api_mapping" and r.get("verdict") == "accept"}
+        records = [r for c in hit for r in c["results"] if r["table"] == "api_mapping" and r.get("verdict") == "accept"]
+        ids = {r["id"] for r in records}
         accepted = {mapping_triple(i) for i in ids} - {None}
         other_accepted += sum(1 for i in ids if mapping_triple(i) is None)
-        for r in (r for c in hit for r in c["results"] if r["table"] == "api_mapping" and r.get("verdict") == "accept"
-                  and mapping_triple(r["id"]) is None and trees is not None):
-            applied = trees.applied(q["id"], r["payload"])
-            port_tp, port_fp = port_tp + (applied is True), port_fp + (applied is False)
+        for r in records if trees is not None else []:
+            if mapping_triple(r["id"]) is None:
+                applied = trees.applied(q["id"], r["payload"])
+                port_tp, port_fp = port_tp + (applied is True), port_fp + (applied is False)
         chunks_with_mapping += bool(accepted)
         gold = {tuple(m) for m in q.get("relevant_mappings") or []}
         tp += len(accepted & gold)

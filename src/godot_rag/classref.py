@@ -66,21 +66,20 @@ class ClassReference:
     @cached_property
     def owners(self) -> dict[str, set[str]]:
         """member name -> the classes that document it (a property's setter and getter included)."""
-        out: dict[str, set[str]] = {}
-        for cls, info in self.classes.items():
-            for m in info["members"]:
-                out.setdefault(m, set()).add(cls)
-        return out
+        return self._owners(accessors=True)
 
     @cached_property
     def named_owners(self) -> dict[str, set[str]]:
         """member name -> the classes that document it under its own entry: no setter or getter.
         By name alone, with no receiver to resolve, `set_autowrap()` is Godot 3's Label method, not
         Godot 4's AcceptDialog setter: Godot 4 code writes the property (`dialog_autowrap = true`)."""
+        return self._owners(accessors=False)
+
+    def _owners(self, accessors: bool) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
         for cls, info in self.classes.items():
             for m, member in info["members"].items():
-                if "accessor_of" not in member:
+                if accessors or "accessor_of" not in member:
                     out.setdefault(m, set()).add(cls)
         return out
 

@@ -81,12 +81,11 @@ def build_class_reference(pages: list[Page]) -> dict:
                     members.setdefault(m.group("name"), {"kind": kind, "type": _type(m.group("type") or "")})
             elif section == "Property Descriptions":
                 for line in text.split("\n"):
-                    acc = ACCESSOR_RE.match(line.strip())
-                    entry = ENTRY_RE.match(line.strip())
-                    if acc and prop:
-                        members.setdefault(acc.group("name"), {"kind": "method", "type": _type(acc.group("type")),
-                                                               "accessor_of": prop})
-                    elif entry and not entry.group("call"):
+                    if acc := ACCESSOR_RE.match(line.strip()):
+                        if prop:
+                            members.setdefault(acc.group("name"), {"kind": "method", "type": _type(acc.group("type")),
+                                                                   "accessor_of": prop})
+                    elif (entry := ENTRY_RE.match(line.strip())) and not entry.group("call"):
                         prop = entry.group("name") if entry.group("name") in members else None
         classes[cls] = info
     _drop_shadowing_accessors(classes)

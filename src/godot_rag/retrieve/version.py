@@ -149,8 +149,10 @@ def _names_class(facts: GDScriptFacts, offset: int, name: str) -> bool:
     return whole and _string_argument(facts, offset, CLASS_NAME_ARGS)
 
 
-def _godot4_class(name: str, ref: ClassReference, renamed: dict[str, str]) -> str | None:
+def _godot4_class(name: str | None, ref: ClassReference, renamed: dict[str, str]) -> str | None:
     """The Godot 4 class a class name stands for: itself, or what the converter renamed it to (`Camera`)."""
+    if not name:
+        return None
     if ref.has_class(name):
         return name
     return renamed.get(name) if ref.has_class(renamed.get(name, "")) else None
@@ -195,14 +197,13 @@ def _off_changed_class(facts: GDScriptFacts, res: Resolution, ref: ClassReferenc
     of its lineage) is evidence, so an unknown receiver is a reason too."""
     glob = ref.global_member(src) if call is not None else None
     if glob:  # a bare call: the global function, unless the script's own class has that method
-        own4 = _godot4_class(res.extends_name, ref, renamed) if res.extends_name else None
+        own4 = _godot4_class(res.extends_name, ref, renamed)
         if not (own4 and ref.member(own4, src)):
             return f"{where}: '{src}()' is the global function {glob[0]}.{src}, not {' or '.join(classes)}'s", True
     cls, desc = _receiver(facts, res, call, chain, idx, start)
     if cls is None:
         return (f"{where}: the receiver is {desc}; '{src}' is still Godot 4 API on other classes "
                 f"({', '.join(ref.where(src))}), so only a use on {' or '.join(classes)} is evidence"), False
-    targets = [c4 for c in classes if (c4 := _godot4_class(c, ref, renamed))]
     cls4 = _godot4_class(cls, ref, renamed)
     if cls4 is None:
         if cls in classes:
@@ -210,10 +211,15 @@ def _off_changed_class(facts: GDScriptFacts, res: Resolution, ref: ClassReferenc
         # A Godot 3 class Godot 4 dropped is known; any other name may be the user's own class or an autoload.
         return (f"{where}: the receiver is {desc}, not a Godot 4 class, so not {' or '.join(classes)}",
                 cls in renamed)
-    if any(ref.related(t, cls4) for t in targets):
+    if _concerns(ref, renamed, classes, cls4):
         return None, True
     shown = cls if cls4 == cls else f"{cls} ({cls4} in Godot 4)"
     return f"{where}: the receiver is {shown.join(desc.rsplit(cls, 1))}, and the change concerns {' or '.join(classes)}", True
+
+
+def _concerns(ref: ClassReference, renamed: dict[str, str], classes: list[str], cls4: str) -> bool:
+    """Whether a change stated for these classes concerns an object of Godot 4 class `cls4` (their lineage)."""
+    return any(ref.related(c4, cls4) for c in classes if (c4 := _godot4_class(c, ref, renamed)))
 
 
 def _whole_node_name(facts: GDScriptFacts, start: int, end: int) -> bool:
@@ -239,10 +245,8 @@ def _godot3_override(ref: ClassReference, renamed: dict[str, str], res: Resoluti
     change the migration page states for one class, a script of that class (`AnimationNode's process
     is now _process` says nothing of `func process()` in a Node)."""
     src, to = mapping["source_api"], str(mapping.get("target_api") or "")
-    own = _godot4_class(res.extends_name, ref, renamed) if res.extends_name else None
-    if not own or not to.startswith("_") or ref.member(own, src):
-        return None
-    if classes and not any(ref.related(c4, own) for c in classes if (c4 := _godot4_class(c, ref, renamed))):
+    own = _godot4_class(res.extends_name, ref, renamed)
+    if not own or not to.startswith("_") or ref.member(own, src) or (classes and not _concerns(ref, renamed, classes, own)):
         return None
     found = ref.member(own, to)
     if found is None or found[1]["kind"] != "method":
@@ -337,7 +341,7 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
     missing = next((u for u in res.unresolved if u.missing_on and u.line == line and u.col == col and u.name == src), None)
     if change == "enum_rename":
         written = None if missing else _receiver(facts, res, call, chain, idx, occ["start"])[0]
-        receiver = missing.missing_on if missing else (_godot4_class(written, ref, renamed) if written else None)
+        receiver = missing.missing_on if missing else _godot4_class(written, ref, renamed)
         if why := _target_absent(ref, renamed, mapping, receiver):
             return "ignored", f"{where}: {why}"
     # A page's sentence without its class says nothing about this receiver.
