@@ -10,7 +10,10 @@ from godot_rag.classref import ClassReference
 from godot_rag.gdscript import parse_chunk
 from godot_rag.retrieve.codematch import clone_match, renameable_names
 from godot_rag.retrieve.resolve import resolve_uses
-from godot_rag.retrieve.version import VersionContext, classify_occurrence, decide_ambiguous, version_context, version_names
+from godot_rag.retrieve.types import Candidate
+from godot_rag.retrieve.validate import ValidationContext, validate
+from godot_rag.retrieve.version import (VersionContext, classify_occurrence, comment_reference_overruled, decide_ambiguous,
+                                        version_context, version_names)
 from conftest import REFERENCE_CHUNK, SHARED
 
 
@@ -230,6 +233,72 @@ def test_a_prose_change_of_one_class_needs_a_use_on_that_class(ref):
     assert classify("func f(d):\n\td.remove(0)\n", remove)[0][0] == "ignored"
     color = _mapping("set_color", "surface_set_color", "method_change", ["set_color", "ImmediateMesh.set_color"])
     assert classify("func f():\n\tvar g = ImmediateGeometry.new()\n\tg.set_color(Color.red)\n", color)[0][0] == "ambiguous"
+
+
+def test_a_comment_counts_only_where_it_writes_a_dropped_name_as_code(ref):
+    f = parse_chunk("# call get_tree().get_rpc_sender_id() here\n# (get_handle_name(), commit_handle()...)\n"
+                    "# Spawn RigidBody scenes. A RigidBody.\n# Use `SceneTree.change_scene` or load()\n")
+    def as_code(name):
+        return [f.written_as_code(o["start"], o["end"]) for o in f.occurrences(name)]
+    assert as_code("get_rpc_sender_id") == [True] and as_code("get_handle_name") == [True]
+    assert as_code("RigidBody") == [False, False] and as_code("change_scene") == [True]
+    sender = _mapping("get_rpc_sender_id", "get_remote_sender_id", "method_rename")
+    assert _classify(ref, "# The server can call get_tree().get_rpc_sender_id().\nvar a = 1", sender)[0][0] == "godot3_comment"
+    assert _classify(ref, "# get_rpc_sender_id tells who\nvar a = 1", sender)[0][0] == "ignored"  # prose
+    rigid = _mapping("RigidBody", "RigidBody3D", "class_rename")
+    assert _classify(ref, "# Spawn RigidBody scenes.\nvar a = 1", rigid)[0][0] == "ignored"
+    # A name Godot 4 still documents says nothing, even written as code: `ResourceLoader.load()`.
+    assert _classify(ref, "# then `ResourceLoader.load()` returns it\nvar a = 1", _mapping("load", "_load", "method_rename"))[0][0] == "ignored"
+    # Signal names are strings in code, not names a comment writes as code.
+    assert _classify(ref, "# emits about_to_show()\nvar a = 1", _mapping("about_to_show", "about_to_popup", "signal_rename"))[0][0] == "ignored"
+    # A comment is weak: only the chunk's Godot 3 code (or a hint of 3 where it says nothing) makes it count.
+    assert comment_reference_overruled(VersionContext(godot3=["line 1: export var"])) is None
+    assert comment_reference_overruled(VersionContext(hint="3")) is None
+    assert "no Godot 3 markers" in comment_reference_overruled(VersionContext())
+    assert "Godot 4 markers" in comment_reference_overruled(VersionContext(godot4=["line 2: await"]))
+    assert "hint is 4" in comment_reference_overruled(VersionContext(hint="4", godot3=["line 1: export var"]))
+
+
+def _validated(ref, chunk: str, payloads: list[tuple[str, dict]]) -> dict[str, Candidate]:
+    facts = parse_chunk(chunk)
+    res = resolve_uses(facts, ref)
+    old, new = version_names([p for t, p in payloads if t == "api_mapping"], ref)
+    v = ValidationContext(facts=facts, resolution=res, ref=ref, version=version_context(facts, res, new, old, "auto"),
+                          idf=lambda t: 6.0, class_of_page={})
+    return {c.id: c for c in validate(v, [Candidate(table=t, id=p.get("mapping_id") or p["prototype_id"], payload=p)
+                                          for t, p in payloads])}
+
+
+def test_a_comment_reference_is_weak_mapping_evidence_and_never_a_finding(ref):
+    handle = dict(_mapping("get_handle_name", "_get_handle_name", "method_rename"), mapping_id="m:get_handle_name")
+    gizmo = dict(_mapping("EditorSpatialGizmoPlugin", "EditorNode3DGizmoPlugin", "class_rename"), mapping_id="m:gizmo")
+    finding = {"prototype_id": "migration:godot3_method_name", "task_type": "migration", "evidence_mapping_ids": ["m:get_handle_name"],
+               "validator_rules": {"must_match": [r"(?<![A-Za-z0-9_])get_handle_name(?![A-Za-z0-9_])"],
+                                   "requires_accepted_mapping_type": "method_rename"}}
+    body = ("func _init():\n\tcreate_material(\"main\", Color(1, 0, 0))\n\n"
+            "# Implement the other callbacks (get_handle_name(), commit_handle()...).\n")
+    tables = [("api_mapping", handle), ("api_mapping", gizmo), ("label_prototypes", finding)]
+    godot3 = _validated(ref, "extends EditorSpatialGizmoPlugin\n" + body, tables)
+    m = godot3["m:get_handle_name"]
+    assert m.verdict == "accept" and m.info("validate").confidence == 0.5
+    assert [(o["region"], o["status"]) for o in m.info("validate").occurrences] == [("comment", "godot3_comment")]
+    assert godot3["migration:godot3_method_name"].verdict == "reject"  # a finding never fires on a comment
+    # The same comment in Godot 4 code is a stale comment, not a use.
+    godot4 = _validated(ref, "extends EditorNode3DGizmoPlugin\n" + body, tables)
+    assert godot4["m:get_handle_name"].verdict == "reject"
+    assert "the chunk's code has Godot 4 markers" in godot4["m:get_handle_name"].reason
+
+
+def test_a_class_read_through_the_renames_is_no_godot4_marker(ref):
+    # Bare calls in `extends EditorSpatialGizmoPlugin` resolve on EditorNode3DGizmoPlugin; the chunk never
+    # writes that Godot 4 name, so it says nothing of the chunk's version.
+    new = {"EditorNode3DGizmoPlugin"}
+    facts = parse_chunk('extends EditorSpatialGizmoPlugin\nfunc _init():\n\tcreate_material("main", Color(1, 0, 0))\n')
+    res = resolve_uses(facts, ref)
+    assert "EditorNode3DGizmoPlugin" in res.classes
+    assert version_context(facts, res, new, set(), "auto").godot4 == []
+    facts = parse_chunk('extends EditorNode3DGizmoPlugin\nfunc _init():\n\tcreate_material("main", Color(1, 0, 0))\n')
+    assert version_context(facts, resolve_uses(facts, ref), new, set(), "auto").lean() == "4"
 
 
 def test_ambiguous_cases_follow_markers_and_hint():

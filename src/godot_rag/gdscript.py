@@ -182,6 +182,13 @@ class GDScriptFacts:
                         "col": self.col_of_offset(m.start()), "region": self.region(m.start())})
         return out
 
+    def written_as_code(self, start: int, end: int) -> bool:
+        """Whether the name at [start, end) is written as code: a call `name(` or a member access
+        (`x.name`, `name.x`). In a comment this tells a code reference (`# the server can call
+        get_tree().get_rpc_sender_id()`) from a word of prose (`# Spawn RigidBody scenes.`)."""
+        return (self.text[start - 1:start] == "." or self.text[end:end + 1] == "("
+                or re.match(rf"\.{IDENT}", self.text[end:end + 80]) is not None)
+
     # -- derived ----------------------------------------------------------------------
     @property
     def chain_texts(self) -> set[str]:

@@ -20,8 +20,9 @@ Acceptance rules:
   only for a class the chunk uses (its resolved uses); and confidence >= 0.5 where
   confidence = support / (support + 1.5 * contradiction + 4);
 - api_mapping: an occurrence of `source_api` that is Godot 3 use (see `version.py`:
-  code, not comment; not resolvable as valid Godot 4 API; ambiguous ones decided by the
-  chunk's version markers and the `godot_version` hint), not claimed by a negative
+  code, or a comment that writes a dropped name as code in Godot 3 code; not resolvable as
+  valid Godot 4 API; ambiguous ones decided by the chunk's version markers and the
+  `godot_version` hint), not claimed by a negative
   pattern, not a name the chunk declares; C#-only records need C# code;
 - label_prototypes: a migration finding needs an accepted api_mapping of its group *at
   the same occurrence* as its `must_match` rule; other findings need every `must_match`
@@ -44,7 +45,8 @@ from .context import Pool, QueryContext
 from .stage import Stage
 from .trace import JudgeInfo, ValidateInfo
 from .types import Candidate
-from .version import EVIDENCE_STATUSES, VersionContext, classify_occurrence, decide_ambiguous, node_name_overruled
+from .version import (EVIDENCE_STATUSES, VersionContext, classify_occurrence, comment_reference_overruled, decide_ambiguous,
+                      node_name_overruled)
 
 METHOD_CALL_RE = re.compile(rf"\.({IDENT})\s*\(")
 
@@ -238,6 +240,8 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
             d["ambiguous"] = True
         elif d["status"] == "godot3_node" and (overruled := node_name_overruled(v.version)):
             d["status"], d["why"] = "ignored", f"{d['why']}; {overruled}"
+        elif d["status"] == "godot3_comment" and (overruled := comment_reference_overruled(v.version)):
+            d["status"], d["why"] = "ignored", f"{d['why']}; {overruled}"
     accepted_occ = [d for d in decisions if d["status"] in EVIDENCE_STATUSES]
     if not decisions:
         reasons.append(f"source_api '{src}' does not occur in the chunk")
@@ -250,9 +254,9 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
     if accepted:
         first = accepted_occ[0]
         evidence.append({"literal": first.get("literal") or src, "kind": "source_api", "chunk_line": first["line"],
-                         "col": first["col"], "occurrences": len(accepted_occ)})
+                         "col": first["col"], "region": first["region"], "occurrences": len(accepted_occ)})
     base = float(p.get("confidence") or 0.0)
-    if accepted and all(d.get("ambiguous") or d["status"] == "godot3_node" for d in accepted_occ):
+    if accepted and all(d.get("ambiguous") or d["status"] != "godot3" for d in accepted_occ):
         base = min(base, 0.6 if any(d.get("ambiguous") for d in accepted_occ) else 0.5)
     elif accepted:
         base = max(base, 0.9)

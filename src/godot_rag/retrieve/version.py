@@ -1,7 +1,10 @@
 """Version awareness: is an occurrence of a Godot 3 name in the chunk really Godot 3 use?
 
 Decided from the corpus, per occurrence, and traced:
-- where it is: code, comment or string. Comments never count; strings count only for
+- where it is: code, comment or string. A comment counts only where it writes a name Godot 4 no
+  longer has as code (`# call get_tree().get_rpc_sender_id()`, not `# Spawn RigidBody scenes.`) and
+  the chunk's code is Godot 3: the converter renames it there too, and it is weak evidence that never
+  carries a finding. Strings count only for
   string-based APIs (project settings, input actions, theme overrides) and at the argument where
   a call takes a signal name, a node path or a class name (`connect("hide", self, "_on")` index 0,
   `yield(obj, "hide")` index 1, `add_custom_type("Mover", "KinematicBody", ...)` index 1); a signal
@@ -49,8 +52,11 @@ CODE_RENAME_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "pr
                      "enum_rename", "color_rename"}
 CONVERTER_TYPES = CODE_RENAME_TYPES | {"project_setting_rename", "input_map_rename", "theme_override_rename",
                                        "project_godot_rename", "shader_rename"}
-# The occurrence statuses that count as Godot 3 use (the validator's evidence).
-EVIDENCE_STATUSES = ("godot3", "godot3_node")
+# The occurrence statuses that count as Godot 3 use (the validator's evidence); the last two are weak.
+EVIDENCE_STATUSES = ("godot3", "godot3_node", "godot3_comment")
+# Renames a comment may write as code (the converter renames them in comments too); signal names and
+# colours are not names a comment writes as code.
+COMMENT_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "property_rename", "enum_rename"}
 SIGNAL_USES = ("connect", "emit", "disconnect", "is_connected")  # `sig.connect(...)`: a Godot 4 signal used as one
 # Arguments that hold a node path or a signal name (callee -> argument indexes): `get_node("Camera")`,
 # `connect("hide", self, "_on_hide")` (the method name at index 2 is no signal), `yield(obj, "hide")`.
@@ -101,9 +107,11 @@ def version_context(facts: GDScriptFacts, res: Resolution, godot4_only_names: se
     ctx = VersionContext(hint=hint)
     for m in facts.markers:
         (ctx.godot3 if m.version == "3" else ctx.godot4).append(f"line {m.line}: {m.what}")
-    # A Godot 4 name that a Godot 3 name was renamed to, used as resolved API, is Godot 4 code.
+    # A Godot 4 name that a Godot 3 name was renamed to, used as resolved API, is Godot 4 code. The class
+    # counts only where the chunk writes it: bare calls in `extends EditorSpatialGizmoPlugin` resolve on
+    # EditorNode3DGizmoPlugin (read through the renames), and that says nothing of the chunk's version.
     for use in res.uses:
-        if use.member in godot4_only_names or use.cls in godot4_only_names:
+        if use.member in godot4_only_names or (use.cls in godot4_only_names and use.cls in facts.identifiers):
             ctx.godot4.append(f"line {use.line}: {use.api} (a Godot 4 name)")
     # A member missing on its Godot 4 class is Godot 3 use only when Godot 3 had it under that name
     # (a rename source): `get_parent().my_method()` is just a dynamic call.
@@ -282,7 +290,9 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
     line, col = occ["line"], occ["col"]
     where = f"line {line}:{col}"
     if occ["region"] == "comment":
-        return "ignored", f"{where} is in a comment"
+        if change in COMMENT_TYPES and facts.written_as_code(occ["start"], occ["end"]) and not ref.exists(src):
+            return "godot3_comment", f"{where}: a comment writes '{src}' as code, and Godot 4 documents no '{src}'"
+        return "ignored", f"{where} is in a comment" + (" (a word of prose)" if change in COMMENT_TYPES else "")
     node_path = occ["region"] == "node_path" or (occ["region"] == "string" and _string_argument(facts, occ["start"], NODE_ARGS))
     if node_path:
         if change not in CLASS_TYPES:
@@ -398,6 +408,20 @@ def node_name_overruled(ctx: VersionContext) -> str | None:
     if ctx.lean() == "4":
         return "a node name is weak evidence, and the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:3])
     return None
+
+
+def comment_reference_overruled(ctx: VersionContext) -> str | None:
+    """Why a comment's code reference to a Godot 3 name is not taken as Godot 3 use, or None. A comment
+    is not code: it counts only in a chunk whose code is Godot 3 (its markers, or a hint of 3 where the
+    code says nothing), so a stale comment in ported code (`# get_size_override() returns...`) says nothing."""
+    lean = ctx.lean()
+    if ctx.hint == "4":
+        return "a comment is weak evidence, and the godot_version hint is 4"
+    if lean == "3" or (lean == "none" and ctx.hint == "3"):
+        return None
+    return ("a comment is weak evidence, and the chunk's code "
+            + {"4": "has Godot 4 markers", "mixed": "has both Godot 3 and Godot 4 markers",
+               "none": "has no Godot 3 markers"}[lean])
 
 
 def run_version(ctx, pool):
