@@ -133,7 +133,8 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
         if len(lit) >= 3 and IDENT_RE.fullmatch(lit) and lit in rec_idents and idf(lit.lower()) >= min_idf:
             add(f'"{lit}"', "string", idf(lit.lower()))
     for ident in sorted(facts.identifiers):
-        if ident in seen or len(ident) < 3 or ident not in rec_idents or idf(ident.lower()) < min_idf:
+        # `.clamp()` already counted as a method call: the same name is not a second item of evidence.
+        if ident in seen or f".{ident}()" in seen or len(ident) < 3 or ident not in rec_idents or idf(ident.lower()) < min_idf:
             continue
         add(ident, "identifier", idf(ident.lower()))
     contra: list[dict] = []
