@@ -121,6 +121,8 @@ def test_version_decisions_per_occurrence(ref):
     assert _classify(ref, 'var n = "RigidBody".length()', rigid)[0][0] == "ignored"
     scene = _mapping("change_scene", "change_scene_to_file", "method_rename")
     assert _classify(ref, 'func f():\n\tget_tree().change_scene("x")', scene)[0][0] == "godot3"
+    instance = _mapping("instance", "instantiate", "method_change")  # the page's change of no one class
+    assert _classify(ref, 'func f():\n\tvar b = Bullet.instance()', instance)[0][0] == "godot3"
 
 
 def test_property_accessors_are_godot4_api(ref):
@@ -350,6 +352,11 @@ def test_prose_migration_mappings_are_parsed_by_kind_and_direction(ref):
     # bullet's linked subject is the class of its later sentence.
     assert "migration_guide:BaseButton.pressed->button_pressed" in by_id
     assert "migration_guide:pressed->button_pressed" not in by_id
+    # "You may have to replace some `instance()` calls with `instantiate()`.": a method change of no one class.
+    instance = by_id["migration_guide:instance->instantiate"]
+    assert instance["change_type"] == "method_change" and instance["match_terms"] == ["instance"]
+    # "replace `call_group(...)` with `call_group_flags(SceneTree.GROUP_CALL_DEFERRED, ...)`" changes arguments, not a name.
+    assert not any(r["source_api"] == "call_group" for r in records)
     assert any("reversed" in w for w in warnings)
 
 

@@ -149,6 +149,8 @@ PROSE_CHANGE_RE = re.compile(
     r"(?: (?:method|property|signal))? (?:is now|was renamed to|was inverted and renamed to|was replaced by|"
     r"should be converted to|is no longer used and should be converted to) "
     r"`(?P<dst>[^`]+?)(?:\(\))?`"
+    # "You may have to replace some `instance()` calls with `instantiate()`.": calls of one method by another.
+    r"|replace (?:some |all |the )?`(?P<call_src>[A-Za-z_][A-Za-z0-9_]*)\(\)` calls with `(?P<call_dst>[A-Za-z_][A-Za-z0-9_]*)\(\)`"
 )
 # The migration page lists its changes under bold headings; the heading says what kind of member changed.
 # A page links a class to its reference page (`[AABB](classes__class_aabb__5710e3d5.md)'s ...`): the link text stays.
@@ -201,13 +203,13 @@ def prose_mappings(chunks: list[dict], rename_ids: set[tuple[str, str]], ref: Cl
             line = LINK_RE.sub(r"\1", line)
             subject = SUBJECT_RE.match(line)
             for m in PROSE_CHANGE_RE.finditer(line):
-                src, dst, cls = m.group("src"), m.group("dst"), m.group("cls")
+                src, dst, cls = m.group("src") or m.group("call_src"), m.group("dst") or m.group("call_dst"), m.group("cls")
                 cls2 = m.group("cls2")
                 if not cls and subject and ref.has_class(subject.group("cls")):
                     cls, cls2 = subject.group("cls"), subject.group("cls2")
                 if (src.split(".")[-1], dst.split(".")[-1].split("(")[0]) in rename_ids:
                     continue  # the converter's table already has it
-                kind = section or ("method" if m.group("paren") else None)
+                kind = section or ("method" if m.group("paren") or m.group("call_src") else None)
                 name = src.split(".")[-1]
                 new = dst.split(".")[-1].split("(")[0]
                 if not IDENT_RE.fullmatch(new):
