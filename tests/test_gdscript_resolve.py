@@ -244,6 +244,8 @@ def test_a_comment_counts_only_where_it_writes_a_dropped_name_as_code(ref):
         return [f.written_as_code(o["start"], o["end"]) for o in f.occurrences(name)]
     assert as_code("get_rpc_sender_id") == [True] and as_code("get_handle_name") == [True]
     assert as_code("RigidBody") == [False, False] and as_code("change_scene") == [True]
+    files = parse_chunk("# see res://player/KinematicBody.tscn and Spatial.gd\n")
+    assert not any(files.written_as_code(o["start"], o["end"]) for n in ("KinematicBody", "Spatial") for o in files.occurrences(n))
     sender = _mapping("get_rpc_sender_id", "get_remote_sender_id", "method_rename")
     assert _classify(ref, "# The server can call get_tree().get_rpc_sender_id().\nvar a = 1", sender)[0][0] == "godot3_comment"
     assert _classify(ref, "# get_rpc_sender_id tells who\nvar a = 1", sender)[0][0] == "ignored"  # prose
@@ -289,6 +291,11 @@ def test_a_comment_reference_is_weak_mapping_evidence_and_never_a_finding(ref):
     godot4 = _validated(ref, "extends EditorNode3DGizmoPlugin\n" + body, tables)
     assert godot4["m:get_handle_name"].verdict == "reject"
     assert "the chunk's code has Godot 4 markers" in godot4["m:get_handle_name"].reason
+    # The evidence shown is the strongest use: the call in code, not the comment above it.
+    scene = dict(_mapping("change_scene", "change_scene_to_file", "method_rename"), mapping_id="m:scene")
+    both = _validated(ref, '# Call get_tree().change_scene() to go on.\nfunc f():\n\tget_tree().change_scene("res://b.tscn")\n',
+                      [("api_mapping", scene)])["m:scene"].info("validate")
+    assert (both.evidence[0]["chunk_line"], both.evidence[0]["region"], both.confidence) == (3, "code", 1.0)
 
 
 def test_a_class_read_through_the_renames_is_no_godot4_marker(ref):
@@ -301,6 +308,10 @@ def test_a_class_read_through_the_renames_is_no_godot4_marker(ref):
     assert version_context(facts, res, new, set(), "auto").godot4 == []
     facts = parse_chunk('extends EditorNode3DGizmoPlugin\nfunc _init():\n\tcreate_material("main", Color(1, 0, 0))\n')
     assert version_context(facts, resolve_uses(facts, ref), new, set(), "auto").lean() == "4"
+    # The file's own `extends`, passed as the hint (the scan does), is written by the script: it counts.
+    body = parse_chunk("func _physics_process(delta):\n\tmove_and_slide()\n")
+    hinted = resolve_uses(body, ref, extends_hint="CharacterBody3D")
+    assert version_context(body, hinted, {"CharacterBody3D"}, set(), "auto").lean() == "4"
 
 
 def test_ambiguous_cases_follow_markers_and_hint():

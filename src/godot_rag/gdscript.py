@@ -22,6 +22,9 @@ STRING_RE = re.compile(r"[&^]?\"\"\"[\s\S]*?\"\"\"|[&^]?\"(?:[^\"\\\n]|\\.)*\"|[
 COMMENT_RE = re.compile(r"#[^\n]*")
 CHAIN_RE = re.compile(rf"{IDENT}(?:\.{IDENT})+")
 DIGITS_RE = re.compile(r"\d+")
+# A file extension after a name: `Player.tscn`, `Spatial.gd` (Godot's resource and script files, and common assets).
+FILE_NAME_RE = re.compile(r"\.(?:gd|tscn|tres|scn|res|gdshader|shader|cs|import|godot|cfg|json|png|svg|jpg|jpeg|webp|"
+                          r"ogg|wav|mp3|glb|gltf|obj|ttf|otf)(?![A-Za-z0-9_])")
 # GDScript's reserved words (3 and 4): never an author's name (clone match), and no pointer to any one line.
 KEYWORDS = frozenset("""if elif else for while match break continue pass return class class_name extends is in as
 self signal func static const enum var onready export setget tool breakpoint preload await yield assert void
@@ -185,7 +188,10 @@ class GDScriptFacts:
     def written_as_code(self, start: int, end: int) -> bool:
         """Whether the name at [start, end) is written as code: a call `name(` or a member access
         (`x.name`, `name.x`). In a comment this tells a code reference (`# the server can call
-        get_tree().get_rpc_sender_id()`) from a word of prose (`# Spawn RigidBody scenes.`)."""
+        get_tree().get_rpc_sender_id()`) from a word of prose (`# Spawn RigidBody scenes.`); a file
+        name is neither (`res://player/KinematicBody.tscn`, `Spatial.gd`)."""
+        if self.text[start - 1:start] == "/" or FILE_NAME_RE.match(self.text, end):
+            return False
         return (self.text[start - 1:start] == "." or self.text[end:end + 1] == "("
                 or re.match(rf"\.{IDENT}", self.text[end:end + 80]) is not None)
 

@@ -150,7 +150,7 @@ PROSE_CHANGE_RE = re.compile(
     r"should be converted to|is no longer used and should be converted to) "
     r"`(?P<dst>[^`]+?)(?:\(\))?`"
     # "You may have to replace some `instance()` calls with `instantiate()`.": calls of one method by another.
-    r"|replace (?:some |all |the )?`(?P<call_src>[A-Za-z_][A-Za-z0-9_]*)\(\)` calls with `(?P<call_dst>[A-Za-z_][A-Za-z0-9_]*)\(\)`"
+    r"|[Rr]eplace (?:some |all |the )?`(?P<call_src>[A-Za-z_][A-Za-z0-9_]*)\(\)` calls with `(?P<call_dst>[A-Za-z_][A-Za-z0-9_]*)\(\)`"
 )
 # The migration page lists its changes under bold headings; the heading says what kind of member changed.
 # A page links a class to its reference page (`[AABB](classes__class_aabb__5710e3d5.md)'s ...`): the link text stays.

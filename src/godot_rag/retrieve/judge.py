@@ -2,8 +2,10 @@
 
 What it sees:
 - deterministic accepts whose confidence lies in the band where the calibration shows the judge
-  separates right from wrong. Uncalibrated, the mappings asked about are those accepted only on an
-  ambiguous occurrence (a name valid in both versions, accepted on the chunk's other Godot 3 markers);
+  separates right from wrong. Uncalibrated, the mappings asked about are the weak accepts (confidence
+  0.6 or less): on an ambiguous occurrence (a name valid in both versions, accepted on the chunk's other
+  Godot 3 markers) or a node name. An accept that rests only on a comment is never asked about: the
+  question is about code;
 - `api_mapping`: a focused question about the occurrence's line ("is `Viewport` on line 12 the
   Godot 3 `Viewport` that became `SubViewport`, or valid Godot 4 code?");
 - `docs_chunks`: does the record document the API or technique the chunk uses (at most `validate_top`;
@@ -34,7 +36,7 @@ from .context import Pool, QueryContext
 from .stage import Stage
 from .trace import JudgeInfo
 from .types import Candidate
-from .version import EVIDENCE_STATUSES
+from .version import EVIDENCE_STATUSES, evidence_rank
 
 SYSTEM = ("You review Godot game code written in GDScript. You get SOURCE_CODE and then one question about it. "
           "Answer with JSON: {\"answer\": \"yes\" or \"no\", \"evidence\": [up to 3 exact strings found in both "
@@ -149,18 +151,17 @@ def table_calibration(cal: dict | None, table: str, override: float | None) -> d
     return {**t, "threshold_from": "calibration"}
 
 
-UNCALIBRATED_MAPPING_BAND = (0.0, 0.6)  # accepts that rest on ambiguous occurrences (validate caps them at 0.6)
+UNCALIBRATED_MAPPING_BAND = (0.0, 0.6)  # accepts that rest on weak occurrences (validate caps them at 0.6 and 0.5)
 
 
 def asked_occurrence(c: Candidate) -> dict | None:
-    """The occurrence a mapping's question is about: the first ambiguous one in code when the accept
-    rests only on those, else the first Godot 3 use. None for a rejected mapping: the judge never
-    accepts what the deterministic layer rejected."""
+    """The occurrence a mapping's question is about: the strongest Godot 3 use (a sure use in code, else
+    an ambiguous one, else a node name). None for a rejected mapping (the judge never accepts what the
+    deterministic layer rejected), and for one that rests only on comments (the question is about code)."""
     if c.verdict != "accept":
         return None
-    occ = [d for d in c.info("validate").occurrences or [] if d["status"] in EVIDENCE_STATUSES]
-    sure = [d for d in occ if not d.get("ambiguous")]
-    return (sure or occ or [None])[0]
+    occ = [d for d in c.info("validate").occurrences or [] if d["status"] in EVIDENCE_STATUSES and d["region"] != "comment"]
+    return min(occ, key=evidence_rank, default=None)
 
 
 def asks_mappings(hint: str, lean: str | None) -> bool:

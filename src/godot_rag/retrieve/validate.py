@@ -46,7 +46,7 @@ from .stage import Stage
 from .trace import JudgeInfo, ValidateInfo
 from .types import Candidate
 from .version import (EVIDENCE_STATUSES, VersionContext, classify_occurrence, comment_reference_overruled, decide_ambiguous,
-                      node_name_overruled)
+                      evidence_rank, node_name_overruled)
 
 METHOD_CALL_RE = re.compile(rf"\.({IDENT})\s*\(")
 
@@ -133,8 +133,7 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
         if len(lit) >= 3 and IDENT_RE.fullmatch(lit) and lit in rec_idents and idf(lit.lower()) >= min_idf:
             add(f'"{lit}"', "string", idf(lit.lower()))
     for ident in sorted(facts.identifiers):
-        # `.clamp()` already counted as a method call: the same name is not a second item of evidence.
-        if ident in seen or f".{ident}()" in seen or len(ident) < 3 or ident not in rec_idents or idf(ident.lower()) < min_idf:
+        if ident in seen or len(ident) < 3 or ident not in rec_idents or idf(ident.lower()) < min_idf:
             continue
         add(ident, "identifier", idf(ident.lower()))
     contra: list[dict] = []
@@ -243,7 +242,7 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
             d["status"], d["why"] = "ignored", f"{d['why']}; {overruled}"
         elif d["status"] == "godot3_comment" and (overruled := comment_reference_overruled(v.version)):
             d["status"], d["why"] = "ignored", f"{d['why']}; {overruled}"
-    accepted_occ = [d for d in decisions if d["status"] in EVIDENCE_STATUSES]
+    accepted_occ = sorted((d for d in decisions if d["status"] in EVIDENCE_STATUSES), key=evidence_rank)
     if not decisions:
         reasons.append(f"source_api '{src}' does not occur in the chunk")
     elif not accepted_occ:

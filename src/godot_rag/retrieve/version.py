@@ -108,10 +108,12 @@ def version_context(facts: GDScriptFacts, res: Resolution, godot4_only_names: se
     for m in facts.markers:
         (ctx.godot3 if m.version == "3" else ctx.godot4).append(f"line {m.line}: {m.what}")
     # A Godot 4 name that a Godot 3 name was renamed to, used as resolved API, is Godot 4 code. The class
-    # counts only where the chunk writes it: bare calls in `extends EditorSpatialGizmoPlugin` resolve on
-    # EditorNode3DGizmoPlugin (read through the renames), and that says nothing of the chunk's version.
+    # counts only where the script writes it (the chunk, or the file's `extends` the hint carries): the
+    # bare calls of `extends EditorSpatialGizmoPlugin` are inferred to be EditorNode3DGizmoPlugin's, and
+    # a return type is the resolver's reading; neither says anything of the chunk's version.
     for use in res.uses:
-        if use.member in godot4_only_names or (use.cls in godot4_only_names and use.cls in facts.identifiers):
+        written = use.cls in facts.identifiers or (res.own_class_from == "hint" and use.cls == res.own_class)
+        if use.member in godot4_only_names or (use.cls in godot4_only_names and written):
             ctx.godot4.append(f"line {use.line}: {use.api} (a Godot 4 name)")
     # A member missing on its Godot 4 class is Godot 3 use only when Godot 3 had it under that name
     # (a rename source): `get_parent().my_method()` is just a dynamic call.
@@ -282,7 +284,8 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
     """(status, why) for one literal occurrence of the mapping's source. `renamed`: the converter's class
     renames (Godot 3 name -> Godot 4 name), to read a receiver written with its Godot 3 class name.
 
-    status: ignored | valid_godot4 | godot3 | godot3_node (a node named after a Godot 3 class) | ambiguous"""
+    status: ignored | valid_godot4 | godot3 | godot3_node (a node named after a Godot 3 class) |
+    godot3_comment (a comment writes a dropped name as code) | ambiguous"""
     renamed = renamed or {}
     change = mapping["change_type"]
     src = mapping["source_api"]
@@ -408,6 +411,14 @@ def node_name_overruled(ctx: VersionContext) -> str | None:
     if ctx.lean() == "4":
         return "a node name is weak evidence, and the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:3])
     return None
+
+
+def evidence_rank(d: dict) -> int:
+    """Strength of an occurrence taken as Godot 3 use, strongest first: a sure use in code, an ambiguous
+    one the markers decided, a node name, a comment. The evidence shown and the judge's question take the strongest."""
+    if d["status"] == "godot3":
+        return 1 if d.get("ambiguous") else 0
+    return 2 if d["status"] == "godot3_node" else 3
 
 
 def comment_reference_overruled(ctx: VersionContext) -> str | None:
