@@ -3,7 +3,7 @@ import math
 import numpy as np
 
 from godot_rag.retrieve import bm25
-from godot_rag.retrieve.tokenize import TokenizerConfig, identifier_parts, tokenize
+from godot_rag.retrieve.tokenize import TokenizerConfig, identifier_parts, local_names, tokenize
 
 
 def test_identifiers_kept_whole_and_strings_tokenized():
@@ -17,6 +17,13 @@ def test_optional_parts_and_dotted():
     toks = tokenize("position.clamp(Vector2.ZERO, screen_size) AnimatedSprite2D", cfg)
     assert {"position.clamp", "vector2.zero", "screen", "size", "animated", "sprite"} <= set(toks)
     assert identifier_parts("isActionPressed") == ["is", "action", "pressed"]
+
+
+def test_local_names_are_the_chunks_own_spellings_only():
+    """Tokens are lowercased: `var sprite = $Top/Sprite` must not silence the class `Sprite`."""
+    chunk = "onready var sprite = $Top/Area/Sprite\nfunc f(v1, delta):\n\tvar timer = Timer.new()\n\tsprite.x = v1 * delta\n"
+    assert local_names(chunk) == {"v1", "delta"}
+    assert local_names("var my_timer = 1\nfor item in items:\n\tpass\n") == {"my_timer", "item"}
 
 
 def test_bm25_matches_hand_computed_values():

@@ -73,11 +73,16 @@ def local_names(text: str) -> set[str]:
 
     Their spelling is the author's choice, so they say little about which doc is
     right; BM25 weighs them down (`local_weight`) instead of trusting a rare
-    spelling such as `v1` or `my_timer`."""
-    names = {n.lower() for n in declared_names(text)}
+    spelling such as `v1` or `my_timer`. Tokens are lowercased, so a name counts as local only when
+    every spelling of it in the chunk is a declared one: `var sprite = $Top/Sprite` still names the
+    class `Sprite`."""
+    declared = set(declared_names(text))
     for m in FUNC_RE.finditer(text):
-        names |= {p.group(1).lower() for p in PARAM_RE.finditer(m.group(1))}
-    return names
+        declared |= {p.group(1) for p in PARAM_RE.finditer(m.group(1))}
+    spellings: dict[str, set[str]] = {}
+    for m in IDENT_RE.finditer(text):
+        spellings.setdefault(m.group(0).lower(), set()).add(m.group(0))
+    return {n.lower() for n in declared if spellings.get(n.lower(), {n}) <= declared}
 
 
 def local_weights(chunk: str, local_weight: float) -> dict[str, float] | None:
