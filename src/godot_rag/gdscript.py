@@ -190,10 +190,10 @@ class GDScriptFacts:
         (`x.name`, `name.x`). In a comment this tells a code reference (`# the server can call
         get_tree().get_rpc_sender_id()`) from a word of prose (`# Spawn RigidBody scenes.`); a file
         name is neither (`res://player/KinematicBody.tscn`, `Spatial.gd`)."""
-        if self.text[start - 1:start] == "/" or FILE_NAME_RE.match(self.text, end):
+        before = self.text[start - 1:start]
+        if before == "/" or FILE_NAME_RE.match(self.text, end):
             return False
-        return (self.text[start - 1:start] == "." or self.text[end:end + 1] == "("
-                or re.match(rf"\.{IDENT}", self.text[end:end + 80]) is not None)
+        return before == "." or self.text[end:end + 1] == "(" or re.match(rf"\.{IDENT}", self.text[end:end + 80]) is not None
 
     # -- derived ----------------------------------------------------------------------
     @property

@@ -45,8 +45,7 @@ from .context import Pool, QueryContext
 from .stage import Stage
 from .trace import JudgeInfo, ValidateInfo
 from .types import Candidate
-from .version import (EVIDENCE_STATUSES, VersionContext, classify_occurrence, comment_reference_overruled, decide_ambiguous,
-                      evidence_rank, node_name_overruled)
+from .version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionContext, classify_occurrence, decide_ambiguous, evidence_rank
 
 METHOD_CALL_RE = re.compile(rf"\.({IDENT})\s*\(")
 
@@ -238,9 +237,7 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
             d["status"] = "godot3" if ok else "valid_godot4"
             d["why"] += f"; ambiguous: {why}"
             d["ambiguous"] = True
-        elif d["status"] == "godot3_node" and (overruled := node_name_overruled(v.version)):
-            d["status"], d["why"] = "ignored", f"{d['why']}; {overruled}"
-        elif d["status"] == "godot3_comment" and (overruled := comment_reference_overruled(v.version)):
+        elif (overrule := WEAK_OVERRULES.get(d["status"])) and (overruled := overrule(v.version)):
             d["status"], d["why"] = "ignored", f"{d['why']}; {overruled}"
     accepted_occ = sorted((d for d in decisions if d["status"] in EVIDENCE_STATUSES), key=evidence_rank)
     if not decisions:

@@ -435,6 +435,10 @@ def comment_reference_overruled(ctx: VersionContext) -> str | None:
                "none": "has no Godot 3 markers"}[lean])
 
 
+# The weak evidence statuses, each with what overrules it on the chunk's version markers and the hint.
+WEAK_OVERRULES = {"godot3_node": node_name_overruled, "godot3_comment": comment_reference_overruled}
+
+
 def run_version(ctx, pool):
     """The version stage: which Godot version each part of the chunk is written for, from its markers."""
     old_names, new_names = ctx.retriever.version_names()
