@@ -44,6 +44,11 @@ def test_reference_chunk_on_the_full_pages(full):
     assert movement, "the 3D page must reach the validator for this test to mean anything"
     assert all(c.verdict == "reject" or (c.info("validate").confidence < coding_conf and (c.rank or 99) > 2)
                for c in movement)
+    # The chunk copies coding_the_player: the other guides that show nothing more are rejected, and say so.
+    assert all(c.id.startswith(CODING) for c in accepted if not c.id.startswith("classes/"))
+    copies = [c for c in f.rejected + f.cut if c.table == "docs_chunks" and c.info("validate").copied_from]
+    assert copies and all(c.info("validate").copied_from == CODING.rstrip("#") and "the chunk copies" in c.reason
+                          for c in copies)
     assert f.by_table("api_mapping") == []
     assert not [p for p in f.by_table("label_prototypes") if p.payload["task_type"] == "migration"]
     a = full.retrieve(REFERENCE_CHUNK, "A", RetrieveConfig(k=5))

@@ -9,7 +9,8 @@ from godot_rag.classref import ClassReference
 from godot_rag.gdscript import parse_chunk
 from godot_rag.retrieve.codematch import renameable_names
 from godot_rag.retrieve.resolve import resolve_uses
-from godot_rag.retrieve.validate import ValidationContext, docs_evidence, mapping_evidence, mapping_occurrences
+from godot_rag.retrieve.validate import (ValidationContext, copied_page_overrules, docs_evidence, mapping_evidence,
+                                         mapping_occurrences)
 from godot_rag.retrieve.version import VersionContext
 from conftest import REFERENCE_CHUNK
 
@@ -183,6 +184,36 @@ def test_evidence_respects_identifier_boundaries_and_near_misses():
     assert facts.identifiers >= {"Vector2", "AnimatedSprite2D"} and "AnimatedSprite" not in facts.identifiers
 
 
+def _doc(page: str, code: str, symbols: list[str]):
+    return Candidate(table="docs_chunks", id=f"{page}#000", payload={
+        "content": "", "api_symbols": symbols, "metadata": {"page_path": page},
+        "code_blocks": [{"language": "gdscript", "code": code}]})
+
+
+def test_a_chunk_copied_from_a_guide_has_that_page_as_its_evidence():
+    chunk = ("func _on_timer_timeout():\n    var mob = mob_scene.instantiate()\n    mob.position = spawn.position\n"
+             "    add_child(mob)\n    score_label.text = str(score)\n")
+    v = _vctx(chunk)
+    copied = _doc("tutorials/spawning", chunk.rsplit("    score_label", 1)[0], ["Node.add_child", "PackedScene.instantiate"])
+    # Another page that shows one of the same lines and the same call: the same evidence again.
+    again = _doc("tutorials/scenes", "var mob = mob_scene.instantiate()\nadd_child(mob)", ["PackedScene.instantiate"])
+    # A page that also shows a line the copied page does not have (`str(score)` here) adds to it: kept.
+    more = _doc("tutorials/ui", "score_label.text = str(score)\nvar mob = mob_scene.instantiate()", ["Label.text"])
+    docs = [(c, docs_evidence(v, c)) for c in (copied, again, more)]
+    assert all(info["accepted"] for _, info in docs)
+    copied_page_overrules(v, docs)
+    verdicts = {c.page: info for c, info in docs}
+    assert verdicts["tutorials/spawning"]["accepted"] and verdicts["tutorials/ui"]["accepted"]
+    assert not verdicts["tutorials/scenes"]["accepted"]
+    assert verdicts["tutorials/scenes"]["copied_from"] == "tutorials/spawning"
+    assert "the chunk copies tutorials/spawning (4 of its 5 code lines)" in verdicts["tutorials/scenes"]["reasons"][0]
+    # A chunk that copies no page (fewer than 3 of its lines anywhere) keeps every guide it had.
+    v2 = _vctx("var mob = mob_scene.instantiate()\nadd_child(mob)\nprint(mob.name)\n")
+    docs2 = [(c, docs_evidence(v2, c)) for c in (copied, again)]
+    copied_page_overrules(v2, docs2)
+    assert all(info["accepted"] for _, info in docs2)
+
+
 def test_segments_and_code_clone_match():
     segs = split_segments("extends Node\n\nfunc a():\n    pass\n    pass\n\nfunc b():\n    return 1\n    return 2")
     assert len(segs) == 2 and segs[1].startswith("func b")
@@ -190,6 +221,11 @@ def test_segments_and_code_clone_match():
     ratio, lines = clone_match("v1.autostart = true\nv1.wait_time = 0.5", "timer.autostart = true\ntimer.wait_time = 0.5")
     assert ratio == 1.0 and lines == [1, 2]
     ratio, _ = clone_match("v1.autostart = false", "timer.autostart = true")
+    assert ratio == 0.0
+    # A comment is no part of the line, even one with an apostrophe; a `#` in a string is.
+    ratio, _ = clone_match("var v1 = Vector2.ZERO", "var velocity = Vector2.ZERO # The player's movement vector.")
+    assert ratio == 1.0
+    ratio, _ = clone_match('modulate = Color("#fff")', 'modulate = Color("#000")  # black')
     assert ratio == 0.0
 
 

@@ -28,9 +28,9 @@ TOKEN_RE = re.compile(IDENT + r"|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\
 def code_lines(code: str) -> list[list[str]]:
     out = []
     for line in code.split("\n"):
-        if "#" in line and '"' not in line and "'" not in line:
-            line = line.split("#", 1)[0]
         toks = TOKEN_RE.findall(line)
+        if "#" in toks:  # a string is one token, so a lone `#` starts the comment (`# The player's ...` too)
+            toks = toks[: toks.index("#")]
         if len(toks) >= 3:
             out.append(toks)
     return out

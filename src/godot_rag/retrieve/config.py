@@ -62,6 +62,9 @@ class RetrieveConfig(BaseModel):
     judge_citations: StrictBool = Field(False, description="a deciding judge also cites the literals it relies on (about 2 s "
                                         "per yes with the 1.5B on 2 cores; checked, and mostly hallucinated by the bundled models)")
     min_direct_evidence: int = Field(1, ge=0, le=50, strict=True)
+    copy_source_share: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False, strict=True,
+                                     description="F: a guide page whose code holds this share of the chunk's code is the "
+                                                 "copied page; guides that add nothing to it are rejected (0 turns it off)")
     llm_optional: StrictBool = Field(False, description="fall back to the deterministic validator when the LLM is down")
     profile_keep_hallucinated: StrictBool = Field(False)
     godot_version: Literal["auto", "3", "4"] = Field("auto", description="sharpens only the ambiguous migration cases")

@@ -18,7 +18,9 @@ Acceptance rules:
   record's code up to renaming of the chunk's own names, or a rare method call); no API
   contradiction in the record's code (a 3D page for 2D code); a class-reference record
   only for a class the chunk uses (its resolved uses); and confidence >= 0.5 where
-  confidence = support / (support + 1.5 * contradiction + 4);
+  confidence = support / (support + 1.5 * contradiction + 4). When the chunk is a copy of
+  a guide page's code, a guide record from another page that adds nothing to what that
+  page shows is rejected (`copied_page_overrules`);
 - api_mapping: an occurrence of `source_api` that is Godot 3 use (see `version.py`:
   code, or a comment that writes a dropped name as code in Godot 3 code; not resolvable as
   valid Godot 4 API; ambiguous ones decided by the chunk's version markers and the
@@ -62,6 +64,7 @@ class ValidationContext:
     renameable: frozenset[str] = frozenset()
     min_idf: float = 5.0
     min_direct_evidence: int = 1
+    copy_source_share: float = 0.5
     renamed_classes: dict[str, str] = field(default_factory=dict)  # Godot 3 class name -> Godot 4 name
 
     @cached_property
@@ -168,9 +171,52 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
     if confidence < 0.5 and not reasons:
         reasons.append(f"confidence {confidence:.2f} < 0.5 (contradicting evidence)")
     info["page_class"] = cls
+    info["clone_lines"] = lines
     info["accepted"] = not reasons
     info["reasons"] = reasons
     return info
+
+
+def _shown_names(info: dict) -> set[str]:
+    """The names and strings of the chunk that a docs record's evidence shows (code lines apart)."""
+    out: set[str] = set()
+    for i in info["evidence"]:
+        if i["kind"] == "string":
+            out.add(i["literal"])
+        elif i["kind"] != "code_line":
+            out.update(IDENT_RE.findall(i["literal"]))
+    return out
+
+
+def copied_page_overrules(v: ValidationContext, docs: list[tuple[Candidate, dict]]) -> None:
+    """A chunk copied from a guide page has that page as its evidence. A page is the copied one when its
+    accepted records match, up to renaming, at least 3 of the chunk's code lines holding `copy_source_share`
+    of its code tokens. Another guide record that shows nothing of the chunk the copied page does not
+    already show (every code line it matches, every name and string it shares) is then rejected: it is
+    the same evidence again, from a page the chunk did not come from. Class-reference entries are kept:
+    they document the members themselves. Changes `docs`' infos in place."""
+    qlines = code_lines(v.facts.text)
+    total = sum(len(toks) for toks in qlines)
+    if not total or not v.copy_source_share:
+        return
+    guides = [(c, info) for c, info in docs if info["accepted"] and info["page_class"] is None]
+    by_page: dict[str, set[int]] = {}
+    for c, info in guides:
+        by_page.setdefault(c.page or c.id, set()).update(info["clone_lines"])
+    share = {p: sum(len(qlines[i - 1]) for i in lines) / total for p, lines in by_page.items()}
+    copied = {p for p, lines in by_page.items() if len(lines) >= 3 and share[p] >= v.copy_source_share}
+    if not copied:
+        return
+    source = max(sorted(copied), key=lambda p: share[p])
+    shown_lines = set().union(*(by_page[p] for p in copied))
+    shown_names = set().union(*(_shown_names(info) for c, info in guides if (c.page or c.id) in copied))
+    for c, info in guides:
+        if (c.page or c.id) in copied or not (set(info["clone_lines"]) <= shown_lines and _shown_names(info) <= shown_names):
+            continue
+        info["accepted"] = False
+        info["copied_from"] = source
+        info["reasons"].append(f"the chunk copies {source} ({len(by_page[source])} of its {len(qlines)} code lines); "
+                               "this record shows nothing of the chunk that page does not")
 
 
 def _regex_hits(facts: GDScriptFacts, patterns: list[str]) -> list[dict]:
@@ -310,11 +356,14 @@ def validate(v: ValidationContext, candidates: list[Candidate], stage: str = "va
         hits = [d for d in pass1[c.id]["occurrences"] if d["status"] == "godot3"]
         if hits and not c.payload["change_type"].startswith("csharp"):
             v.version.godot3.append(f"line {hits[0]['line']}: {c.payload['source_api']} ({hits[0]['why'].split(': ', 1)[-1]})")
+    docs = [(c, docs_evidence(v, c)) for c in candidates if c.table == "docs_chunks"]
+    copied_page_overrules(v, docs)
+    infos = dict((id(c), info) for c, info in docs)
     for c in candidates:
         if c.table == "api_mapping":
             info = mapping_evidence(v, c, pass1[c.id])
         elif c.table == "docs_chunks":
-            info = docs_evidence(v, c)
+            info = infos[id(c)]
         else:
             continue
         out.append(_verdict(c, info, stage))
@@ -341,7 +390,8 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     ref = r.class_reference()
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
-                             min_direct_evidence=ctx.cfg.min_direct_evidence, renamed_classes=r.class_renames())
+                             min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
+                             renamed_classes=r.class_renames())
     ctx.validation = vctx
     judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)])
     ctx.trace.version = ctx.version.to_trace()  # with the Godot 3 uses the validator found
