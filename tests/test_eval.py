@@ -106,6 +106,36 @@ def test_port_rule_judges_the_mappings_the_gold_cannot(tmp_path):
     assert new_name("set/get property syntax") == "set" and new_name("@onready") == "@onready"
 
 
+def test_port_removed_adds_the_dropped_names_the_port_rewrote(tmp_path):
+    """The second converter figure: a pair counts when its Godot 3 name, gone from Godot 4, is in the
+    chunk's code and the port removed it by rewriting the line, even without the new name."""
+    from godot_rag.eval.port_rule import PortTrees
+
+    root = tmp_path / "realcode" / "godot-demo-projects"
+    (tmp_path / "godot_docs").mkdir()
+    (tmp_path / "godot_docs" / "renames_3_to_4.jsonl").write_text("\n".join(json.dumps(r) for r in [
+        {"table": "gdscript_function_renames", "from": "change_scene", "to": "change_scene_to_file"},
+        {"table": "class_renames", "from": "Camera", "to": "Camera3D"},
+        {"table": "color_renames", "from": "cyan", "to": "CYAN"},
+        {"table": "gdscript_function_renames", "from": "hide", "to": "hidden"},
+        {"table": "csharp_function_renames", "from": "GetLen", "to": "GetLength"}]) + "\n")
+    for version, text in (("godot3", "func f():\n\tget_tree().change_scene(p)\n\t$Camera.hide()\n\tmodulate = Color.cyan\n"
+                                     "\t# GetLen\n"),
+                          ("godot4", "func f():\n\tget_tree().change_scene_to_packed(s)\n\t$Camera.hide()\n"
+                                     "\tmodulate = Color(0, 1, 1)\n")):
+        (root / version / "a").mkdir(parents=True)
+        (root / version / "a" / "s.gd").write_text(text)
+    (tmp_path / "eval").mkdir()
+    trees = PortTrees.beside(tmp_path / "eval" / "realcode_godot3.dev.jsonl")
+    exists = {"hide", "Camera3D"}.__contains__
+    chunk = (root / "godot3" / "a" / "s.gd").read_text()
+    # `Camera` stays in the Godot 4 script (a node name), `hide` is still Godot 4 API, C# is not GDScript.
+    assert trees.removed("rc3:a/s.gd#0", chunk, exists) == {("gdscript_function_renames", "change_scene", "change_scene_to_file"),
+                                                            ("color_renames", "cyan", "CYAN")}
+    assert trees.removed("rc3:a/s.gd#0", "# change_scene()\nvar cyan = 1\n", exists) == set()  # a comment; not Color.cyan
+    assert trees.removed("rc3:b/missing.gd#0", chunk, exists) is None
+
+
 def test_mapping_precision_per_converter_table():
     from godot_rag.eval.runner import _precision_by_table, table_counts
 

@@ -7,16 +7,25 @@ sets (`../realcode/godot-demo-projects/{godot3,godot4}`): a mapping accepted on 
 one the port applied when the Godot 4 script has the new name and has the old one fewer times
 than the Godot 3 script (comments excluded). The gold was built against the demos' 4.0 branch; these
 trees hold today's Godot 4 scripts, so the figure is the same rule on a later port, not the gold.
+
+`removed` extends the converter gold the same way for the names Godot 4 no longer has, where the port
+rewrote the line instead of renaming the name: a second figure next to the gold's, never in its place.
 """
 from __future__ import annotations
 
+import json
 import re
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import Callable
 
 from ..gdscript import IDENT, bounded, parse_chunk
 
 TREES = Path("realcode") / "godot-demo-projects"
+RENAMES = Path("godot_docs") / "renames_3_to_4.jsonl"
+# The converter tables that rename names in GDScript code (not C#, project settings, shaders, theme item strings).
+GDSCRIPT_TABLES = ("class_renames", "builtin_types_renames", "gdscript_function_renames", "gdscript_properties_renames",
+                   "gdscript_signals_renames", "enum_renames", "color_renames")
 
 
 class PortTrees:
@@ -35,6 +44,33 @@ class PortTrees:
         if not path.is_file():
             return None
         return parse_chunk(path.read_text(encoding="utf-8", errors="replace")).no_comments
+
+    @cached_property
+    def renames(self) -> list[tuple[tuple[str, str, str], re.Pattern]]:
+        """The converter's GDScript rename pairs, from the docs folder beside the trees ([] when absent),
+        each with the pattern of its Godot 3 name (a colour as `Color.<name>`)."""
+        path = self.root.parent.parent / RENAMES
+        if not path.is_file():
+            return []
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [((r["table"], r["from"], r["to"]), bounded("Color." + r["from"] if r["table"] == "color_renames" else r["from"]))
+                for r in rows if r.get("table") in GDSCRIPT_TABLES]
+
+    def removed(self, query_id: str, chunk_text: str, exists: Callable[[str], bool]) -> set[tuple[str, str, str]] | None:
+        """Converter pairs the gold's rule leaves out only because the port rewrote the line instead of
+        renaming it: `from` occurs in the chunk's code (comments excluded; a colour as `Color.<name>`),
+        Godot 4 has no such name at all (`exists`, the class reference), and the Godot 4 script has it
+        fewer times than the Godot 3 one. The gold also asks that `to` be in the Godot 4 script; for a
+        name Godot 4 lacks, a use of it is Godot 3 use whatever the port put in its place
+        (`change_scene` -> `change_scene_to_packed`, `PoolStringArray` -> an untyped array).
+        None when the trees do not hold the script in both versions."""
+        rel = query_id.split(":", 1)[-1].rsplit("#", 1)[0]
+        old, new = self.code("godot3", rel), self.code("godot4", rel)
+        if old is None or new is None:
+            return None
+        code = parse_chunk(chunk_text).no_comments
+        return {pair for pair, pattern in self.renames
+                if pattern.search(code) and not exists(pair[1]) and len(pattern.findall(new)) < len(pattern.findall(old))}
 
     def applied(self, query_id: str, payload: dict) -> bool | None:
         """Whether the demos' port applied this mapping to the chunk's script; None when the trees do
