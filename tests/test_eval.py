@@ -134,6 +134,11 @@ def test_port_removed_adds_the_dropped_names_the_port_rewrote(tmp_path):
                                                             ("color_renames", "cyan", "CYAN")}
     assert trees.removed("rc3:a/s.gd#0", "# change_scene()\nvar cyan = 1\n", exists) == set()  # a comment; not Color.cyan
     assert trees.removed("rc3:b/missing.gd#0", chunk, exists) is None
+    # The port renamed some scripts to snake_case: `TurnQueue.gd` is `turn_queue.gd` in the Godot 4 tree.
+    (root / "godot3" / "a" / "TurnQueue.gd").write_text("func f():\n\tget_tree().change_scene(p)\n")
+    (root / "godot4" / "a" / "turn_queue.gd").write_text("func f():\n\tget_tree().change_scene_to_file(p)\n")
+    assert trees.removed("rc3:a/TurnQueue.gd#0", "get_tree().change_scene(p)", exists) == {
+        ("gdscript_function_renames", "change_scene", "change_scene_to_file")}
 
 
 def test_mapping_precision_per_converter_table():

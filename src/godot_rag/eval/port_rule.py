@@ -38,10 +38,21 @@ class PortTrees:
         root = Path(query_file).resolve().parent.parent / TREES
         return cls(root) if (root / "godot3").is_dir() and (root / "godot4").is_dir() else None
 
+    def script(self, variant: str, rel: str) -> Path | None:
+        """The script at `rel`; in the Godot 4 tree, also under the snake_case name the port gave some
+        scripts (`grid/Grid.gd` -> `grid/grid.gd`)."""
+        path = self.root / variant / rel
+        if path.is_file():
+            return path
+        if not path.parent.is_dir():
+            return None
+        wanted = {path.name.lower(), re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", path.stem).lower() + path.suffix}
+        return next((p for p in sorted(path.parent.iterdir()) if p.is_file() and p.name in wanted), None)
+
     @lru_cache(maxsize=256)
     def code(self, variant: str, rel: str) -> str | None:
-        path = self.root / variant / rel
-        if not path.is_file():
+        path = self.script(variant, rel)
+        if path is None:
             return None
         return parse_chunk(path.read_text(encoding="utf-8", errors="replace")).no_comments
 
