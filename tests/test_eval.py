@@ -141,6 +141,31 @@ def test_port_removed_adds_the_dropped_names_the_port_rewrote(tmp_path):
         ("gdscript_function_renames", "change_scene", "change_scene_to_file")}
 
 
+def test_eval_reports_the_port_removed_figure_and_marks_its_accepts(retriever, tmp_path):
+    """`get_len` is gone from Godot 4 and the port rewrote its line without `get_length`: outside the
+    gold, so a wrong accept for `mapping_precision`, a right one for `mapping_precision_port_removed`."""
+    chunk = "extends KinematicBody2D\n\nfunc _process(delta):\n    var n = name.get_len()\n"
+    root = tmp_path / "realcode" / "godot-demo-projects"
+    for version, text in (("godot3", chunk), ("godot4", "extends CharacterBody2D\n\nfunc _process(delta):\n    var n = len(name)\n")):
+        (root / version / "a").mkdir(parents=True)
+        (root / version / "a" / "s.gd").write_text(text)
+    (tmp_path / "godot_docs").mkdir()
+    (tmp_path / "godot_docs" / "renames_3_to_4.jsonl").write_text(json.dumps(
+        {"table": "gdscript_function_renames", "from": "get_len", "to": "get_length"}) + "\n")
+    (tmp_path / "eval").mkdir()
+    queries = tmp_path / "eval" / "realcode_godot3.dev.jsonl"
+    queries.write_text(json.dumps({"id": "rc3:a/s.gd#0", "variant": "godot3", "chunk_text": chunk, "relevant_pages": {},
+                                   "relevant_mappings": [["class_renames", "KinematicBody2D", "CharacterBody2D"]]}) + "\n")
+    out = tmp_path / "out"
+    report = run_eval(retriever, [queries], ["F"], RetrieveConfig(reranker="none"), out_dir=out, quiet=True)
+    run = next(r for r in report["runs"] if r["variant"] == "all")
+    assert run["mapping_precision"] == 0.5 and run["mapping_recall"] == 1.0
+    assert run["mapping_precision_port_removed"] == 1.0 and run["mapping_recall_port_removed"] == 1.0
+    wrong = [json.loads(line) for line in open(out / "failures.jsonl") if "wrongly_accepted_mapping" in line]
+    assert [(f["wrongly_accepted_mapping"], f.get("port_removed")) for f in wrong] == [
+        ("gdscript_function_renames:get_len->get_length", True)]
+
+
 def test_mapping_precision_per_converter_table():
     from godot_rag.eval.runner import _precision_by_table, table_counts
 

@@ -46,6 +46,7 @@ def test_reference_chunk_on_the_full_pages(full):
                for c in movement)
     # The chunk copies coding_the_player: the other guides that show nothing more are rejected, and say so.
     assert all(c.id.startswith(CODING) for c in accepted if not c.id.startswith("classes/"))
+    assert {"Input", "Vector2"} <= {c.info("validate").page_class for c in accepted if c.id.startswith("classes/")}
     copies = [c for c in f.rejected + f.cut if c.table == "docs_chunks" and c.info("validate").copied_from]
     assert copies and all(c.info("validate").copied_from == CODING.rstrip("#") and "the chunk copies" in c.reason
                           for c in copies)

@@ -227,3 +227,20 @@ def test_an_annotation_changes_no_verdict_and_no_score_a_decision_does():
     asked = _judged(bare, cites, decide, "occurrence", occ, chunk, True)
     assert asked.verdict == "reject" and asked.info("judge").cited_hallucinated == ["made_up"]
     assert _judged(bare, dict(cites, evidence=[]), decide, "occurrence", occ, chunk, False).verdict == "accept"
+
+
+def test_the_judge_is_not_asked_about_the_page_the_chunk_copies():
+    """Guides that show nothing more than the copied page were rejected for it; a judge's reject of that
+    page would leave the chunk without a guide, so its records are kept out of the docs questions."""
+    from godot_rag.retrieve.context import QueryContext
+    from godot_rag.retrieve.judge import docs_targets
+
+    def doc(cid, copy_source):
+        c = Candidate(table="docs_chunks", id=cid, payload={}, verdict="accept", score=1.0)
+        c.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=0.9, evidence=[], contradictions=[],
+                                             reasons=[], copy_source=copy_source))
+        return c
+
+    ctx = QueryContext(chunk="x", strategy="F", cfg=RetrieveConfig(), retriever=None)
+    asked = docs_targets(ctx, [doc("tutorials/copied#000", True), doc("classes/class_node#001", None)], {"mode": "decide"})
+    assert [c.id for c in asked] == ["classes/class_node#001"]

@@ -207,6 +207,24 @@ def test_a_chunk_copied_from_a_guide_has_that_page_as_its_evidence():
     assert not verdicts["tutorials/scenes"]["accepted"]
     assert verdicts["tutorials/scenes"]["copied_from"] == "tutorials/spawning"
     assert "the chunk copies tutorials/spawning (4 of its 5 code lines)" in verdicts["tutorials/scenes"]["reasons"][0]
+    assert verdicts["tutorials/spawning"]["copy_source"] and verdicts["tutorials/ui"].get("copy_source") is None
+    assert verdicts["tutorials/scenes"]["clone_lines"] == [2, 4]  # the chunk's own line numbers
+    # A record with the same lines but a rare name the copied page does not show adds to it: kept.
+    named = _doc("tutorials/mobs", "var mob = mob_scene.instantiate()\nadd_child(mob)\nscore_label.hide()", ["PackedScene.instantiate"])
+    docs = [(c, docs_evidence(v, c)) for c in (copied, again, named, again)]
+    # A class-reference entry documents the member itself: kept even when it shows nothing more.
+    docs[3] = (docs[3][0], dict(docs[3][1], page_class="Node", reasons=[]))
+    assert all(info["accepted"] for _, info in docs)
+    copied_page_overrules(v, docs)
+    assert [info["accepted"] for _, info in docs] == [True, False, True, True]
+    assert docs[3][1].get("copied_from") is None
+    # Two copied pages: a record is measured against each alone, and named after the one that shows it all.
+    head, tail = chunk.splitlines()[:3], [chunk.splitlines()[i] for i in (1, 3, 4)]
+    first, second = _doc("tutorials/a_first", "\n".join(head), []), _doc("tutorials/b_second", "\n".join(tail), [])
+    docs = [(c, docs_evidence(v, c)) for c in (first, second, again)]
+    copied_page_overrules(v, docs)
+    assert [info.get("copy_source") for _, info in docs[:2]] == [True, True]
+    assert docs[2][1]["copied_from"] == "tutorials/b_second"  # lines 2 and 4: the first page lacks line 4
     # A chunk that copies no page (fewer than 3 of its lines anywhere) keeps every guide it had.
     v2 = _vctx("var mob = mob_scene.instantiate()\nadd_child(mob)\nprint(mob.name)\n")
     docs2 = [(c, docs_evidence(v2, c)) for c in (copied, again)]

@@ -46,7 +46,7 @@ class PortTrees:
             return path
         if not path.parent.is_dir():
             return None
-        wanted = {path.name.lower(), re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", path.stem).lower() + path.suffix}
+        wanted = {path.name.lower(), re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", path.stem).lower() + path.suffix}
         return next((p for p in sorted(path.parent.iterdir()) if p.is_file() and p.name in wanted), None)
 
     @lru_cache(maxsize=256)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from functools import lru_cache
 
 from ..gdscript import IDENT, KEYWORDS, parse_chunk
 from ..records import record_code
@@ -25,15 +26,31 @@ TOKEN_RE = re.compile(IDENT + r"|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\
                       r"==|!=|<=|>=|\+=|-=|\*=|/=|->|:=|\S")
 
 
-def code_lines(code: str) -> list[list[str]]:
+@lru_cache(maxsize=32_768)
+def numbered_code_lines(code: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """(1-based line number, tokens) of each line with 3 tokens or more once its comment is cut.
+    Cached: a record's code is matched by codematch and again by the validator, for every segment."""
     out = []
-    for line in code.split("\n"):
+    for n, line in enumerate(code.split("\n"), 1):
         toks = TOKEN_RE.findall(line)
         if "#" in toks:  # a string is one token, so a lone `#` starts the comment (`# The player's ...` too)
             toks = toks[: toks.index("#")]
         if len(toks) >= 3:
-            out.append(toks)
-    return out
+            out.append((n, tuple(toks)))
+    return tuple(out)
+
+
+def code_lines(code: str) -> list[tuple[str, ...]]:
+    return [toks for _, toks in numbered_code_lines(code)]
+
+
+@lru_cache(maxsize=32_768)
+def _record_lines(code: str) -> tuple[frozenset[str], dict[int, list[tuple[str, ...]]]]:
+    """A record's code lines by length, and its tokens (read-only)."""
+    by_len: dict[int, list[tuple[str, ...]]] = defaultdict(list)
+    for line in code_lines(code):
+        by_len[len(line)].append(line)
+    return frozenset(t for lines in by_len.values() for line in lines for t in line), dict(by_len)
 
 
 def _is_ident(tok: str) -> bool:
@@ -71,16 +88,12 @@ def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None)
     if renameable is None:
         renameable = renameable_names(parse_chunk(chunk))
     qlines = code_lines(chunk)
-    dlines = code_lines(code)
-    if not qlines or not dlines:
+    tokens, by_len = _record_lines(code)
+    if not qlines or not by_len:
         return 0.0, []
-    tokens = {t for line in dlines for t in line}
-    by_len: dict[int, list[list[str]]] = defaultdict(list)
-    for line in dlines:
-        by_len[len(line)].append(line)
     matched, hit = [], 0
     for i, line in enumerate(qlines, 1):
-        if any(lines_match(line, d, tokens, renameable) for d in by_len[len(line)]):
+        if any(lines_match(line, d, tokens, renameable) for d in by_len.get(len(line), ())):
             matched.append(i)
             hit += len(line)
     return hit / sum(len(l) for l in qlines), matched
@@ -102,7 +115,7 @@ def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
     out = []
     for i, (c, ratio, before, matched) in enumerate(scored):
         c.rank = i + 1
-        c.add_stage("codematch", CodematchInfo(ratio=round(ratio, 4), alpha=alpha, score_before=round(before, 6),
+        c.add_stage("codematch", CodematchInfo.model_construct(ratio=round(ratio, 4), alpha=alpha, score_before=round(before, 6),
                                                score=round(c.score, 6), rank=i + 1,
                                                matched_lines=[" ".join(qlines[j - 1]) for j in matched][:12]))
         out.append(c)

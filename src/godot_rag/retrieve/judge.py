@@ -193,8 +193,11 @@ def mapping_targets(ctx: QueryContext, mappings: list[Candidate], tcal: dict) ->
 
 
 def docs_targets(ctx: QueryContext, docs: list[Candidate], tcal: dict) -> list[Candidate]:
-    """Deterministic accepts inside the calibrated band (uncalibrated: the top ones, to annotate)."""
-    inside = _inside([c for c in docs if c.verdict == "accept"], band_of(tcal, (0.0, 1.0)))
+    """Deterministic accepts inside the calibrated band (uncalibrated: the top ones, to annotate). The
+    records of a page the chunk copies are not asked about: the other guides were rejected for showing
+    nothing more than they do (`copied_page_overrules`), and a judge's reject would leave no guide."""
+    asked = [c for c in docs if c.verdict == "accept" and not c.info("validate").copy_source]
+    inside = _inside(asked, band_of(tcal, (0.0, 1.0)))
     return sorted(inside, key=lambda c: -c.score)[: ctx.cfg.validate_top]
 
 

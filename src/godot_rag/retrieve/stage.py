@@ -20,3 +20,8 @@ class Stage:
     def with_options(self, about: str | None = None, **options) -> "Stage":
         """The same stage with fixed keyword options (F's BM25 takes more api_mapping candidates)."""
         return Stage(self.name, partial(self.run, **options), about or self.about)
+
+
+# What the stages return, as a stored result (the scan's cache) sees it: bump it with every change of a
+# stage's behaviour, so that no result of older code is served.
+RESULTS_VERSION = 2

@@ -110,7 +110,8 @@ class ValidateInfo(StageInfo):
     against: float | None = None
     strong: int | None = None
     page_class: str | None = None  # docs_chunks: the class whose reference page holds the record
-    clone_lines: list[int] | None = None  # docs_chunks: the chunk's code lines the record's code matches
+    clone_lines: list[int] | None = None  # docs_chunks: the chunk's lines (1-based) the record's code matches
+    copy_source: bool | None = None  # docs_chunks: the record's page is one the chunk copies
     copied_from: str | None = None  # docs_chunks: the page the chunk copies, which already shows this record's evidence
 
 

@@ -40,7 +40,7 @@ from typing import Callable
 from ..classref import ClassReference
 from ..gdscript import CHAIN_RE, DIGITS_RE, IDENT, IDENT_RE, GDScriptFacts, shape
 from ..records import evidence_text, record_code
-from .codematch import clone_match, code_lines
+from .codematch import clone_match, numbered_code_lines
 from .resolve import Resolution
 from .codematch import renameable_names
 from .context import Pool, QueryContext
@@ -126,11 +126,12 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
     for m in sorted(facts.method_calls & rec_methods):
         if m not in seen and f".{m}" not in {i["literal"][-len(m) - 1:] for i in items} and idf(m.lower()) >= min_idf - 1:
             add(f".{m}()", "method_call", 1.0 + idf(m.lower()))
-    ratio, lines = clone_match(facts.text, record_code(c.payload), v.renameable)
-    if lines:
-        qlines = code_lines(facts.text)
-        for i in lines[:6]:
-            add(" ".join(qlines[i - 1]), "code_line", 2.0 + 4.0 * ratio)
+    ratio, matched = clone_match(facts.text, record_code(c.payload), v.renameable)
+    numbered = numbered_code_lines(facts.text) if matched else []
+    lines = [numbered[i - 1][0] for i in matched]  # chunk line numbers, as every other line in the trace
+    for i in matched[:6]:
+        n, toks = numbered[i - 1]
+        add(" ".join(toks), "code_line", 2.0 + 4.0 * ratio, n)
     for lit in sorted(facts.string_values):
         if len(lit) >= 3 and IDENT_RE.fullmatch(lit) and lit in rec_idents and idf(lit.lower()) >= min_idf:
             add(f'"{lit}"', "string", idf(lit.lower()))
@@ -189,33 +190,37 @@ def _shown_names(info: dict) -> set[str]:
 
 
 def copied_page_overrules(v: ValidationContext, docs: list[tuple[Candidate, dict]]) -> None:
-    """A chunk copied from a guide page has that page as its evidence. A page is the copied one when its
+    """A chunk copied from a guide page has that page as its evidence. A page is a copied one when its
     accepted records match, up to renaming, at least 3 of the chunk's code lines holding `copy_source_share`
-    of its code tokens. Another guide record that shows nothing of the chunk the copied page does not
+    of its code tokens. Another guide record that shows nothing of the chunk a copied page does not
     already show (every code line it matches, every name and string it shares) is then rejected: it is
     the same evidence again, from a page the chunk did not come from. Class-reference entries are kept:
     they document the members themselves. Changes `docs`' infos in place."""
-    qlines = code_lines(v.facts.text)
-    total = sum(len(toks) for toks in qlines)
+    sizes = {n: len(toks) for n, toks in numbered_code_lines(v.facts.text)}
+    total = sum(sizes.values())
     if not total or not v.copy_source_share:
         return
     guides = [(c, info) for c, info in docs if info["accepted"] and info["page_class"] is None]
-    by_page: dict[str, set[int]] = {}
+    lines: dict[str, set[int]] = {}
+    names: dict[str, set[str]] = {}
     for c, info in guides:
-        by_page.setdefault(c.page or c.id, set()).update(info["clone_lines"])
-    share = {p: sum(len(qlines[i - 1]) for i in lines) / total for p, lines in by_page.items()}
-    copied = {p for p, lines in by_page.items() if len(lines) >= 3 and share[p] >= v.copy_source_share}
-    if not copied:
-        return
-    source = max(sorted(copied), key=lambda p: share[p])
-    shown_lines = set().union(*(by_page[p] for p in copied))
-    shown_names = set().union(*(_shown_names(info) for c, info in guides if (c.page or c.id) in copied))
+        page = c.page or c.id
+        lines.setdefault(page, set()).update(info["clone_lines"])
+        names.setdefault(page, set()).update(_shown_names(info))
+    share = {p: sum(sizes[n] for n in ls) / total for p, ls in lines.items()}
+    copied = sorted((p for p, ls in lines.items() if len(ls) >= 3 and share[p] >= v.copy_source_share),
+                    key=lambda p: (-share[p], p))
     for c, info in guides:
-        if (c.page or c.id) in copied or not (set(info["clone_lines"]) <= shown_lines and _shown_names(info) <= shown_names):
+        if (c.page or c.id) in copied:
+            info["copy_source"] = True
+            continue
+        shown = set(info["clone_lines"]), _shown_names(info)
+        source = next((p for p in copied if shown[0] <= lines[p] and shown[1] <= names[p]), None)
+        if source is None:
             continue
         info["accepted"] = False
         info["copied_from"] = source
-        info["reasons"].append(f"the chunk copies {source} ({len(by_page[source])} of its {len(qlines)} code lines); "
+        info["reasons"].append(f"the chunk copies {source} ({len(lines[source])} of its {len(sizes)} code lines); "
                                "this record shows nothing of the chunk that page does not")
 
 
