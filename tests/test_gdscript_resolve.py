@@ -329,6 +329,20 @@ def test_version_context_counts_renamed_godot4_names(ref):
     assert ctx.lean() == "4"
 
 
+def test_an_upper_case_colour_is_godot4_code(ref):
+    """Godot 3's Color constants were lower case: `Color.WHITE` marks the chunk as Godot 4, and a scene
+    node named after a Godot 3 class in it (`$CollisionShape`) is then no Godot 3 evidence."""
+    mappings = [{"source_api": "white", "target_api": "WHITE", "change_type": "color_rename"},
+                {"source_api": "CollisionShape", "target_api": "CollisionShape3D", "change_type": "class_rename"}]
+    old, new = version_names(mappings, ref)
+    assert "Color.WHITE" in new and "WHITE" not in new
+    facts = parse_chunk("func _process(_delta):\n\t$CollisionShape.debug_color = Color.WHITE\n")
+    ctx = version_context(facts, resolve_uses(facts, ref), new, old, "auto")
+    assert ctx.lean() == "4" and "Color.WHITE" in ctx.godot4[0]
+    lower = parse_chunk("func _process(_delta):\n\t$CollisionShape.modulate = Color.white\n")
+    assert version_context(lower, resolve_uses(lower, ref), new, old, "auto").godot4 == []
+
+
 def test_clone_match_renames_only_the_chunks_own_names(ref):
     reference_vs_3d = ("func _physics_process(delta):\n    var direction = Vector3.ZERO\n"
                        "    if Input.is_action_pressed(\"move_right\"):\n        direction.x += 1\n")

@@ -94,11 +94,15 @@ class VersionContext:
 def version_names(mappings, ref: ClassReference) -> tuple[set[str], set[str]]:
     """(Godot 3 names the converter renames, the Godot 4 names they became) from the api_mapping records.
     A new name counts only where Godot 4 documents it by itself: `set_one_shot` was Timer's method in
-    Godot 3 too, and in Godot 4 it is only the `one_shot` setter, so calling it says nothing of the version."""
+    Godot 3 too, and in Godot 4 it is only the `one_shot` setter, so calling it says nothing of the version.
+    A colour counts too: Godot 3's Color constants were lower case (`Color.white`), so `Color.WHITE` is
+    Godot 4 code."""
     recs = [r for r in mappings if r["change_type"] in CODE_RENAME_TYPES]
     old = {r["source_api"] for r in recs}
     new = {r["target_api"] for r in recs if r["target_api"] not in old and ref.exists(r["target_api"])
            and r["change_type"] in ("class_rename", "builtin_type_rename", "method_rename")}
+    new |= {f"Color.{r['target_api']}" for r in recs if r["change_type"] == "color_rename"
+            and ref.member("Color", r["target_api"])}
     return old, new
 
 
@@ -113,7 +117,7 @@ def version_context(facts: GDScriptFacts, res: Resolution, godot4_only_names: se
     # a return type is the resolver's reading; neither says anything of the chunk's version.
     for use in res.uses:
         written = use.cls in facts.identifiers or (res.own_class_from == "hint" and use.cls == res.own_class)
-        if use.member in godot4_only_names or (use.cls in godot4_only_names and written):
+        if use.member in godot4_only_names or use.api in godot4_only_names or (use.cls in godot4_only_names and written):
             ctx.godot4.append(f"line {use.line}: {use.api} (a Godot 4 name)")
     # A member missing on its Godot 4 class is Godot 3 use only when Godot 3 had it under that name
     # (a rename source): `get_parent().my_method()` is just a dynamic call.
