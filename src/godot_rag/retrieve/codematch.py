@@ -115,7 +115,7 @@ def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
     out = []
     for i, (c, ratio, before, matched) in enumerate(scored):
         c.rank = i + 1
-        c.add_stage("codematch", CodematchInfo.model_construct(ratio=round(ratio, 4), alpha=alpha, score_before=round(before, 6),
+        c.add_stage("codematch", CodematchInfo(ratio=round(ratio, 4), alpha=alpha, score_before=round(before, 6),
                                                score=round(c.score, 6), rank=i + 1,
                                                matched_lines=[" ".join(qlines[j - 1]) for j in matched][:12]))
         out.append(c)

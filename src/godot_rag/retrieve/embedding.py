@@ -27,8 +27,8 @@ def run_embedding(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] 
             out = []
             for rank, (rid, cos) in enumerate(queries.vector_search(conn, table, vector, n,
                                                                     ctx.cfg.ef_search), 1):
-                c = Candidate.model_construct(table=table, id=rid, payload=recs[rid], score=float(cos), rank=rank, source="embedding")
-                c.add_stage("embedding", EmbeddingInfo.model_construct(cosine=round(cos, 6), rank=rank))
+                c = Candidate.of_record(table, rid, recs[rid], float(cos), rank, "embedding")
+                c.add_stage("embedding", EmbeddingInfo(cosine=round(cos, 6), rank=rank))
                 out.append(c)
             per_text[ti]["embedding"] = out
             if ti == 0:

@@ -39,7 +39,7 @@ def union(lists: dict[str, list[Candidate]], prefix: str = "") -> list[Candidate
     seen: dict[str, dict[str, ListEntry]] = {}
     for name in [s for s in SOURCES if s in lists] + [s for s in lists if s not in SOURCES]:
         for i, c in enumerate(lists[name]):
-            seen.setdefault(c.id, {})[name] = ListEntry.model_construct(rank=i + 1, score=round(c.score, 6))
+            seen.setdefault(c.id, {})[name] = ListEntry(rank=i + 1, score=round(c.score, 6))
             if c.id not in merged:
                 merged[c.id] = c.derive()
             else:
@@ -47,7 +47,7 @@ def union(lists: dict[str, list[Candidate]], prefix: str = "") -> list[Candidate
     for cid, cand in merged.items():
         sources = sorted(seen[cid])
         cand.source = prefix + ("both" if len(sources) > 1 else sources[0])
-        cand.add_stage("union", UnionInfo.model_construct(source=cand.source, inputs=seen[cid]))
+        cand.add_stage("union", UnionInfo(source=cand.source, inputs=seen[cid]))
     return list(merged.values())
 
 

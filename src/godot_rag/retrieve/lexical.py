@@ -30,9 +30,8 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
             out = []
             for rank, i in enumerate(bm25_mod.top_k(scores, n), 1):
                 rid = index.ids[i]
-                # Built from stored records: constructed, not validated (this is most of a query's candidates).
-                c = Candidate.model_construct(table=table, id=rid, payload=recs[rid], score=float(scores[i]), rank=rank, source="bm25")
-                c.add_stage("bm25", Bm25Info.model_construct(score=round(float(scores[i]), 4), rank=rank, text=ti))
+                c = Candidate.of_record(table, rid, recs[rid], float(scores[i]), rank, "bm25")
+                c.add_stage("bm25", Bm25Info(score=round(float(scores[i]), 4), rank=rank, text=ti))
                 out.append(c)
             per_text[ti]["bm25"] = out
             if ti == 0:

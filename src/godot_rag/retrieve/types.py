@@ -30,6 +30,18 @@ class Candidate(BaseModel):
                     for k, v in value.items()}
         return value
 
+    @classmethod
+    def of_record(cls, table: str, id: str, payload: dict, score: float, rank: int, source: str) -> "Candidate":
+        """A candidate for a stored record, as a retriever's list holds it: built as `derive` copies, without
+        validating the payload (a stored record, already checked at load), a few hundred times per query."""
+        c = cls.__new__(cls)
+        object.__setattr__(c, "__dict__", {"table": table, "id": id, "payload": payload, "score": score, "rank": rank,
+                                           "source": source, "group": None, "verdict": None, "reason": None, "trace": {}})
+        object.__setattr__(c, "__pydantic_fields_set__", {"table", "id", "payload", "score", "rank", "source"})
+        object.__setattr__(c, "__pydantic_extra__", None)
+        object.__setattr__(c, "__pydantic_private__", None)
+        return c
+
     def derive(self) -> "Candidate":
         """A copy for the next stage: its own trace dict, the (read-only) payload and infos shared."""
         # What model_copy does, minus its per-field bookkeeping: candidates are copied hundreds of
