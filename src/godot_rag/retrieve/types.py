@@ -31,27 +31,27 @@ class Candidate(BaseModel):
         return value
 
     @classmethod
-    def of_record(cls, table: str, id: str, payload: dict, score: float, rank: int, source: str) -> "Candidate":
-        """A candidate for a stored record, as a retriever's list holds it: built as `derive` copies, without
-        validating the payload (a stored record, already checked at load), a few hundred times per query."""
+    def _unvalidated(cls, fields: dict[str, Any], fields_set: set[str]) -> "Candidate":
+        """An instance set up as pydantic sets one, from fields already known to be valid: candidates are
+        made and copied hundreds of times per query, and validating them was a third of strategy B's time."""
         c = cls.__new__(cls)
-        object.__setattr__(c, "__dict__", {"table": table, "id": id, "payload": payload, "score": score, "rank": rank,
-                                           "source": source, "group": None, "verdict": None, "reason": None, "trace": {}})
-        object.__setattr__(c, "__pydantic_fields_set__", {"table", "id", "payload", "score", "rank", "source"})
+        object.__setattr__(c, "__dict__", fields)
+        object.__setattr__(c, "__pydantic_fields_set__", fields_set)
         object.__setattr__(c, "__pydantic_extra__", None)
         object.__setattr__(c, "__pydantic_private__", None)
         return c
 
+    @classmethod
+    def of_record(cls, table: str, id: str, payload: dict, score: float, rank: int, source: str) -> "Candidate":
+        """A candidate for a stored record (its payload was checked at load), as a retriever's list holds it."""
+        return cls._unvalidated({"table": table, "id": id, "payload": payload, "score": score, "rank": rank, "source": source,
+                                 "group": None, "verdict": None, "reason": None, "trace": {}},
+                                {"table", "id", "payload", "score", "rank", "source"})
+
     def derive(self) -> "Candidate":
-        """A copy for the next stage: its own trace dict, the (read-only) payload and infos shared."""
-        # What model_copy does, minus its per-field bookkeeping: candidates are copied hundreds of
-        # times per query, and this was a third of strategy B's time.
-        c = Candidate.__new__(Candidate)
-        object.__setattr__(c, "__dict__", {**self.__dict__, "trace": dict(self.trace)})
-        object.__setattr__(c, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
-        object.__setattr__(c, "__pydantic_extra__", None)
-        object.__setattr__(c, "__pydantic_private__", None)
-        return c
+        """A copy for the next stage: its own trace dict, the (read-only) payload and infos shared. What
+        model_copy does, minus its per-field bookkeeping."""
+        return Candidate._unvalidated({**self.__dict__, "trace": dict(self.trace)}, set(self.__pydantic_fields_set__))
 
     def add_stage(self, stage: str, info: StageInfo) -> None:
         expected = STAGE_INFO[stage]

@@ -200,22 +200,22 @@ def copied_page_overrules(v: ValidationContext, docs: list[tuple[Candidate, dict
     total = sum(sizes.values())
     if not total or not v.copy_source_share:
         return
-    guides = [(c, info) for c, info in docs if info["accepted"] and info["page_class"] is None]
+    # Each accepted guide with its page, the chunk lines it matches and the names it shows.
+    guides = [(c.page or c.id, info, set(info["clone_lines"]), _shown_names(info)) for c, info in docs
+              if info["accepted"] and info["page_class"] is None]
     lines: dict[str, set[int]] = {}
     names: dict[str, set[str]] = {}
-    for c, info in guides:
-        page = c.page or c.id
-        lines.setdefault(page, set()).update(info["clone_lines"])
-        names.setdefault(page, set()).update(_shown_names(info))
+    for page, _, matched, shown in guides:
+        lines.setdefault(page, set()).update(matched)
+        names.setdefault(page, set()).update(shown)
     share = {p: sum(sizes[n] for n in ls) / total for p, ls in lines.items()}
     copied = sorted((p for p, ls in lines.items() if len(ls) >= 3 and share[p] >= v.copy_source_share),
                     key=lambda p: (-share[p], p))
-    for c, info in guides:
-        if (c.page or c.id) in copied:
+    for page, info, matched, shown in guides:
+        if page in copied:
             info["copy_source"] = True
             continue
-        shown = set(info["clone_lines"]), _shown_names(info)
-        source = next((p for p in copied if shown[0] <= lines[p] and shown[1] <= names[p]), None)
+        source = next((p for p in copied if matched <= lines[p] and shown <= names[p]), None)
         if source is None:
             continue
         info["accepted"] = False
@@ -363,7 +363,7 @@ def validate(v: ValidationContext, candidates: list[Candidate], stage: str = "va
             v.version.godot3.append(f"line {hits[0]['line']}: {c.payload['source_api']} ({hits[0]['why'].split(': ', 1)[-1]})")
     docs = [(c, docs_evidence(v, c)) for c in candidates if c.table == "docs_chunks"]
     copied_page_overrules(v, docs)
-    infos = dict((id(c), info) for c, info in docs)
+    infos = {id(c): info for c, info in docs}
     for c in candidates:
         if c.table == "api_mapping":
             info = mapping_evidence(v, c, pass1[c.id])
