@@ -336,3 +336,33 @@ def test_model_loading_is_its_own_trace_step_and_b_never_imports_torch(fixture_d
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "False"
+
+
+def test_embeddings_are_stored_in_their_rows_and_an_older_database_is_rewritten(make_database, fixture_jsonl, embedder):
+    """A vector in TOAST costs a fetch per row, and the exact scan of a small table reads every row."""
+    from godot_rag.records import SCHEMA
+    from godot_rag.store.schema import ensure_schema
+
+    db = make_database("inline")
+    load_jsonl(db, fixture_jsonl, quiet=True)
+    embed_rows(db, embedder, quiet=True)
+
+    def toasted(conn):
+        return sum(conn.execute(f"SELECT count(pg_column_toast_chunk_id(embedding)) FROM {t}").fetchone()[0] for t in SCHEMA)
+
+    def storage(conn):
+        return {conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'embedding'",
+                             (t,)).fetchone()[0] for t in SCHEMA}
+
+    with db.connect(autocommit=True) as conn:
+        assert storage(conn) == {"p"} and toasted(conn) == 0
+        # A database made before: pgvector's EXTERNAL storage, and rows wide enough to move the vector out.
+        for t in SCHEMA:
+            conn.execute(f"ALTER TABLE {t} SET (toast_tuple_target = 128)")
+            conn.execute(f"ALTER TABLE {t} ALTER COLUMN embedding SET STORAGE EXTERNAL")
+            conn.execute(f"UPDATE {t} SET embedding = embedding::real[]::vector")
+        assert toasted(conn) > 0
+        before = conn.execute("SELECT chunk_id, embedding::text FROM docs_chunks ORDER BY 1").fetchall()
+        ensure_schema(conn, db.describe())
+        assert storage(conn) == {"p"} and toasted(conn) == 0
+        assert conn.execute("SELECT chunk_id, embedding::text FROM docs_chunks ORDER BY 1").fetchall() == before

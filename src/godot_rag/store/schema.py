@@ -65,7 +65,22 @@ def ensure_schema(conn: psycopg.Connection, where: str, dim: int = 384) -> None:
     for table in SCHEMA:
         conn.execute(_table_sql(table, dim))
         conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_search_tsv_idx ON {table} USING gin (search_tsv)")
+        ensure_inline_embedding(conn, table)
     set_meta(conn, "schema_version", SCHEMA_VERSION)
+
+
+def ensure_inline_embedding(conn: psycopg.Connection, table: str) -> None:
+    """Keep each embedding in its row (storage PLAIN). pgvector's default, EXTERNAL, moves the vector
+    to the TOAST table once a row passes 2 kB, as most api_mapping rows do; the planner searches that
+    small table by an exact scan, which then fetched every vector from TOAST and took ten times as long.
+    Vectors stored before the change are rewritten in place, once (same values, now in the row)."""
+    row = conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'embedding'",
+                       (table,)).fetchone()
+    if row is None or row[0] == "p":
+        return
+    with conn.transaction():
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE PLAIN")
+        conn.execute(f"UPDATE {table} SET embedding = embedding::real[]::vector WHERE embedding IS NOT NULL")
 
 
 def ensure_embedding_dim(conn: psycopg.Connection, dim: int) -> None:
@@ -79,6 +94,7 @@ def ensure_embedding_dim(conn: psycopg.Connection, dim: int) -> None:
             conn.execute(f"ALTER TABLE {table} DROP COLUMN embedding")
             conn.execute(f"ALTER TABLE {table} ADD COLUMN embedding vector({dim})")
             conn.execute(f"UPDATE {table} SET embedding_hash = NULL")
+            ensure_inline_embedding(conn, table)
 
 
 def ensure_hnsw(conn: psycopg.Connection, table: str) -> bool:
