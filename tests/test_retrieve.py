@@ -277,3 +277,14 @@ def test_explain_renders_for_every_strategy_without_an_llm(retriever):
     for strategy in "ABCDF":
         text = render_table(retriever.retrieve(GODOT3, strategy, RetrieveConfig(k=5, reranker="none")), explain=True)
         assert text.startswith(f"strategy {strategy}") and "== api_mapping:" in text, strategy
+
+
+def test_loaded_records_are_kept_out_of_the_garbage_collectors_walks(retriever):
+    """The records, indexes and models stay for the process's life: a full collection must not walk them
+    again every few queries (gc.freeze when they are loaded)."""
+    import gc
+
+    retriever.retrieve(GODOT3, "F", RetrieveConfig())
+    payload = next(iter(retriever.records("docs_chunks").values()))
+    assert gc.is_tracked(payload) and gc.get_freeze_count() > 0
+    assert not any(o is payload for o in gc.get_objects())

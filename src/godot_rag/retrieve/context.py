@@ -3,6 +3,7 @@ the lists and facts earlier stages produced. Stages get it with the candidates a
 candidates; the query-level trace is typed (`trace.QueryTrace`)."""
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,15 @@ class Fallback(Exception):
     def __init__(self, strategy: str, reason: str):
         super().__init__(reason)
         self.strategy, self.reason = strategy, reason
+
+
+def long_lived(value):
+    """`value`, just loaded to stay (the records, the class reference, an index, a model), with everything
+    alive now moved out of the cyclic garbage collector's sight (gc.freeze). Otherwise each full
+    collection walks the hundreds of thousands of objects of the records again: one every few queries,
+    200 ms each, a quarter of F's mean time. A query leaves no cyclic garbage, so nothing frozen leaks."""
+    gc.freeze()
+    return value
 
 
 @dataclass
@@ -77,7 +87,7 @@ class QueryContext:
         query stage that first needs it; nothing when it is already loaded."""
         if not loaded:
             t = time.perf_counter()
-            load()
+            long_lived(load())
             self.log_extra(f"load:{label}", (time.perf_counter() - t) * 1000, **info)
 
     def ensure_loaded(self, label: str, lazy, **info):
