@@ -341,7 +341,7 @@ def test_model_loading_is_its_own_trace_step_and_b_never_imports_torch(fixture_d
 def test_embeddings_are_stored_in_their_rows_and_an_older_database_is_rewritten(make_database, fixture_jsonl, embedder):
     """A vector in TOAST costs a fetch per row, and the exact scan of a small table reads every row."""
     from godot_rag.records import SCHEMA
-    from godot_rag.store.schema import ensure_schema
+    from godot_rag.store.schema import embedding_column
 
     db = make_database("inline")
     load_jsonl(db, fixture_jsonl, quiet=True)
@@ -351,8 +351,7 @@ def test_embeddings_are_stored_in_their_rows_and_an_older_database_is_rewritten(
         return sum(conn.execute(f"SELECT count(pg_column_toast_chunk_id(embedding)) FROM {t}").fetchone()[0] for t in SCHEMA)
 
     def storage(conn):
-        return {conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'embedding'",
-                             (t,)).fetchone()[0] for t in SCHEMA}
+        return {embedding_column(conn, t)[1] for t in SCHEMA}
 
     with db.connect(autocommit=True) as conn:
         assert storage(conn) == {"p"} and toasted(conn) == 0
@@ -363,6 +362,9 @@ def test_embeddings_are_stored_in_their_rows_and_an_older_database_is_rewritten(
             conn.execute(f"UPDATE {t} SET embedding = embedding::real[]::vector")
         assert toasted(conn) > 0
         before = conn.execute("SELECT chunk_id, embedding::text FROM docs_chunks ORDER BY 1").fetchall()
-        ensure_schema(conn, db.describe())
+    # `embed`, with nothing to embed, moves them into their rows
+    stats = embed_rows(db, embedder, quiet=True)
+    assert stats.moved_inline["docs_chunks"] == len(before) and not any(stats.embedded.values())
+    with db.connect(autocommit=True) as conn:
         assert storage(conn) == {"p"} and toasted(conn) == 0
         assert conn.execute("SELECT chunk_id, embedding::text FROM docs_chunks ORDER BY 1").fetchall() == before

@@ -117,7 +117,8 @@ def embed(model, pooling, precision, batch_rows, only, workers, quiet, dsn, data
         fail(str(e))
     except KeyboardInterrupt:
         fail("interrupted; finished batches are kept, run `godot-rag embed` again to resume", 130)
-    click.echo(json.dumps({"embed": "done", "embedded": stats.embedded, "hnsw_created": stats.indexed}))
+    click.echo(json.dumps({"embed": "done", "embedded": stats.embedded, "hnsw_created": stats.indexed}
+                          | ({"moved_inline": stats.moved_inline} if stats.moved_inline else {})))
 
 
 @main.command()

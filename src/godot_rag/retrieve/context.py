@@ -29,13 +29,13 @@ class Fallback(Exception):
         self.strategy, self.reason = strategy, reason
 
 
-def long_lived(value):
-    """`value`, just loaded to stay (the records, the class reference, an index, a model), with everything
-    alive now moved out of the cyclic garbage collector's sight (gc.freeze). Otherwise each full
-    collection walks the hundreds of thousands of objects of the records again: one every few queries,
-    200 ms each, a quarter of F's mean time. A query leaves no cyclic garbage, so nothing frozen leaks."""
+def freeze_loaded() -> None:
+    """Call after loading something to keep (the records, the class reference, an index, a model):
+    everything alive then is moved out of the cyclic garbage collector's sight (gc.freeze), so its
+    full collections, every few queries, no longer walk the records' hundreds of thousands of objects.
+    Garbage is collected first, so none is frozen; a query leaves no cyclic garbage behind."""
+    gc.collect()
     gc.freeze()
-    return value
 
 
 @dataclass
@@ -87,7 +87,8 @@ class QueryContext:
         query stage that first needs it; nothing when it is already loaded."""
         if not loaded:
             t = time.perf_counter()
-            long_lived(load())
+            load()
+            freeze_loaded()
             self.log_extra(f"load:{label}", (time.perf_counter() - t) * 1000, **info)
 
     def ensure_loaded(self, label: str, lazy, **info):

@@ -20,7 +20,7 @@ from ..store.schema import get_meta
 from . import bm25 as bm25_mod
 from .api_source import build_api_index
 from .config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig
-from .context import Fallback, Pool, QueryContext, long_lived
+from .context import Fallback, Pool, QueryContext, freeze_loaded
 from .strategies import STRATEGIES, check_strategy
 from .tokenize import TokenizerConfig, tokenize, tokenizer_of
 from .trace import StageLog
@@ -109,21 +109,24 @@ class Retriever:
         with self._lock:
             if table not in self._records:
                 rows = queries.fetch_records(self.conn(), table)
+                self._records[table] = {rid: payload for rid, payload, _, _ in rows}
                 self._texts[table] = [(rid, text) for rid, _, text, _ in rows]
-                self._records[table] = long_lived({rid: payload for rid, payload, _, _ in rows})
+                freeze_loaded()
             return self._records[table]
 
     def class_reference(self) -> ClassReference:
         """The Godot 4 API that `load` stored beside the records (empty if the JSONL had none)."""
         with self._lock:
             if self._class_reference is None:
-                self._class_reference = long_lived(ClassReference(get_meta(self.conn(), "class_reference") or {}))
+                self._class_reference = ClassReference(get_meta(self.conn(), "class_reference") or {})
+                freeze_loaded()
             return self._class_reference
 
     def api_index(self) -> dict:
         with self._lock:
             if self._api_index is None:
-                self._api_index = long_lived(build_api_index(self.records("docs_chunks"), self.class_reference()))
+                self._api_index = build_api_index(self.records("docs_chunks"), self.class_reference())
+                freeze_loaded()
             return self._api_index
 
     def version_names(self) -> tuple[set[str], set[str]]:
@@ -166,7 +169,8 @@ class Retriever:
                 else:
                     base = bm25_mod.build_index(ids, [tokenize(t, tok) for _, t in texts], params)
                     save_counts(self.cache_dir, table, digest, tok.key(), ids, base.vocab, base.tf, base.doc_len, base.df)
-                self._bm25_counts[(table, tok.key())] = long_lived(base)
+                self._bm25_counts[(table, tok.key())] = base
+                freeze_loaded()
             index = base.with_params(params)
             self._bm25[key] = index
             while len(self._bm25) > BM25_PARAM_SLOTS:

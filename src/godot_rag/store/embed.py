@@ -7,13 +7,14 @@ from tqdm import tqdm
 
 from ..records import SCHEMA
 from .db import Database
-from .schema import ensure_embedding_dim, ensure_hnsw, ensure_schema, set_meta
+from .schema import ensure_embedding_dim, ensure_hnsw, ensure_inline_embedding, ensure_schema, set_meta
 
 
 @dataclass
 class EmbedStats:
     embedded: dict[str, int] = field(default_factory=dict)
     indexed: list[str] = field(default_factory=list)
+    moved_inline: dict[str, int] = field(default_factory=dict)  # vectors a database made before had in TOAST
 
 
 PENDING = "(embedding IS NULL OR embedding_hash IS DISTINCT FROM %s || ':' || text_hash) AND {key} LIKE %s"
@@ -38,6 +39,9 @@ def embed_rows(db: Database, embedder, *, batch_rows: int = 128, quiet: bool = F
             ensure_embedding_dim(conn, dim)
             set_meta(conn, "embedding", {"model": embedder.model_name, "pooling": embedder.pooling, "precision": embedder.precision,
                                          "key": embedder.key, "key_hash": embedder.key_hash, "dim": dim})
+        for table in SCHEMA:
+            if moved := ensure_inline_embedding(conn, table):
+                stats.moved_inline[table] = moved
         bar = tqdm(total=sum(pending.values()), desc="embed rows", disable=quiet, unit="row")
         pool = _pool(embedder, workers) if workers > 1 and sum(pending.values()) > batch_rows else None
         try:

@@ -65,36 +65,38 @@ def ensure_schema(conn: psycopg.Connection, where: str, dim: int = 384) -> None:
     for table in SCHEMA:
         conn.execute(_table_sql(table, dim))
         conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_search_tsv_idx ON {table} USING gin (search_tsv)")
-        ensure_inline_embedding(conn, table)
     set_meta(conn, "schema_version", SCHEMA_VERSION)
 
 
-def ensure_inline_embedding(conn: psycopg.Connection, table: str) -> None:
-    """Keep each embedding in its row (storage PLAIN). pgvector's default, EXTERNAL, moves the vector
-    to the TOAST table once a row passes 2 kB, as most api_mapping rows do; the planner searches that
-    small table by an exact scan, which then fetched every vector from TOAST and took ten times as long.
-    Vectors stored before the change are rewritten in place, once (same values, now in the row)."""
-    row = conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'embedding'",
-                       (table,)).fetchone()
-    if row is None or row[0] == "p":
-        return
+def embedding_column(conn: psycopg.Connection, table: str) -> tuple[int, str] | None:
+    """(dimension, storage) of the table's embedding column, None without one."""
+    return conn.execute("SELECT atttypmod, attstorage FROM pg_attribute WHERE attrelid = %s::regclass "
+                        "AND attname = 'embedding' AND NOT attisdropped", (table,)).fetchone()
+
+
+def ensure_inline_embedding(conn: psycopg.Connection, table: str) -> int:
+    """Keep each embedding in its row (storage PLAIN): pgvector's EXTERNAL moves the vector to TOAST
+    once a row passes 2 kB, as most api_mapping rows do, and a search of that small table (an exact
+    scan) then fetched every vector from TOAST. Vectors stored before are rewritten once, same values;
+    the cast makes a new value, as `SET embedding = embedding` would keep the TOAST pointer.
+    Returns how many rows were rewritten."""
+    column = embedding_column(conn, table)
+    if column is None or column[1] == "p":
+        return 0
     with conn.transaction():
         conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE PLAIN")
-        conn.execute(f"UPDATE {table} SET embedding = embedding::real[]::vector WHERE embedding IS NOT NULL")
+        return conn.execute(f"UPDATE {table} SET embedding = embedding::real[]::vector WHERE embedding IS NOT NULL").rowcount
 
 
 def ensure_embedding_dim(conn: psycopg.Connection, dim: int) -> None:
     """A model of another dimension replaces the embedding columns (and their indexes)."""
     for table in SCHEMA:
-        row = conn.execute(
-            "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'embedding'", (table,)
-        ).fetchone()
-        if row and row[0] != dim:
+        column = embedding_column(conn, table)
+        if column and column[0] != dim:
             conn.execute(f"DROP INDEX IF EXISTS {table}_embedding_hnsw_idx")
             conn.execute(f"ALTER TABLE {table} DROP COLUMN embedding")
             conn.execute(f"ALTER TABLE {table} ADD COLUMN embedding vector({dim})")
             conn.execute(f"UPDATE {table} SET embedding_hash = NULL")
-            ensure_inline_embedding(conn, table)
 
 
 def ensure_hnsw(conn: psycopg.Connection, table: str) -> bool:
