@@ -288,3 +288,11 @@ def test_loaded_records_are_kept_out_of_the_garbage_collectors_walks(retriever):
     payload = next(iter(retriever.records("docs_chunks").values()))
     assert gc.is_tracked(payload) and gc.get_freeze_count() > 0
     assert not any(o is payload for o in gc.get_objects())
+    # a model loaded as a trace step (`load:<label>`) is frozen the same way
+    from godot_rag.retrieve.context import QueryContext
+
+    model = {}
+    ctx = QueryContext(chunk=GODOT3, strategy="F", cfg=RetrieveConfig(), retriever=retriever)
+    ctx.load_step("model", False, lambda: model.setdefault("weights", {"layer": [0.5]}))
+    assert model["weights"] is not None and not any(o is model["weights"] for o in gc.get_objects())
+    assert [s.stage for s in ctx.trace.stages] == ["load:model"]
