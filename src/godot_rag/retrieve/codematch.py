@@ -40,15 +40,11 @@ def numbered_code_lines(code: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
     return tuple(out)
 
 
-def code_lines(code: str) -> list[tuple[str, ...]]:
-    return [toks for _, toks in numbered_code_lines(code)]
-
-
 @lru_cache(maxsize=32_768)
 def _record_lines(code: str) -> tuple[frozenset[str], dict[int, list[tuple[str, ...]]]]:
     """A record's code lines by length, and its tokens (read-only)."""
     by_len: dict[int, list[tuple[str, ...]]] = defaultdict(list)
-    for line in code_lines(code):
+    for _, line in numbered_code_lines(code):
         by_len[len(line)].append(line)
     return frozenset(t for lines in by_len.values() for line in lines for t in line), dict(by_len)
 
@@ -84,24 +80,24 @@ def renameable_names(facts, ref=None) -> frozenset[str]:
 
 
 def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None) -> tuple[float, list[int]]:
-    """(ratio of chunk tokens in matching lines, 1-based indexes of the matching chunk lines)."""
+    """(ratio of chunk tokens in matching lines, the chunk's line numbers (1-based) of those lines)."""
     if renameable is None:
         renameable = renameable_names(parse_chunk(chunk))
-    qlines = code_lines(chunk)
+    qlines = numbered_code_lines(chunk)
     tokens, by_len = _record_lines(code)
     if not qlines or not by_len:
         return 0.0, []
     matched, hit = [], 0
-    for i, line in enumerate(qlines, 1):
+    for n, line in qlines:
         if any(lines_match(line, d, tokens, renameable) for d in by_len.get(len(line), ())):
-            matched.append(i)
+            matched.append(n)
             hit += len(line)
-    return hit / sum(len(l) for l in qlines), matched
+    return hit / sum(len(toks) for _, toks in qlines), matched
 
 
 def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
                     renameable: frozenset[str] | None = None) -> list[Candidate]:
-    qlines = code_lines(chunk)
+    qlines = dict(numbered_code_lines(chunk))
     if renameable is None:
         renameable = renameable_names(parse_chunk(chunk))
     scored = []
@@ -117,7 +113,7 @@ def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
         c.rank = i + 1
         c.add_stage("codematch", CodematchInfo(ratio=round(ratio, 4), alpha=alpha, score_before=round(before, 6),
                                                score=round(c.score, 6), rank=i + 1,
-                                               matched_lines=[" ".join(qlines[j - 1]) for j in matched][:12]))
+                                               matched_lines=[" ".join(qlines[n]) for n in matched][:12]))
         out.append(c)
     return out
 

@@ -126,12 +126,10 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
     for m in sorted(facts.method_calls & rec_methods):
         if m not in seen and f".{m}" not in {i["literal"][-len(m) - 1:] for i in items} and idf(m.lower()) >= min_idf - 1:
             add(f".{m}()", "method_call", 1.0 + idf(m.lower()))
-    ratio, matched = clone_match(facts.text, record_code(c.payload), v.renameable)
-    numbered = numbered_code_lines(facts.text) if matched else []
-    lines = [numbered[i - 1][0] for i in matched]  # chunk line numbers, as every other line in the trace
-    for i in matched[:6]:
-        n, toks = numbered[i - 1]
-        add(" ".join(toks), "code_line", 2.0 + 4.0 * ratio, n)
+    ratio, lines = clone_match(facts.text, record_code(c.payload), v.renameable)
+    tokens_of = dict(numbered_code_lines(facts.text)) if lines else {}
+    for n in lines[:6]:
+        add(" ".join(tokens_of[n]), "code_line", 2.0 + 4.0 * ratio, n)
     for lit in sorted(facts.string_values):
         if len(lit) >= 3 and IDENT_RE.fullmatch(lit) and lit in rec_idents and idf(lit.lower()) >= min_idf:
             add(f'"{lit}"', "string", idf(lit.lower()))
