@@ -1,0 +1,146 @@
+"""The accepted evidence of one result, rendered for a model's prompt (`--format prompt`).
+
+The full records are long, and what a model needs most is why each record was accepted: for a
+mapping the rename and the line that uses the old name, for a class-reference entry the member's
+signature and first sentence, for a guide the heading and the code lines it shares with the chunk.
+Sections come in that order of value, and whole entries are dropped once the token budget is spent.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .retrieve.types import Candidate, RetrieveResult
+
+# A token is about four characters of English or GDScript for Qwen's tokenizer; the budget is an estimate.
+CHARS_PER_TOKEN = 4
+DEFAULT_BUDGET_TOKENS = 600
+MAX_GUIDE_LINES = 3  # record code lines shown per guide
+MAX_SENTENCE_CHARS = 240
+
+SECTION_TITLES = {
+    "api_mapping": "Godot 3 -> 4 API changes this chunk uses",
+    "label_prototypes": "Reviewer findings",
+    "api_reference": "Godot 4 class reference",
+    "guides": "Godot 4 guides",
+}
+SECTION_ORDER = ["api_mapping", "label_prototypes", "api_reference", "guides"]
+SIGNATURE_RE = re.compile(r"^(?P<sig>.*\*\*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\*\*.*)$", re.M)
+SENTENCE_RE = re.compile(r"(.+?[.!?])(\s|$)", re.S)
+
+
+def estimate_tokens(text: str) -> int:
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _field(obj: Any, name: str) -> Any:
+    """A trace item's field, whether it is a typed model or parsed JSON."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _validate_info(c: Candidate) -> Any:
+    return c.info("validate")
+
+
+def _lines(items: list[Any], key: str) -> list[int]:
+    return sorted({n for n in (_field(i, key) for i in items or []) if isinstance(n, int)})
+
+
+def _at(lines: list[int]) -> str:
+    """`, line 4` or `, lines 4, 9`; nothing when no line is known."""
+    if not lines:
+        return ""
+    return (", line " if len(lines) == 1 else ", lines ") + ", ".join(map(str, lines[:4]))
+
+
+def mapping_line(c: Candidate) -> str:
+    p = c.payload
+    info = _validate_info(c)
+    occ = [o for o in (_field(info, "occurrences") or []) if str(_field(o, "status") or "").startswith("godot3")]
+    kind = str(p.get("change_type", "")).replace("_", " ")
+    line = f"- {p['source_api']} -> {p['target_api']} ({kind}{_at(_lines(occ, 'line'))})"
+    notes = (p.get("notes") or "").strip()
+    if p.get("mapping_id", "").startswith(("gdscript_syntax:", "migration_guide:")) and notes:
+        line += ": " + _first_sentence(notes)
+    return line
+
+
+def finding_line(c: Candidate) -> str:
+    p = c.payload
+    info = _validate_info(c)
+    at = _at(_lines(_field(info, "evidence") or [], "chunk_line"))
+    return f"- [{p.get('severity', 'info')}{at}] {p['expected_finding']} Action: {p['recommended_action']}"
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.replace("**", "").split())
+    m = SENTENCE_RE.match(text)
+    out = m.group(1) if m else text
+    return out if len(out) <= MAX_SENTENCE_CHARS else out[:MAX_SENTENCE_CHARS - 3] + "..."
+
+
+def _resolved(c: Candidate) -> list[str]:
+    info = _validate_info(c)
+    return [str(_field(i, "literal")) for i in (_field(info, "evidence") or []) if _field(i, "kind") == "resolved_api"]
+
+
+def reference_line(c: Candidate) -> str:
+    """`Class.member: signature. First sentence.` for the member the chunk resolves to, else the class."""
+    p = c.payload
+    content = p.get("content") or ""
+    for api in _resolved(c) or [p.get("symbol") or ""]:
+        member = api.split(".")[-1]
+        for m in SIGNATURE_RE.finditer(content):
+            if m.group("name") == member:
+                rest = content[m.end():].strip()
+                sig = m.group("sig").replace("**", "").strip()
+                return f"- {api}: `{sig}` {_first_sentence(rest.split(chr(10) + chr(10))[0]) if rest else ''}".rstrip()
+    return f"- {p.get('symbol') or c.id} ({p.get('heading', '')}): {_first_sentence(content)}"
+
+
+def guide_line(c: Candidate) -> str:
+    p = c.payload
+    meta = p.get("metadata") or {}
+    info = _validate_info(c)
+    shared = [str(_field(i, "literal")) for i in (_field(info, "evidence") or []) if _field(i, "kind") != "code_line"]
+    head = f"- {meta.get('page_title') or meta.get('page_path') or c.id} > {p.get('heading', '')} ({c.id})"
+    if shared:
+        head += ": shares " + ", ".join(shared[:6])
+    names = [s.strip('."()') for s in shared if s.strip('."()')]
+    code = "\n".join(b.get("code", "") for b in p.get("code_blocks") or [] if b.get("language") != "csharp")
+    shown = list(dict.fromkeys(ln.strip() for ln in code.splitlines() if ln.strip() and any(n in ln for n in names)))
+    shown = shown[:MAX_GUIDE_LINES]
+    return head + "".join(f"\n    {ln}" for ln in shown)
+
+
+def _section(c: Candidate) -> str:
+    if c.table == "docs_chunks":
+        return "api_reference" if (c.group == "api_reference" or c.payload.get("doc_type") == "class_reference") else "guides"
+    return c.table
+
+
+RENDER = {"api_mapping": mapping_line, "label_prototypes": finding_line, "api_reference": reference_line, "guides": guide_line}
+
+
+def accepted(result: RetrieveResult) -> list[Candidate]:
+    """What a model should read: accepted records (F), or every returned record of a strategy without a validator."""
+    return [c for c in result.results if c.verdict != "reject"]
+
+
+def render_prompt(result: RetrieveResult, budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> str:
+    """The evidence as plain text for a prompt, at most `budget_tokens` (estimated); empty when there is none."""
+    by_section: dict[str, list[str]] = {s: [] for s in SECTION_ORDER}
+    for c in accepted(result):
+        by_section[_section(c)].append(RENDER[_section(c)](c))
+    out: list[str] = []
+    used = 0
+    for section in SECTION_ORDER:
+        title = f"{SECTION_TITLES[section]}:"
+        for n, entry in enumerate(by_section[section]):
+            piece = entry if n else title + "\n" + entry
+            cost = estimate_tokens(piece) + 1
+            if used + cost > budget_tokens:
+                break
+            out.append(piece)
+            used += cost
+    return "\n".join(out)
