@@ -69,6 +69,20 @@ class Database:
             return f"embedded PostgreSQL in {self.data_dir.resolve()}"
         return "PostgreSQL at " + mask_dsn(self.dsn)
 
+    def describe_public(self) -> str:
+        """`describe()` for an answer to a client: the embedded server without its data directory."""
+        return "embedded PostgreSQL" if self.embedded else "PostgreSQL at " + mask_dsn(self.dsn)
+
+    def hide_paths(self, text: str) -> str:
+        """A message for a client: the server's own paths (the data directory and the folder it is in,
+        where the caches live) replaced by what they are."""
+        text = text.replace(self.describe(), self.describe_public())
+        if self.embedded:
+            for path, shown in ((self.data_dir, "(the data directory)"), (self.data_dir.parent, "(the database folder)")):
+                for form in {str(path.resolve()), str(path.absolute())} - {"/"}:
+                    text = text.replace(form, shown)
+        return text
+
     def uri(self) -> str:
         if self._uri:
             return self._uri
