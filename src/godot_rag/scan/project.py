@@ -61,7 +61,10 @@ class Discovery:
 
 def read_project(project_dir: Path, rel: str, root: Path | None = None) -> Project:
     path = project_dir / "project.godot"
-    text = (read_small_text(path) if root is None or inside(root, path) else None) or ""
+    if root is not None and not inside(root, path):
+        return Project(project_dir, rel, project_dir.name, None, "auto",
+                       "project.godot is a link out of the scanned folder (not read): auto")
+    text = read_small_text(path) or ""
     m = CONFIG_RE.search(text)
     name_m = NAME_RE.search(text)
     name = name_m.group(1) if name_m else project_dir.name
