@@ -205,6 +205,16 @@ def test_messages_for_clients_hide_the_database_and_job_paths(tmp_path):
     assert r.status_code == 503 and str(tmp_path) not in r.text, r.text
 
 
+def test_retrieve_strategies_and_docs_answers_show_no_server_path(client, retriever):
+    texts = {name: client.get(path).text for name, path in (("strategies", "/api/strategies"), ("examples", "/api/examples"),
+                                                             ("openapi", "/openapi.json"))}
+    for strategy in "ABCDEF":  # E falls back to D here (no LLM, llm_optional)
+        r = client.post("/api/retrieve", json={"chunkText": GD, "strategy": strategy, "config": {"llm_optional": True}})
+        assert r.status_code == 200, r.text[:300]
+        texts[strategy] = r.text
+    assert_no_server_path(texts, retriever.db.data_dir.resolve(), Path.home())
+
+
 # -- Host names and body caps -----------------------------------------------------------------------
 def test_only_the_allowed_host_names_are_answered(retriever):
     app = create_app(retriever, warm=False, allowed_hosts=["127.0.0.1", "localhost", "::1", "games.example"])

@@ -204,8 +204,9 @@ def listen_socket(host: str, port: str):
     text = str(port).strip()
     if not text.isdigit() or int(text) > 65535:
         raise ValueError(f"--port {str(port)[:40]!r}: not a port number (0 to 65535; 0 picks a free one)")
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, int(text), type=socket.SOCK_STREAM,
+    try:  # IPv4 unless the host is an IPv6 address, as uvicorn does: `localhost` is 127.0.0.1
+        family, kind, proto, _, address = socket.getaddrinfo(host, int(text), family=socket.AF_INET6 if ":" in host
+                                                             else socket.AF_INET, type=socket.SOCK_STREAM,
                                                              flags=socket.AI_PASSIVE)[0]
     except (socket.gaierror, UnicodeError, ValueError) as e:
         raise ValueError(f"--host {host[:100]!r}: not an address of this machine ({getattr(e, 'strerror', None) or e})") from None

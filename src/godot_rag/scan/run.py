@@ -27,7 +27,7 @@ from ..store.db import database_workers
 from ..store.scan_files import check_out_dir, git_changed_files, read_script, write_json, write_jsonl, write_text
 from .chunking import DEFAULT_MAX_CHARS, EXTENDS_RE, chunk_text
 from .findings import SEVERITIES, chunk_findings, fails, summarize
-from .project import discover
+from .project import discover, inside
 
 SCAN_FORMAT = 1  # bump when the cached value's shape changes
 FORMATS = ("jsonl", "sarif", "html", "md")
@@ -219,7 +219,10 @@ def plan(opts: ScanOptions, strategy: str, base_cfg: dict) -> tuple[object, list
         entry = {"file": s.rel, "project": s.project.rel, "godot_version": version,
                  "version_source": "--godot-version" if opts.godot_version else s.project.source,
                  "chunker": None, "parse_error_lines": [], "error": None, "extends": None, "chunks": []}
-        text, err = (None, "a link to a file outside the scanned folder: not read") if s.outside else read_script(s.path)
+        if s.outside or not inside(disc.root, s.path):  # checked again just before the read: it may have changed
+            text, err = None, "a link to a file outside the scanned folder: not read"
+        else:
+            text, err = read_script(s.path)
         if err is not None:
             entry["error"] = err
             files.append(entry)
