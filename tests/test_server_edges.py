@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
