@@ -1,7 +1,11 @@
-"""Re-runs the robustness probes of issue 13 against a `godot-rag serve` this script starts itself,
-plus the CLI probes, and prints a Markdown table: probe | expected | observed | ok.
+"""Re-runs the robustness probes against a `godot-rag serve` this script starts itself, plus the CLI
+probes, and prints a Markdown table: probe | expected | observed | ok.
 
-    .venv/bin/python bench/probes.py [--data-dir DIR]   (default: env GODOT_RAG_DATA)
+    .venv/bin/python bench/probes.py [--data-dir DIR] [--only GROUPS]   (default: env GODOT_RAG_DATA, every group)
+
+Groups: http (the retrieve API, 1-9), llm (4, an LLM server that is down), dsn (16), cli (10-11), temp (11-17,
+fresh data directories), edges (18-27: odd text, the batch rule, the scan's path rules, answers without
+server paths, serve's --host/--port, Host names, body caps).
 
 Stdlib only (urllib, subprocess). Every process it starts (the servers, the CLI commands and the
 embedded PostgreSQL they start in temporary data directories) is stopped on every exit path.
@@ -33,10 +37,12 @@ _bin = Path(sys.executable).parent / "godot-rag"
 GODOT_RAG = str(_bin) if _bin.exists() else (shutil.which("godot-rag") or "godot-rag")
 CHUNK = ("extends CharacterBody2D\n\nvar gravity = 980.0\n\nfunc _physics_process(delta):\n"
          "\tvelocity.y += gravity * delta\n\tmove_and_slide()\n")
-FIVE_MB = 5 * 1024 * 1024
+BIG = 900 * 1024  # under the 1 MiB cap on a request body: these probe the validation, not the cap
+SENTINEL = "SENTINEL_probe_outside_the_root"
 LLM_DOWN = "http://127.0.0.1:9"
 SECRET_DSN = "postgresql://u:secret@127.0.0.1:9/db"
 
+GROUPS = ("http", "llm", "dsn", "cli", "temp", "edges")
 ROWS: list[tuple[str, str, str, bool]] = []
 PROCS: list[subprocess.Popen] = []  # everything started, stopped in cleanup()
 DATA_DIRS: list[Path] = []  # embedded data directories whose postmaster we may have started
@@ -229,14 +235,14 @@ class Serve:
         lines = [l for l in self.output().splitlines() if l.strip()]
         return " / ".join(lines[-n:])
 
-    def request(self, body, path="/api/retrieve", method="POST", timeout: float = 300):
-        return http_call(self.base + path, body, method, timeout)
+    def request(self, body, path="/api/retrieve", method="POST", timeout: float = 300, headers=None):
+        return http_call(self.base + path, body, method, timeout, headers)
 
     def stop(self) -> int | None:
         return stop_proc(self.proc, signal.SIGTERM, wait=60)
 
 
-def http_call(url: str, body, method="POST", timeout: float = 300):
+def http_call(url: str, body, method="POST", timeout: float = 300, headers=None):
     """(status or None, body bytes). body: bytes/str sent as is (raw JSON text, NaN allowed) or an object."""
     if body is None:
         data = None
@@ -246,7 +252,7 @@ def http_call(url: str, body, method="POST", timeout: float = 300):
         data = body.encode()
     else:
         data = json.dumps(body).encode()  # allow_nan: NaN/Infinity go out as raw JSON text
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, r.read()
@@ -359,17 +365,17 @@ def probes_http(srv: Serve, data_dir: Path):
                 {"strateg": "A", "chunk": CHUNK}, lambda s, d: s == 400 and "strateg" in error_text(d))
     http_simple(srv, '5. {"strateg":"A","chunkText":...}', "400 naming strateg",
                 {"strateg": "A", "chunkText": CHUNK}, lambda s, d: s == 400 and "strateg" in error_text(d))
-    # 6. 5 MB bodies that fail validation: the answer must stay small
-    big = "x" * FIVE_MB
+    # 6. 900 KB bodies that fail validation: the answer must stay small
+    big = "x" * BIG
     cases = [
-        ("5 MB chunkText + k=\"abc\"", {"chunkText": big, "strategy": "A", "k": "abc"}),
-        ("5 MB chunkText alone", {"chunkText": big, "strategy": "A"}),
-        ("unknown top-level key of 5 MB", {"chunkText": CHUNK, "strategy": "A", big: 1}),
-        ("unknown config key of 5 MB", req("A", {big: 1})),
-        ("config fusion = 5 MB string", req("A", {"fusion": big})),
-        ("tables = [5 MB string]", {"chunkText": CHUNK, "strategy": "A", "tables": [big]}),
-        ("strategy = 5 MB string", {"chunkText": CHUNK, "strategy": big}),
-        ("extends = 5 MB string", {"chunkText": CHUNK, "strategy": "A", "extends": big}),
+        ("900 KB chunkText + k=\"abc\"", {"chunkText": big, "strategy": "A", "k": "abc"}),
+        ("900 KB chunkText alone", {"chunkText": big, "strategy": "A"}),
+        ("unknown top-level key of 900 KB", {"chunkText": CHUNK, "strategy": "A", big: 1}),
+        ("unknown config key of 900 KB", req("A", {big: 1})),
+        ("config fusion = 900 KB string", req("A", {"fusion": big})),
+        ("tables = [900 KB string]", {"chunkText": CHUNK, "strategy": "A", "tables": [big]}),
+        ("strategy = 900 KB string", {"chunkText": CHUNK, "strategy": big}),
+        ("extends = 900 KB string", {"chunkText": CHUNK, "strategy": "A", "extends": big}),
     ]
     for label, body in cases:
         def run(label=label, body=body):
@@ -387,7 +393,7 @@ def probes_http(srv: Serve, data_dir: Path):
 
 
 SWEEP_VALUES = ['"abc"', '"1"', "[]", "{}", "true", "null", "NaN", "Infinity", "-Infinity", "-1", "-1e308", "1e308",
-                "1e400", "1" + "0" * 30, json.dumps("x" * 100_000)]
+                "1e400", "1" + "0" * 30, json.dumps("x" * 100_000), '"\\ud800x"']  # the last: a lone surrogate
 
 
 def sweep(srv: Serve):
@@ -569,16 +575,19 @@ def probes_cli_full(data_dir: Path, tmp: Path):
 
     def batch_line_probe():
         f = tmp / "malformed.jsonl"
-        f.write_text(json.dumps({"chunkText": CHUNK}) + "\n{not json\n")
+        f.write_text(json.dumps({"chunkText": CHUNK}) + "\n{not json\n" + json.dumps({"chunk": CHUNK}) + "\n"
+                     + json.dumps({"chunkText": CHUNK}) + "\n")
         r = cli(["retrieve", "--batch", str(f), "-s", "A", "--quiet"], env)
-        cli_row("11. retrieve --batch <malformed line 2>", one + ", names file:2", r,
-                r.one_line_error() and ":2:" in r.last_err)
-        g = tmp / "nofield.jsonl"
-        g.write_text(json.dumps({"chunk": CHUNK}) + "\n")
-        r = cli(["retrieve", "--batch", str(g), "-s", "A", "--quiet"], env)
-        cli_row("11. retrieve --batch <line without chunkText>", one + ", names file:1", r,
-                r.one_line_error() and ":1:" in r.last_err)
-    guarded("11. retrieve --batch <malformed line>", one, batch_line_probe)
+        lines = [body_json(l.encode()) or {} for l in r.out.splitlines() if l.strip()]
+        errs = [(l.get("line"), l.get("status")) for l in lines if "error" in l]
+        row("11. retrieve --batch <malformed line 2, line 3 without chunkText>",
+            "exit 0; error lines for lines 2 and 3, results for 1 and 4", f"{r.describe()}; error lines {errs}; "
+            f"{sum('results' in l for l in lines)} results", r.rc == 0 and not r.traceback and len(lines) == 4
+            and [e[0] for e in errs] == [2, 3] and "results" in lines[0] and "results" in lines[3])
+        r = cli(["retrieve", "--batch", str(f), "-s", "A", "--quiet", "--strict"], env)
+        cli_row("11. the same with --strict", one + ", names file:2 and file:3, no output", r,
+                r.one_line_error() and ":2:" in r.last_err and ":3:" in r.last_err and not r.out.strip())
+    guarded("11. retrieve --batch <malformed line>", "error lines", batch_line_probe)
 
     def llm_probe():
         r = cli(["retrieve", str(chunk_file), "--strategy", "E"], env, timeout=300)
@@ -758,6 +767,197 @@ def serve_log_row(srv: Serve):
         f"warnings: {', '.join(found) or 'none'}; tracebacks: {tbs}", not found and tbs == 0)
 
 
+# -- edges: odd text, the batch rule, the scan's path rules, server paths, serve's edges ----------------
+def scan_layout(tmp: Path) -> Path:
+    """allowed/game: a project with a .gd link to a sentinel file outside the allowed root; outside/."""
+    outside = tmp / "outside"
+    outside.mkdir(parents=True, exist_ok=True)
+    (outside / "secret.gd").write_text(f'extends Node\nfunc _ready():\n\tprint("{SENTINEL}")\n')
+    game = tmp / "allowed" / "game"
+    game.mkdir(parents=True, exist_ok=True)
+    (game / "project.godot").write_text('config_version=5\n[application]\nconfig/name="game"\n')
+    (game / "player.gd").write_text(CHUNK)
+    (game / "leak.gd").symlink_to(outside / "secret.gd")
+    return tmp / "allowed"
+
+
+def wait_scan(srv: Serve, job_id: str, timeout: float = 300) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, data = srv.request(None, path=f"/api/scan/{job_id}?results=false", method="GET", timeout=60)
+        d = body_json(data) or {}
+        if d.get("status") in ("done", "error", "cancelled"):
+            return d
+        time.sleep(0.5)
+    return {"status": "timeout"}
+
+
+def server_paths(data_dir: Path, allowed: Path) -> list[str]:
+    """Absolute paths of the server machine that no answer to a client may show."""
+    paths = {str(Path(data_dir).resolve()), str(Path(data_dir).resolve().parent), str(allowed.resolve()),
+             tempfile.gettempdir(), str(ROOT), sys.prefix}
+    return sorted(p for p in paths if p not in ("", "/"))
+
+
+def stream_body(port: int, path: str, size: int, piece: int = 2**20):
+    """POSTs a JSON body of `size` bytes a piece at a time, reading the answer as soon as there is one (a
+    server may answer before the body ends). Returns (status or None, bytes sent, answer body)."""
+    import select
+
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {size}\r\nConnection: close\r\n\r\n").encode()
+    sent = 0
+    with socket.create_connection(("127.0.0.1", port), timeout=120) as s:
+        s.sendall(head)
+        try:
+            while sent < size and not select.select([s], [], [], 0)[0]:
+                part = b"x" * min(piece, size - sent)
+                s.sendall(part)
+                sent += len(part)
+        except OSError:
+            pass  # the server answered and closed
+        data = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            pass
+    m = re.match(rb"HTTP/1\.[01] (\d+)", data)
+    return (int(m.group(1)) if m else None), sent, data.split(b"\r\n\r\n", 1)[-1]
+
+
+def probes_edges(srv: Serve, data_dir: Path, tmp: Path, allowed: Path):
+    env = base_env(data_dir)
+    surrogate = 'print("\ud800")\n'  # json.dumps sends it as the escape \ud800, as a client's JSON would
+
+    def text_probe():
+        seen = []
+        for strategy in "ABCDEF":
+            status, data = srv.request({"chunkText": surrogate, "strategy": strategy})
+            seen.append(f"{strategy}: {status}")
+            ok = status == 422 and "surrogate" in error_text(data)
+            if not ok:
+                row(f"18. {strategy}: chunkText with a lone surrogate", "422 naming it", describe_http(status, data), False)
+        row("18. POST /api/retrieve, chunkText with a lone surrogate, strategies A-F", "422 for each, naming it",
+            "; ".join(seen), all(x.endswith(" 422") for x in seen))
+    guarded("18. lone surrogate over HTTP", "422", text_probe)
+
+    def batch_text_probe():
+        f = tmp / "surrogate.jsonl"
+        f.write_text("".join(json.dumps({"chunkText": t}) + "\n" for t in (CHUNK, surrogate, CHUNK, CHUNK)))
+        r = cli(["retrieve", "--batch", str(f), "-s", "D", "--workers", "2", "--quiet"], env, timeout=300)
+        lines = [body_json(l.encode()) or {} for l in r.out.splitlines() if l.strip()]
+        errs = [(l.get("line"), l.get("status")) for l in lines if "error" in l]
+        row("19. retrieve --batch -s D, a lone surrogate on line 2 of 4", "exit 0; an error line for line 2, the rest answered",
+            f"{r.describe()}; {len(lines)} lines, error lines {errs}",
+            r.rc == 0 and errs == [(2, 422)] and len(lines) == 4 and not r.traceback)
+    guarded("19. lone surrogate in a batch", "error line", batch_text_probe)
+
+    def nul_path_probe():
+        status, data = srv.request({"path": f"{allowed}/game\x00/x"}, path="/api/scan")
+        row("20. POST /api/scan, a NUL byte in path", "400, one message", describe_http(status, data), status == 400)
+    guarded("20. NUL in a scan path", "400", nul_path_probe)
+
+    def outside_probe():
+        a = srv.request({"path": "/etc"}, path="/api/scan")
+        b = srv.request({"path": "/nonexistent/zzz"}, path="/api/scan")
+        c = srv.request({"path": f"{allowed}/../outside"}, path="/api/scan")
+        row("21. POST /api/scan: /etc vs /nonexistent/zzz vs ALLOWED/../outside",
+            "the same answer (403) for each: nothing tells whether it exists",
+            f"{describe_http(*a)} | {describe_http(*b)} | {describe_http(*c)}",
+            a[0] == b[0] == c[0] == 403 and a[1] == b[1] == c[1])
+    guarded("21. outside the root", "same answer", outside_probe)
+
+    state = {}
+
+    def symlink_probe():
+        status, data = srv.request({"path": str(allowed / "game")}, path="/api/scan")
+        job = (body_json(data) or {}).get("job_id")
+        if status != 202 or not job:
+            row("22. scan of a folder holding a .gd link out of the root", "202, done", describe_http(status, data), False)
+            return
+        d = wait_scan(srv, job)
+        texts = {"status": srv.request(None, path=f"/api/scan/{job}", method="GET", timeout=60)[1].decode(errors="replace")}
+        for name in ("report.html", "report.md", "scan.json", "findings.sarif", "chunks.jsonl", "findings.jsonl"):
+            st, body = srv.request(None, path=f"/api/scan/{job}/{name}", method="GET", timeout=60)
+            texts[name] = body.decode(errors="replace") if st == 200 else f"HTTP {st}"
+        state["texts"] = texts
+        leaked = [n for n, t in texts.items() if SENTINEL in t]
+        row("22. scan of a folder holding a .gd file link to a sentinel outside the root",
+            "done; the sentinel's content in no answer or output",
+            f"job {d.get('status')}; sentinel found in: {', '.join(leaked) or 'nothing'}",
+            d.get("status") == "done" and not leaked)
+    guarded("22. file link out of the root", "not read", symlink_probe)
+
+    def paths_probe():
+        texts = state.get("texts") or {}
+        zip_buf = __import__("io").BytesIO()
+        with __import__("zipfile").ZipFile(zip_buf, "w") as z:
+            z.writestr("game/player.gd", CHUNK)
+        st, data = http_call(srv.base + "/api/scan", zip_buf.getvalue(), timeout=60,
+                             headers={"Content-Type": "application/zip"})
+        job = (body_json(data) or {}).get("job_id")
+        if job:
+            wait_scan(srv, job)
+            for name in ("status", "report.html", "report.md", "scan.json", "findings.sarif"):
+                path = f"/api/scan/{job}" + ("" if name == "status" else f"/{name}")
+                texts[f"upload {name}"] = srv.request(None, path=path, method="GET", timeout=60)[1].decode(errors="replace")
+        found = sorted({f"{n}: {p}" for n, t in texts.items() for p in server_paths(data_dir, allowed) if p in t})
+        row("23. GET /api/scan/{id} and every output (a server folder, an upload)",
+            "no absolute server path (data dir, temp dir, allowed root, checkout)",
+            f"{len(texts)} answers; server paths found: {'; '.join(found)[:300] or 'none'}", bool(texts) and not found)
+    guarded("23. server paths in answers", "none", paths_probe)
+
+    def serve_args_probe():
+        for args in (["--port", "70000"], ["--port", "abc"], ["--host", "bad.invalid"]):
+            r = cli(["serve", *args, "--no-warm", "--data-dir", str(tmp / "never")], base_env(), timeout=120)
+            n = len([l for l in r.err.splitlines() if l.strip()])
+            row(f"24. serve {' '.join(args)}", "one 'error:' line, no traceback", f"{r.describe()}",
+                r.one_line_error() and n == 1)
+    guarded("24. serve --port/--host", "one line", serve_args_probe)
+
+    def batch_rule_probe():
+        f = tmp / "typed.jsonl"
+        f.write_text("\n".join([json.dumps({"chunkText": CHUNK}), json.dumps({"chunkText": 5}), "[]",
+                                json.dumps({"chunkText": "x\x00y"}), json.dumps({"chunkText": "x" * 20_001}),
+                                json.dumps({"chunkText": CHUNK})]) + "\n")
+        r = cli(["retrieve", "--batch", str(f), "-s", "B", "--quiet"], env, timeout=300)
+        lines = [body_json(l.encode()) or {} for l in r.out.splitlines() if l.strip()]
+        errs = [l.get("line") for l in lines if "error" in l]
+        summary = next((body_json(l.encode()) for l in r.err.splitlines() if "batch_summary" in l), {}) or {}
+        bad = (summary.get("batch_summary") or {}).get("bad_lines")
+        row("25. retrieve --batch: {\"chunkText\": 5}, [], NUL, over-long between good lines",
+            "exit 0; error lines 2-5, lines 1 and 6 answered; summary bad_lines 4",
+            f"{r.describe()}; error lines {errs}; bad_lines {bad}",
+            r.rc == 0 and errs == [2, 3, 4, 5] and len(lines) == 6 and bad == 4)
+        r = cli(["retrieve", "--batch", str(f), "-s", "B", "--quiet", "--strict"], env, timeout=300)
+        named = [n for n in (2, 3, 4, 5) if f":{n}:" in r.last_err]
+        row("25. the same with --strict", "one 'error:' line naming lines 2, 3, 4 and 5; nothing run",
+            f"{r.describe()[:150]}; names lines {named}", r.one_line_error() and named == [2, 3, 4, 5] and not r.out.strip())
+    guarded("25. the batch rule", "error lines", batch_rule_probe)
+
+    def host_probe():
+        evil = srv.request(None, path="/api/strategies", method="GET", timeout=60, headers={"Host": "evil.example"})
+        local = srv.request(None, path="/api/strategies", method="GET", timeout=60,
+                            headers={"Host": f"localhost:{srv.port}"})
+        row("26. GET /api/strategies with Host: evil.example, then Host: localhost:PORT",
+            "4xx for evil.example (DNS rebinding), 200 for localhost",
+            f"{describe_http(*evil)[:90]} | HTTP {local[0]}", is4xx(evil[0]) and local[0] == 200)
+    guarded("26. Host header", "4xx", host_probe)
+
+    def big_body_probe():
+        before = rss_kb(srv.proc.pid)
+        status, sent, answer = stream_body(srv.port, "/api/retrieve", 60 * 2**20)
+        after = rss_kb(srv.proc.pid)
+        row("27. POST /api/retrieve with a 60 MB body", "413 before the body is read, server RSS grows < 10 MB",
+            f"HTTP {status} after {sent / 2**20:.0f} MB sent: {error_text(answer)[:60]}; "
+            f"RSS {before / 1024:.0f} -> {after / 1024:.0f} MB", status == 413 and after - before < 10 * 1024)
+    guarded("27. 60 MB body", "413", big_body_probe)
+
+
 # -- cleanup --------------------------------------------------------------------------------------------
 def cleanup(full_dir: Path | None, full_was_running: bool) -> list[str]:
     """Stop what we started; then any postmaster left in a data dir we used (the full one only when it was
@@ -822,7 +1022,12 @@ def main() -> int:
     ap.add_argument("--data-dir", default=os.environ.get("GODOT_RAG_DATA"),
                     help="data directory of the full database (default: env GODOT_RAG_DATA)")
     ap.add_argument("--keep-temp", action="store_true", help="keep the temporary directories")
+    ap.add_argument("--only", default=",".join(GROUPS), help=f"comma-separated groups (default all: {','.join(GROUPS)})")
     args = ap.parse_args()
+    only = {g.strip() for g in args.only.split(",") if g.strip()}
+    if only - set(GROUPS):
+        print(f"error: unknown group(s) {', '.join(sorted(only - set(GROUPS)))}; valid: {', '.join(GROUPS)}", file=sys.stderr)
+        return 2
     if not args.data_dir:
         print("error: give --data-dir DIR or set GODOT_RAG_DATA", file=sys.stderr)
         return 2
@@ -841,20 +1046,28 @@ def main() -> int:
     srv = None
     try:
         log(f"starting serve on {data_dir} (postgres already running there: {full_was_running})")
-        srv = Serve("main", ["--data-dir", str(data_dir)], base_env(data_dir))
+        allowed = scan_layout(tmp)
+        srv = Serve("main", ["--data-dir", str(data_dir), "--allow-path", str(allowed)], base_env(data_dir))
         if not srv.wait_ready(900):
             row("0. serve starts", "prints its ready line", f"did not start (exit {srv.proc.poll()}): {srv.stderr_tail()}", False)
             return 2
         row("0. serve starts (full database, no LLM)", "prints its ready line", f"ready after {time.monotonic() - T0:.0f} s", True)
-        probes_http(srv, data_dir)
-        guarded("4. serve with the LLM server down", "503 / 200 fallback", probes_llm_down, data_dir)
-        guarded("16. serve --dsn with password", "masked", probe_dsn_serve)
-        probes_cli_full(data_dir, tmp)
+        if "http" in only:
+            probes_http(srv, data_dir)
+        if "edges" in only:
+            probes_edges(srv, data_dir, tmp, allowed)
+        if "llm" in only:
+            guarded("4. serve with the LLM server down", "503 / 200 fallback", probes_llm_down, data_dir)
+        if "dsn" in only:
+            guarded("16. serve --dsn with password", "masked", probe_dsn_serve)
+        if "cli" in only:
+            probes_cli_full(data_dir, tmp)
         rc = srv.stop()
         guarded("17. main serve stderr", "clean", serve_log_row, srv)
         log(f"main serve stopped (exit {rc})")
-        probes_cli_temp(tmp)
-        guarded("17. import with -W error::DeprecationWarning", "exit 0", probe_import_warnings)
+        if "temp" in only:
+            probes_cli_temp(tmp)
+            guarded("17. import with -W error::DeprecationWarning", "exit 0", probe_import_warnings)
     except KeyboardInterrupt as e:
         log(f"interrupted ({e}); stopping everything")
         row("interrupted", "-", f"stopped by {e or 'SIGINT'}", False)

@@ -59,7 +59,7 @@ def test_bad_settings_are_400_never_500(client, settings):
 def test_unknown_request_field_is_400_and_errors_do_not_echo_the_input(client):
     r = client.post("/api/retrieve", json={"chunkText": "func f(): pass", "strateg": "A"})
     assert r.status_code == 400 and "strateg" in r.json()["error"] and "valid:" in r.json()["error"]
-    huge = "x" * 2_000_000
+    huge = "x" * 500_000  # under the 1 MiB cap on a request body
     r = client.post("/api/retrieve", json={"chunkText": 5, "strategy": "B", "k": huge})
     assert r.status_code == 422 and len(r.content) < 5_000
     for body in ({"chunkText": "func f(): pass", huge: 1}, {"chunkText": "func f(): pass", "config": {huge: 1}},
@@ -182,8 +182,8 @@ def test_batch_workers_let_go_of_the_database_however_the_batch_ends(fixture_db,
 
 
 def test_cli_bad_inputs_are_one_line_errors(fixture_db, tmp_path):
-    """Bad lines in a batch give error lines (the batch goes on, also with two workers); binary files,
-    bad TOML and bad --set values give one-line errors, never a traceback."""
+    """Bad lines in a batch give error lines (the batch goes on, also with two workers; --strict refuses
+    it); binary files, bad TOML and bad --set values give one-line errors, never a traceback."""
     import json
     import subprocess
     import sys
@@ -204,7 +204,7 @@ def test_cli_bad_inputs_are_one_line_errors(fixture_db, tmp_path):
     malformed.write_text('{"chunkText": "a"}\n{oops\n')
     for args, needle in [([str(binary)], "blob.gd"), ([str(batch), "--config", str(toml)], "bad.toml"),
                          ([str(batch), "--set", "weight_bm25=abc"], "weight_bm25"),
-                         (["--batch", str(malformed)], "bad.jsonl:2")]:
+                         (["--batch", str(malformed), "--strict"], "bad.jsonl:2")]:
         r = subprocess.run(base + args + ["--strategy", "B"], capture_output=True, text=True, timeout=120)
         assert r.returncode != 0 and needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr[-300:])
     # E with an LLM that cannot be opened: one line that says how to name one (was 40 lines of traceback)

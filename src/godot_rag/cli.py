@@ -158,13 +158,14 @@ def open_llm(llm, needed: bool, why: str):
 @click.option("--batch", type=click.Path(exists=True, path_type=Path), default=None,
               help="JSONL file of chunks ({\"chunkText\"|\"chunk_text\": ...} per line): one JSON result per line.")
 @click.option("--workers", default=2, show_default=True, help="Parallel workers for --batch.")
+@click.option("--strict", is_flag=True, help="With --batch: run nothing when a line is bad, and list every bad line.")
 @click.option("--strategy", "-s", default="F", show_default=True, help="A-F (see `godot-rag strategies`).")
 @click.option("--explain", is_flag=True, help="Show the stage list, every stage's summary, matched terms and stage scores.")
 @with_output
 @with_retrieve
 @with_llm
 @with_db
-def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn, data_dir):
+def retrieve(source, batch, workers, strict, strategy, explain, output, rargs, llm, dsn, data_dir):
     """Retrieve evidence for a raw GDScript chunk (FILE, or - for stdin)."""
     from .render import render_table
     from .retrieve.config import ConfigError
@@ -182,7 +183,8 @@ def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn,
             from .batch import run_batch
 
             run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
-                      llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder)
+                      llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder,
+                      strict=strict)
             return
         if source is None:
             raise click.UsageError("give a FILE, - for stdin, or --batch FILE.jsonl")
@@ -193,7 +195,7 @@ def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn,
         result = retriever.retrieve(text, strategy, cfg, explain=True)
     except (ConfigError, ChunkError, StoreError) as e:
         fail(str(e))
-    except ValueError as e:  # a malformed --batch line names its file, line and field
+    except ValueError as e:  # --strict: every bad --batch line, with its file and line
         fail(str(e))
     if output.as_json:
         click.echo(result.model_dump_json(indent=2))
@@ -304,19 +306,28 @@ def strategies(as_json):
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True)
+@click.option("--port", default="8000", show_default=True,  # text: a bad value gets the one-line error of listen_socket
+              help="0 to 65535 (0: a free one; the ready line names it).")
+@click.option("--allow-host", "allow_hosts", multiple=True,
+              help="Also answer requests whose Host header names this (repeatable; '*': any). By default only the "
+                   "bound host, localhost and 127.0.0.1 (a web page on another name cannot drive the server).")
 @click.option("--no-warm", is_flag=True, help="Do not load the indexes and the embedder at start.")
 @click.option("--cross-encoder", "cross_encoder", default=None, help="Local CrossEncoder directory (reranker cross-encoder).")
 @with_llm
 @with_db
-def serve(host, port, no_warm, cross_encoder, llm, dsn, data_dir):
+def serve(host, port, allow_hosts, no_warm, cross_encoder, llm, dsn, data_dir):
     """Serve POST /api/retrieve, GET /api/strategies, the OpenAPI docs and the debugger page at /."""
     import signal
 
     import uvicorn
 
-    from .api.app import bound_heap, create_app, warm_up
+    from .api.app import bound_heap, create_app, listen_socket, warm_up
 
+    try:
+        sock = listen_socket(host, port)
+    except ValueError as e:
+        fail(str(e), 2)
+    port = sock.getsockname()[1]
     bound_heap()
     from .retrieve.pipeline import Retriever
     from .store.db import StoreError
@@ -326,7 +337,10 @@ def serve(host, port, no_warm, cross_encoder, llm, dsn, data_dir):
 
     model = open_llm(llm, False, "serve")
     retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=cross_encoder)
-    app = create_app(retriever, warm=False, llm_optional=llm.llm_optional)
+    from .api.guards import LOCAL_HOSTS
+
+    allowed = None if "*" in allow_hosts else [host, *LOCAL_HOSTS, *allow_hosts]
+    app = create_app(retriever, warm=False, llm_optional=llm.llm_optional, allowed_hosts=allowed)
 
     class Server(uvicorn.Server):
         """Says so once the socket listens (after the warm-up), so a script can wait for the line."""
@@ -351,8 +365,9 @@ def serve(host, port, no_warm, cross_encoder, llm, dsn, data_dir):
             except StoreError as e:
                 log(f"warm-up failed ({str(e).splitlines()[0]}); requests will answer 503 with the reason")
         log(f"starting the HTTP server on {host}:{port}")
-        Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
+        Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run(sockets=[sock])
     finally:
+        sock.close()
         retriever.db.stop()  # the embedded PostgreSQL this process started goes with it
 
 

@@ -6,18 +6,28 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 
-def iter_jsonl(path: Path, error: Callable[[int, str], Exception] | None = None) -> Iterator[tuple[int, object]]:
-    """Yields (line number, parsed value). `error(line, message)` builds the exception for a bad line."""
-    error = error or (lambda n, msg: ValueError(f"{path}:{n}: {msg}"))
+def read_jsonl_lines(path: Path) -> Iterator[tuple[int, object, str | None]]:
+    """Yields (line number, parsed value, None), or (line number, None, what is wrong) for a line that
+    is not UTF-8 or not JSON; blank lines are skipped."""
     with open(path, "rb") as fh:
         for n, raw in enumerate(fh, 1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise error(n, f"not UTF-8 (byte {e.start})") from None
+                yield n, None, f"not UTF-8 (byte {e.start})"
+                continue
             if not line.strip():
                 continue
             try:
-                yield n, json.loads(line)
+                yield n, json.loads(line), None
             except json.JSONDecodeError as e:
-                raise error(n, f"malformed JSON: {e.msg} at column {e.colno}") from None
+                yield n, None, f"malformed JSON: {e.msg} at column {e.colno}"
+
+
+def iter_jsonl(path: Path, error: Callable[[int, str], Exception] | None = None) -> Iterator[tuple[int, object]]:
+    """Yields (line number, parsed value). `error(line, message)` builds the exception for a bad line."""
+    error = error or (lambda n, msg: ValueError(f"{path}:{n}: {msg}"))
+    for n, value, problem in read_jsonl_lines(path):
+        if problem is not None:
+            raise error(n, problem)
+        yield n, value

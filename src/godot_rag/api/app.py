@@ -5,11 +5,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from ..chunk_text import ChunkTextError, check_chunk_text
 from ..examples import EXAMPLES, REFERENCE_CHUNK  # noqa: F401  (re-exported for callers)
 from ..models.llm import LLMError
 from ..retrieve.config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig, clip
 from ..retrieve.strategies import STRATEGIES, check_strategy, describe
-from ..retrieve.pipeline import ChunkError, Retriever
+from ..retrieve.pipeline import Retriever
 from ..retrieve.types import RetrieveResult
 from ..store.db import StoreError, StoreUnavailable
 
@@ -21,6 +22,7 @@ try:
     from pydantic import BaseModel, ConfigDict, Field
 except ImportError as e:  # pragma: no cover - depends on the extra
     raise ImportError("the HTTP API needs the 'serve' extra: pip install 'godot-rag[serve]'") from e
+from .guards import BodyTooLarge, Guard, error as _error
 
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 
@@ -79,11 +81,9 @@ def warm_up(retriever: Retriever, log) -> None:
     log(f"warm-up: embedder {retriever.embedder.key} ({time.perf_counter() - t:.1f} s)")
 
 
-def _error(status: int, message: str, **extra) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"error": message, **extra})
-
-
-def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = False) -> FastAPI:
+def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = False,
+               allowed_hosts: list[str] | None = None) -> FastAPI:
+    """`allowed_hosts`: the names a request's Host header may give (None: any; `serve` passes its list)."""
     @asynccontextmanager
     async def lifespan(app):
         if warm:
@@ -95,6 +95,14 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
 
     app = FastAPI(title="godot-rag", version="0.1.0", lifespan=lifespan,
                   description="Evidence retrieval for raw GDScript chunks, with a trace for every score.")
+
+    from .scan_routes import MAX_UPLOAD
+
+    app.add_middleware(Guard, allowed_hosts=allowed_hosts, limits={"/api/scan": MAX_UPLOAD})
+
+    @app.exception_handler(BodyTooLarge)
+    def _too_large(request, exc: BodyTooLarge):
+        return _error(413, exc.detail)
 
     @app.exception_handler(RequestValidationError)
     def _bad_request(request, exc: RequestValidationError):
@@ -110,8 +118,12 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
 
     @app.post("/api/retrieve", response_model=RetrieveResult,
               responses={400: {"description": "unknown strategy or setting"}, 413: {"description": "chunk too long"},
-                         422: {"description": "empty chunk"}, 503: {"description": "database unreachable"}})
+                         422: {"description": "empty chunk, or text that UTF-8 cannot encode"}, 503: {"description": "database unreachable"}})
     def api_retrieve(req: RetrieveRequest = Body(...)):
+        try:
+            check_chunk_text(req.chunkText)
+        except ChunkTextError as e:
+            return _error(e.status, str(e), max_chars=MAX_CHUNK_CHARS)
         try:
             strategy = check_strategy(req.strategy)
         except ConfigError as e:
@@ -133,12 +145,10 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
             return _error(400, str(e))
         try:
             result = retriever.retrieve(req.chunkText, strategy, cfg, explain=req.explain)
-        except ChunkError as e:
-            return _error(e.status, str(e), max_chars=MAX_CHUNK_CHARS)
         except StoreUnavailable as e:
-            return _error(503, f"database unavailable: {e}")
+            return _error(503, f"database unavailable: {retriever.db.hide_paths(str(e))}")
         except StoreError as e:
-            return _error(503, str(e))
+            return _error(503, retriever.db.hide_paths(str(e)))
         except ConfigError as e:
             return _error(400, str(e))
         except LLMError as e:
@@ -184,3 +194,27 @@ def bound_heap() -> bool:
         return bool(libc.mallopt(m_mmap_threshold, 1 << 20)) and bool(libc.mallopt(m_arena_max, 2))
     except (OSError, AttributeError):
         return False
+
+
+def listen_socket(host: str, port: str):
+    """The server's socket, bound before anything else starts, so a bad --host or --port is one
+    line (ValueError) instead of the HTTP server's tracebacks. `port` as given on the command line."""
+    import socket
+
+    text = str(port).strip()
+    if not text.isdigit() or int(text) > 65535:
+        raise ValueError(f"--port {str(port)[:40]!r}: not a port number (0 to 65535; 0 picks a free one)")
+    try:  # IPv4 unless the host is an IPv6 address, as uvicorn does: `localhost` is 127.0.0.1
+        family, kind, proto, _, address = socket.getaddrinfo(host, int(text), family=socket.AF_INET6 if ":" in host
+                                                             else socket.AF_INET, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError, ValueError) as e:
+        raise ValueError(f"--host {host[:100]!r}: not an address of this machine ({getattr(e, 'strerror', None) or e})") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as e:
+        sock.close()
+        raise ValueError(f"cannot listen on {host}:{text} ({e.strerror or e})") from None
+    return sock

@@ -20,6 +20,7 @@ from ..scan.jobs import ScanJobs
 from ..scan.project import discover
 from ..scan.run import FAIL_ON, ScanError, ScanOptions, check_options
 from ..store.scan_files import ZipRejected, extract_project_zip, remove_tree
+from .guards import error as _error
 
 ALLOW_ENV = "GODOT_RAG_SCAN_ALLOW_PATH"
 MAX_UPLOAD = 50 * 2**20
@@ -36,8 +37,38 @@ def allowed_roots() -> list[Path]:
     return [Path(p).resolve() for p in raw.split(os.pathsep) if p.strip()]
 
 
-def _error(status: int, message: str, **extra) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"error": message, **extra})
+MALFORMED_PATH = "malformed path: give an absolute folder path on the server, as text without NUL or control characters"
+OUTSIDE_PATH = "the path is not under a directory the server allows (--allow-path)"
+
+
+class PathRefused(ValueError):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def allowed_folder(raw: str, roots: list[Path]) -> Path:
+    """The real folder a client's `path` names. The allowed roots are checked on the text first, so
+    nothing outside them is resolved or stat'ed (and "outside" answers the same whether the path
+    exists or not); then the real path, links resolved, must be under an allowed root too."""
+    try:
+        raw.encode("utf-8")  # lone surrogates: text that names no file
+    except UnicodeEncodeError:
+        raise PathRefused(400, MALFORMED_PATH) from None
+    if not os.path.isabs(raw) or len(raw) > 4096 or any(ord(ch) < 32 or ch == "\x7f" for ch in raw):
+        raise PathRefused(400, MALFORMED_PATH)
+    lexical = Path(os.path.normpath(raw))
+    if not any(lexical == r or lexical.is_relative_to(r) for r in roots):
+        raise PathRefused(403, OUTSIDE_PATH)
+    try:
+        real = Path(os.path.realpath(lexical))
+    except (OSError, ValueError):
+        raise PathRefused(400, MALFORMED_PATH) from None
+    if not any(real == r or real.is_relative_to(r) for r in roots):
+        raise PathRefused(403, OUTSIDE_PATH)
+    if not real.is_dir():
+        raise PathRefused(400, "no such directory under the allowed directories")
+    return real
 
 
 def _options(raw: dict) -> dict:
@@ -115,21 +146,16 @@ def add_scan_routes(app: FastAPI, retriever, static_dir: Path) -> ScanJobs:
             roots = allowed_roots()
             if not roots:
                 return _error(403, "server-side paths are off: start the server with `godot-rag serve --allow-path DIR`")
-            path = Path(raw["path"]).expanduser()
             try:
-                real = path.resolve(strict=True)
-            except (OSError, RuntimeError):
-                return _error(400, f"{raw['path'][:300]}: no such directory")
-            if not any(real == r or real.is_relative_to(r) for r in roots):
-                return _error(403, f"{raw['path'][:300]}: not under a directory the server allows (--allow-path)")
-            if not real.is_dir():
-                return _error(400, f"{raw['path'][:300]}: not a directory")
+                real = allowed_folder(raw["path"], roots)
+            except PathRefused as e:
+                return _error(e.status, str(e))
             try:
                 await run_in_threadpool(_validate, real, options)
             except ScanError as e:
-                return _error(422 if "no .gd files" in str(e) else 400, str(e))
+                return _error(422 if "no .gd files" in str(e) else 400, str(e).replace(str(real), real.name))
             job_id, job_dir = jobs.new_dir()
-            job = jobs.submit(job_id, job_dir, real, str(real), options)
+            job = jobs.submit(job_id, job_dir, real, real.name, options)
         elif ctype in ("application/zip", "application/x-zip-compressed", "application/octet-stream"):
             try:
                 options = _options(dict(request.query_params))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 
+from ..chunk_text import ChunkTextError, check_chunk_text
 from ..classref import ClassReference
 from ..records import TABLES
 from ..store import queries
@@ -19,7 +20,7 @@ from ..store.db import Database, StoreError, StoreUnavailable
 from ..store.schema import get_meta
 from . import bm25 as bm25_mod
 from .api_source import build_api_index
-from .config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig
+from .config import ConfigError, RetrieveConfig
 from .context import Fallback, Pool, QueryContext, freeze_loaded
 from .strategies import STRATEGIES, check_strategy
 from .tokenize import TokenizerConfig, tokenize, tokenizer_of
@@ -30,30 +31,9 @@ from .version import CLASS_TYPES, version_names
 BM25_PARAM_SLOTS = 6  # k1/b variants kept at once (the counts are shared; only the weights differ)
 
 
-class ChunkError(ValueError):
-    """The chunk itself is unusable (empty, or over the size limit)."""
-
-    def __init__(self, message: str, status: int):
-        super().__init__(message)
-        self.status = status
-
-    def __reduce__(self):  # survives the trip back from a --batch worker process
-        return (ChunkError, (str(self), self.status))
-
-
-def check_chunk(chunk: str) -> str:
-    if chunk is None or not chunk.strip():
-        raise ChunkError("chunkText is empty: pass the raw GDScript chunk", 422)
-    if len(chunk) > MAX_CHUNK_CHARS:
-        raise ChunkError(f"chunkText is {len(chunk)} characters; the limit is {MAX_CHUNK_CHARS}. "
-                         "Split the file into functions or blocks first.", 413)
-    if "\x00" in chunk:
-        at = chunk.index("\x00")
-        line = chunk.count("\n", 0, at) + 1
-        col = at - (chunk.rfind("\n", 0, at) + 1) + 1
-        raise ChunkError(f"chunkText holds a NUL byte at line {line}, column {col}: a .gd file is text, "
-                         "pass the chunk as it is in the file", 422)
-    return chunk
+# The chunk's one check (chunk_text.py), under the names the library has exported so far.
+ChunkError = ChunkTextError
+check_chunk = check_chunk_text
 
 
 class Retriever:

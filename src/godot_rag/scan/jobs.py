@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..store.scan_files import make_job_dir, remove_tree
-from .run import ScanError, ScanInterrupted, ScanOptions, run_scan
+from .run import ScanError, ScanInterrupted, ScanOptions, hide_server_paths, run_scan
 
 MAX_JOBS = 20  # finished jobs kept (with their outputs); older ones are removed
 
@@ -20,7 +20,7 @@ MAX_JOBS = 20  # finished jobs kept (with their outputs); older ones are removed
 @dataclass
 class Job:
     id: str
-    source: str  # "upload" or the server-side path
+    source: str  # what the client sees of the root: "upload", or the server-side folder's name
     dir: Path  # the job's own directory: src/ (an upload), out/
     root: Path
     options: dict
@@ -119,7 +119,7 @@ class ScanJobs:
         o = job.options
         opts = ScanOptions(root=job.root, out=job.out, strategy=o.get("strategy", "F"), godot_version=o.get("godot_version"),
                            workers=1, include_addons=bool(o.get("include_addons")), fail_on=o.get("fail_on"), quiet=True,
-                           settings=dict(o.get("config") or {}))
+                           settings=dict(o.get("config") or {}), shown_root=job.source)
         try:
             res = run_scan(opts, retriever=self.retriever, progress=self._progress(job), cancelled=lambda: self._closing)
         except ScanInterrupted as e:
@@ -132,6 +132,8 @@ class ScanJobs:
             job.summary, job.files, job.findings = res.summary, results_view(res.files), res.findings
             job.status, job.phase = "done", "done"
         finally:
+            if job.error:  # the client sees no server path
+                job.error = hide_server_paths(job.error, self.retriever.db, {job.root: job.source, job.dir: "(job)"})
             job.finished = time.time()
             if job.source == "upload":
                 remove_tree(job.dir / "src")  # the outputs stay until the job is evicted

@@ -4,7 +4,8 @@ A directory with `project.godot` is a Godot project: `config_version=4` is Godot
 Godot 4.x (Godot 3.0 wrote 3). A scan root may hold several projects (a folder of demos); each script
 belongs to the nearest project above it, and one that has none is `auto`. Every `.gitignore` on the way
 is honoured (pathspec, git's rules), and `.godot/`, `.import/`, `.git/` and, unless asked, `addons/` are
-skipped.
+skipped. Nothing outside the scan root is read: links to directories are not followed, and a file
+whose real path leaves the root (a link) is listed but never opened.
 """
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ class Script:
     path: Path
     rel: str  # relative to the scan root, posix
     project: Project
+    outside: bool = False  # a link whose target is outside the scan root: never read
+
+
+def inside(root: Path, path: Path) -> bool:
+    """Whether `path`'s real path (links resolved) is `root` (itself a real path) or under it."""
+    real = os.path.realpath(path)
+    return real == str(root) or real.startswith(str(root).rstrip(os.sep) + os.sep)
 
 
 @dataclass
@@ -51,8 +59,12 @@ class Discovery:
     ignored_files: int = 0  # .gd files excluded by a .gitignore
 
 
-def read_project(project_dir: Path, rel: str) -> Project:
-    text = read_small_text(project_dir / "project.godot") or ""
+def read_project(project_dir: Path, rel: str, root: Path | None = None) -> Project:
+    path = project_dir / "project.godot"
+    if root is not None and not inside(root, path):
+        return Project(project_dir, rel, project_dir.name, None, "auto",
+                       "project.godot is a link out of the scanned folder (not read): auto")
+    text = read_small_text(path) or ""
     m = CONFIG_RE.search(text)
     name_m = NAME_RE.search(text)
     name = name_m.group(1) if name_m else project_dir.name
@@ -69,8 +81,9 @@ def no_project(root: Path) -> Project:
     return Project(root, ".", root.name, None, "auto", "no project.godot: auto")
 
 
-def _gitignore(dir_: Path):
-    text = read_small_text(dir_ / ".gitignore")
+def _gitignore(dir_: Path, root: Path):
+    path = dir_ / ".gitignore"
+    text = read_small_text(path) if inside(root, path) else None
     if text is None:
         return None
     import pathspec
@@ -103,12 +116,12 @@ def discover(root: Path, include_addons: bool = False) -> Discovery:
     stack: list[tuple[Path, Project | None, list]] = [(root, None, [])]
     while stack:
         dir_, project, specs = stack.pop()
-        spec = _gitignore(dir_)
+        spec = _gitignore(dir_, root)
         if spec is not None:
             specs = specs + [(dir_, spec)]
         if (dir_ / "project.godot").is_file():
             rel = "." if dir_ == root else dir_.relative_to(root).as_posix()
-            project = read_project(dir_, rel)
+            project = read_project(dir_, rel, root)
             projects.append(project)
         try:
             entries = sorted(os.scandir(dir_), key=lambda e: e.name)
@@ -141,7 +154,8 @@ def discover(root: Path, include_addons: bool = False) -> Discovery:
                     if fallback not in projects:
                         projects.append(fallback)
                     owner = fallback
-                scripts.append(Script(path, path.relative_to(root).as_posix(), owner))
+                outside = e.is_symlink() and not inside(root, path)
+                scripts.append(Script(path, path.relative_to(root).as_posix(), owner, outside))
         for sub in reversed(subdirs):
             stack.append((sub, project, specs))
     scripts.sort(key=lambda s: s.rel)

