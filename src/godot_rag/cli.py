@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from .cli_options import with_db, with_llm, with_output, with_retrieve
+from .formats import FORMATS
 
 DEFAULT_JSONL = Path("work/godot_rag/jsonl")
 
@@ -160,11 +161,14 @@ def open_llm(llm, needed: bool, why: str):
 @click.option("--workers", default=2, show_default=True, help="Parallel workers for --batch.")
 @click.option("--strategy", "-s", default="F", show_default=True, help="A-F (see `godot-rag strategies`).")
 @click.option("--explain", is_flag=True, help="Show the stage list, every stage's summary, matched terms and stage scores.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="JSON output: records (a line per accepted record; --batch's default), result (--json's default: "
+                   "rejected records by id) or full (everything).")
 @with_output
 @with_retrieve
 @with_llm
 @with_db
-def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn, data_dir):
+def retrieve(source, batch, workers, strategy, explain, fmt, output, rargs, llm, dsn, data_dir):
     """Retrieve evidence for a raw GDScript chunk (FILE, or - for stdin)."""
     from .render import render_table
     from .retrieve.config import ConfigError
@@ -182,7 +186,8 @@ def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn,
             from .batch import run_batch
 
             run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
-                      llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder)
+                      llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder,
+                      fmt=fmt or "records")
             return
         if source is None:
             raise click.UsageError("give a FILE, - for stdin, or --batch FILE.jsonl")
@@ -195,8 +200,14 @@ def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn,
         fail(str(e))
     except ValueError as e:  # a malformed --batch line names its file, line and field
         fail(str(e))
-    if output.as_json:
-        click.echo(result.model_dump_json(indent=2))
+    if output.as_json or fmt:
+        from .formats import json_lines, result_json
+
+        fmt = fmt or "result"
+        if fmt == "records":
+            sys.stdout.write(json_lines(result, fmt, chunk=source.name))
+        else:
+            click.echo(result_json(result, fmt, indent=2))
     else:
         click.echo(render_table(result, explain=explain))
 
@@ -354,6 +365,58 @@ def serve(host, port, no_warm, cross_encoder, llm, dsn, data_dir):
         Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
     finally:
         retriever.db.stop()  # the embedded PostgreSQL this process started goes with it
+
+
+@main.command()
+@click.option("--http", "http", is_flag=True, help="Streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8765, show_default=True)
+@click.option("--allow-path", "allow_paths", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Let the scan tool read project folders under DIR on this machine (repeatable; "
+                   "env GODOT_RAG_SCAN_ALLOW_PATH).")
+@click.option("--no-warm", is_flag=True, help="Do not load the indexes and the embedder at start.")
+@with_retrieve
+@with_llm
+@with_db
+def mcp(http, host, port, allow_paths, no_warm, rargs, llm, dsn, data_dir):
+    """Model Context Protocol server for coding agents: tools evidence, explain, lookup, scan, strategies
+    and the resource godot-rag://record/{table}/{id}. stdio by default (the agent starts it)."""
+    import signal
+
+    from .retrieve.config import ConfigError
+    from .retrieve.pipeline import Retriever
+    from .scan.allowed import allowed_roots
+
+    try:
+        from .api.mcp_server import create_server, print_err, serve_http, serve_stdio, warm_in_background
+    except ImportError as e:
+        fail(str(e))
+    try:
+        cfg = rargs.config(llm)
+    except ConfigError as e:
+        fail(str(e))
+    model = open_llm(llm, False, "mcp")
+    retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder)
+    server = create_server(retriever, cfg, list(allow_paths) or allowed_roots())
+
+    def _exit(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
+    signal.signal(signal.SIGINT, _exit)
+    warm = None
+    try:
+        if not no_warm:
+            warm = warm_in_background(retriever, cfg)
+        if http:
+            serve_http(server, host, port, lambda url: (click.echo(f"godot-rag mcp serving on {url}"), sys.stdout.flush()))
+        else:
+            serve_stdio(server)
+    finally:
+        if warm is not None:
+            warm.join(timeout=120)  # a warm-up half-way through starting the database finishes first
+        retriever.db.stop()  # the embedded PostgreSQL this process started goes with it
+        print_err("godot-rag mcp: stopped")
 
 
 @main.command(name="eval")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..examples import EXAMPLES, REFERENCE_CHUNK  # noqa: F401  (re-exported for callers)
 from ..models.llm import LLMError
@@ -39,6 +39,10 @@ class RetrieveRequest(BaseModel):
                                                              "additionalProperties": False})
     godot_version: str | None = Field(None, description='"3", "4" or "auto" (default): sharpens the ambiguous migration cases only.')
     extends: str | None = Field(None, description="The script's class when the chunk has no `extends` line (e.g. the file header's).")
+    format: Literal["records", "result", "full"] = Field(
+        "full", description='"full": the whole result (the debugger page); "result": rejected records by id, without '
+                            'payload; "records": {"records": [...]}, the accepted records as `retrieve --format records` writes them.')
+    id: str | int | None = Field(None, description="Your name for the chunk, echoed as `chunk` on each record and `id` on a result.")
 
 
 def availability(retriever: Retriever, llm_optional: bool = False) -> dict:
@@ -143,7 +147,9 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
             return _error(400, str(e))
         except LLMError as e:
             return _error(503, f"LLM unavailable: {e}")
-        return JSONResponse(content=result.model_dump(mode="json"))
+        from ..formats import json_object
+
+        return JSONResponse(content=json_object(result, req.format, req.id))
 
     @app.get("/api/strategies")
     def api_strategies():

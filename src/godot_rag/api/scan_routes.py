@@ -8,7 +8,6 @@ The scan runs as a background job; poll GET /api/scan/{job_id} for status, progr
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -16,12 +15,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from ..scan.allowed import PathNotAllowed, allowed_folder, allowed_roots
 from ..scan.jobs import ScanJobs
 from ..scan.project import discover
 from ..scan.run import FAIL_ON, ScanError, ScanOptions, check_options
 from ..store.scan_files import ZipRejected, extract_project_zip, remove_tree
 
-ALLOW_ENV = "GODOT_RAG_SCAN_ALLOW_PATH"
 MAX_UPLOAD = 50 * 2**20
 MAX_JSON = 64 * 2**10
 JOB_ID_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -29,11 +28,6 @@ OUTPUT_FILES = {"report.html": "text/html", "report.md": "text/markdown", "findi
                 "findings.jsonl": "application/x-ndjson", "chunks.jsonl": "application/x-ndjson",
                 "scan.json": "application/json"}
 OPTION_NAMES = ("strategy", "godot_version", "include_addons", "fail_on", "config")
-
-
-def allowed_roots() -> list[Path]:
-    raw = os.environ.get(ALLOW_ENV, "")
-    return [Path(p).resolve() for p in raw.split(os.pathsep) if p.strip()]
 
 
 def _error(status: int, message: str, **extra) -> JSONResponse:
@@ -112,18 +106,10 @@ def add_scan_routes(app: FastAPI, retriever, static_dir: Path) -> ScanJobs:
                 options = _options(raw)
             except ValueError as e:
                 return _error(400, str(e))
-            roots = allowed_roots()
-            if not roots:
-                return _error(403, "server-side paths are off: start the server with `godot-rag serve --allow-path DIR`")
-            path = Path(raw["path"]).expanduser()
             try:
-                real = path.resolve(strict=True)
-            except (OSError, RuntimeError):
-                return _error(400, f"{raw['path'][:300]}: no such directory")
-            if not any(real == r or real.is_relative_to(r) for r in roots):
-                return _error(403, f"{raw['path'][:300]}: not under a directory the server allows (--allow-path)")
-            if not real.is_dir():
-                return _error(400, f"{raw['path'][:300]}: not a directory")
+                real = allowed_folder(raw["path"], allowed_roots(), "godot-rag serve --allow-path DIR")
+            except PathNotAllowed as e:
+                return _error(e.status, str(e))
             try:
                 await run_in_threadpool(_validate, real, options)
             except ScanError as e:
