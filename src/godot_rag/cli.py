@@ -459,6 +459,7 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs
 # -- scan: a whole project (godot_rag.scan) -----------------------------------------------------------
 @main.command()
 @click.argument("project_dir", type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Output directory (default scan-out/<project folder name>/).")
 @click.option("--strategy", "-s", default="F", show_default=True, help="A-D or F (no LLM).")
@@ -484,10 +485,11 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @with_db
-def scan(project_dir, out, strategy, godot_version, workers, formats, changed_since, include_addons, fail_on,
+def scan(project_dir, files, out, strategy, godot_version, workers, formats, changed_since, include_addons, fail_on,
          config_file, settings, max_chunk_chars, cache_file, refresh, no_extends_hint, as_json, quiet, dsn, data_dir):
     """Scan a Godot project (or a folder of projects): every .gd file, chunked, through the retriever;
-    writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md.
+    writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md. FILES, when given,
+    limit the scan to those scripts of the project (what a pre-commit hook passes).
     Exit 0: no finding at --fail-on or above; 1: there is one; 2: usage or database error."""
     import signal
 
@@ -506,6 +508,7 @@ def scan(project_dir, out, strategy, godot_version, workers, formats, changed_si
         overrides = {k: v for k, v in cfg.to_dict().items() if k != "godot_version"}
         opts = ScanOptions(root=project_dir, out=out, strategy=strategy, godot_version=godot_version, workers=workers,
                            formats=tuple(f.strip() for f in formats.split(",") if f.strip()), changed_since=changed_since,
+                           files=tuple(files),
                            include_addons=include_addons, fail_on=fail_on, quiet=quiet, settings=overrides,
                            cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
                            extends_hint=not no_extends_hint)
