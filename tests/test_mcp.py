@@ -92,6 +92,9 @@ async def exercise(session: ClientSession, root) -> None:
         assert needle in text and len(text.splitlines()) == 1 and "Traceback" not in text, text
     again = await session.call_tool("lookup", {"symbol": "Input.is_action_pressed"})
     assert not again.is_error and again.structured_content["kind"] == "method"
+    assert again.structured_content["record_id"].startswith("classes/class_input#")
+    godot4 = (await session.call_tool("lookup", {"symbol": "CharacterBody2D"})).structured_content
+    assert godot4["godot4"] == "CharacterBody2D" and godot4["godot3_name"] == "KinematicBody2D"
 
 
 def test_mcp_over_stdio(fixture_db, project):

@@ -20,7 +20,7 @@ class SymbolError(ValueError):
 class LookupResult(BaseModel):
     symbol: str  # as asked
     godot4: str  # the Godot 4 name: `CharacterBody2D` or `FileAccess.get_length`
-    godot3_name: str | None = None  # the asked name, when it is a Godot 3 name that was renamed
+    godot3_name: str | None = None  # its Godot 3 name when it was renamed (the asked one, or the class it replaced)
     renamed_by: list[str] = []  # the api_mapping ids of those renames
     class_name: str
     member: str | None = None
@@ -80,5 +80,9 @@ def lookup(retriever, symbol: str) -> LookupResult:
         out.update(kind="class", godot4=cls)
     if renamed:
         out.update(godot3_name=symbol, renamed_by=[m["mapping_id"] for m in renamed])
+    elif not member:  # a Godot 4 class that replaced a Godot 3 one (`CharacterBody2D` was `KinematicBody2D`)
+        before = [m for m in mappings.values() if m["target_api"] == cls and m["change_type"] in CLASS_TYPES]
+        if before:
+            out.update(godot3_name=before[0]["source_api"], renamed_by=[m["mapping_id"] for m in before])
     record = retriever.records("docs_chunks").get(rid) if rid else None
     return LookupResult(**out, record_id=rid if record else None, record=record)
