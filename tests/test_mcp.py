@@ -130,3 +130,42 @@ def test_mcp_over_streamable_http(fixture_db, project):
             proc.kill()
             raise
     assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err, err[-2000:]
+
+
+@pytest.mark.parametrize("how", ["stdin closed", "SIGTERM", "SIGINT"])
+def test_mcp_stops_the_database_it_started(pg_root, how):
+    """The server starts its own embedded PostgreSQL (its warm-up opens the database) and stops it
+    however it ends."""
+    import time
+
+    import psutil
+
+    data_dir = pg_root / "mcp_own"
+
+    def postgres() -> list[int]:
+        return [p.pid for p in psutil.process_iter(["name", "cmdline"])
+                if (p.info.get("name") or "").startswith("postgres") and any(str(data_dir) in a for a in p.info.get("cmdline") or [])]
+
+    proc = subprocess.Popen([sys.executable, "-m", "godot_rag.cli", "mcp", "--data-dir", str(data_dir)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 120
+        while not postgres() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert postgres(), proc.stderr.read().decode()[-2000:] if proc.poll() is not None else "no database started"
+        if how == "stdin closed":
+            proc.stdin.close()
+        else:
+            proc.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGINT)
+        proc.wait(timeout=120)
+        err = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == {"stdin closed": 0, "SIGTERM": 143, "SIGINT": 130}[how], err[-2000:]
+    assert "Traceback" not in err and proc.stdout.read() == b""
+    for _ in range(40):
+        if not postgres():
+            break
+        time.sleep(0.25)
+    assert not postgres()

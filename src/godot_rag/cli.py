@@ -404,7 +404,7 @@ def mcp(http, host, port, allow_paths, no_warm, rargs, llm, dsn, data_dir):
 
     signal.signal(signal.SIGTERM, _exit)
     signal.signal(signal.SIGINT, _exit)
-    warm = None
+    warm, signalled = None, None
     try:
         if not no_warm:
             warm = warm_in_background(retriever, cfg)
@@ -412,11 +412,19 @@ def mcp(http, host, port, allow_paths, no_warm, rargs, llm, dsn, data_dir):
             serve_http(server, host, port, lambda url: (click.echo(f"godot-rag mcp serving on {url}"), sys.stdout.flush()))
         else:
             serve_stdio(server)
+    except SystemExit as e:
+        signalled = e.code if isinstance(e.code, int) else 1
+        raise
     finally:
         if warm is not None:
             warm.join(timeout=120)  # a warm-up half-way through starting the database finishes first
         retriever.db.stop()  # the embedded PostgreSQL this process started goes with it
         print_err("godot-rag mcp: stopped")
+        if signalled is not None:
+            # The SDK's stdin reader (or a tool call) may sit in a worker thread the interpreter would
+            # wait for at exit; everything this process started is stopped, so go now.
+            sys.stdout.flush()
+            os._exit(signalled)
 
 
 @main.command(name="eval")

@@ -254,7 +254,7 @@ def warm_in_background(retriever: Retriever, cfg: RetrieveConfig) -> threading.T
         try:
             retriever.warm(cfg)
         except Exception as e:  # noqa: BLE001 - reported by the first tool call instead
-            log.warning("warm-up failed: %s", one_line(str(e))[:300])
+            print_err(f"godot-rag mcp: warm-up failed ({one_line(str(e))[:300]}); the tools answer with the reason")
 
     thread = threading.Thread(target=warm, name="godot-rag-warm", daemon=True)
     thread.start()
