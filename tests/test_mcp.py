@@ -113,7 +113,10 @@ def test_mcp_over_streamable_http(fixture_db, project):
     proc = subprocess.Popen(mcp_command(fixture_db, project, "--http", "--port", str(port)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        line = proc.stdout.readline()  # printed once the socket listens; EOF if the server failed
+        import select
+
+        ready, _, _ = select.select([proc.stdout], [], [], 240)  # the line comes once the socket listens
+        line = proc.stdout.readline() if ready else ""  # "" also when the server failed (EOF)
         assert line.startswith("godot-rag mcp serving on http://127.0.0.1:"), proc.stderr.read()[-2000:]
 
         async def main():
