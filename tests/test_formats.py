@@ -73,6 +73,8 @@ def test_http_takes_the_format(retriever):
     assert full["rejected"] and all("payload" in c for c in full["rejected"])
     bad = client.post("/api/retrieve", json=body | {"format": "jsonl"})
     assert bad.status_code == 422 and "format" in bad.json()["error"]
+    bad = client.post("/api/retrieve", content=json.dumps(body | {"id": "\ud800"}), headers={"content-type": "application/json"})
+    assert bad.status_code == 422 and "surrogate" in bad.json()["error"]
 
 
 def test_record_rows_without_a_validator_say_how_the_record_was_found(retriever):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .formats import error_line, json_lines
+from .formats import check_chunk_id, error_line, json_lines
 from .jsonlines import iter_jsonl
 from .store.db import database_workers
 
@@ -21,9 +21,10 @@ def read_batch(path: Path) -> list[tuple[int, str | int | None, str]]:
         text = rec.get("chunkText", rec.get("chunk_text")) if isinstance(rec, dict) else None
         if not isinstance(text, str):
             raise ValueError(f"{path}:{n}: field 'chunkText' (or 'chunk_text') must be a string")
-        cid = rec.get("id")
-        if cid is not None and (isinstance(cid, bool) or not isinstance(cid, (str, int))):
-            raise ValueError(f"{path}:{n}: field 'id' must be a string or an integer")
+        try:
+            cid = check_chunk_id(rec.get("id"))
+        except ValueError as e:
+            raise ValueError(f"{path}:{n}: field 'id' {e}") from None
         chunks.append((n, cid, text))
     return chunks
 

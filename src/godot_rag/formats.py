@@ -29,6 +29,21 @@ def check_format(name: str) -> str:
     return name
 
 
+def check_chunk_id(value: Any) -> Any:
+    """A chunk's `id` as the user gave it (echoed on every output line): a string or an integer."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be a string or an integer")
+    if len(value) > 1000:
+        raise ValueError("is over 1000 characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("is not valid text (it holds a lone surrogate)") from None
+    return value
+
+
 def one_line(text: str) -> str:
     return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
 

@@ -18,7 +18,7 @@ try:
     from fastapi.responses import FileResponse, JSONResponse
     from fastapi.staticfiles import StaticFiles
     from fastapi.exceptions import RequestValidationError
-    from pydantic import BaseModel, ConfigDict, Field
+    from pydantic import BaseModel, ConfigDict, Field, field_validator
 except ImportError as e:  # pragma: no cover - depends on the extra
     raise ImportError("the HTTP API needs the 'serve' extra: pip install 'godot-rag[serve]'") from e
 
@@ -43,6 +43,13 @@ class RetrieveRequest(BaseModel):
         "full", description='"full": the whole result (the debugger page); "result": rejected records by id, without '
                             'payload; "records": {"records": [...]}, the accepted records as `retrieve --format records` writes them.')
     id: str | int | None = Field(None, description="Your name for the chunk, echoed as `chunk` on each record and `id` on a result.")
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value):
+        from ..formats import check_chunk_id
+
+        return check_chunk_id(value)
 
 
 def availability(retriever: Retriever, llm_optional: bool = False) -> dict:
