@@ -172,3 +172,27 @@ def test_mcp_stops_the_database_it_started(pg_root, how):
             break
         time.sleep(0.25)
     assert not postgres()
+
+
+def test_an_unexpected_failure_is_a_one_line_tool_error(retriever, monkeypatch):
+    """In process, through the SDK's client: a crash inside a tool is one line naming its type, and the
+    next call is answered."""
+    from mcp import Client
+
+    from godot_rag.api.mcp_server import create_server
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("the index is\nbroken")
+
+    server = create_server(retriever)
+
+    async def main():
+        async with Client(server) as client:
+            with monkeypatch.context() as m:
+                m.setattr(retriever, "retrieve", boom)
+                bad = await client.call_tool("evidence", {"chunk": "func f():\n\tpass"})
+            assert bad.is_error and bad.content[0].text == "evidence: internal error: RuntimeError: the index is broken"
+            ok = await client.call_tool("evidence", {"chunk": REFERENCE_CHUNK, "strategy": "B", "k": 2})
+            assert not ok.is_error and ok.structured_content["records"]
+
+    anyio.run(main)
