@@ -1,7 +1,7 @@
-"""1,000 chunks through `godot-rag retrieve --batch` (strategy D): chunks per second and CPU use
-(process CPU seconds / wall seconds; 2.0 means both cores busy).
+"""1,000 chunks through `godot-rag retrieve --batch` (strategy D): chunks per second, CPU use
+(process CPU seconds / wall seconds; 2.0 means both cores busy) and output bytes per chunk.
 
-    python bench/batch.py [--n 1000] [--strategy D] [--workers 2]
+    python bench/batch.py [--n 1000] [--strategy D] [--workers 2] [--format records|result|full]
 """
 import argparse
 import json
@@ -14,6 +14,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--n", type=int, default=1000)
 ap.add_argument("--strategy", default="D")
 ap.add_argument("--workers", type=int, default=2)
+ap.add_argument("--format", default="records", choices=["records", "result", "full"])
 args = ap.parse_args()
 chunks = []
 for f in sorted(Path("../shared/eval").glob("*.jsonl")):
@@ -27,12 +28,13 @@ with open(batch, "w") as fh:
 t = time.perf_counter()
 before = resource.getrusage(resource.RUSAGE_CHILDREN)
 res = subprocess.run(["godot-rag", "retrieve", "--batch", str(batch), "--strategy", args.strategy, "--workers",
-                      str(args.workers), "--quiet"], capture_output=True, text=True)
+                      str(args.workers), "--quiet", "--format", args.format], capture_output=True, text=True)
 wall = time.perf_counter() - t
 after = resource.getrusage(resource.RUSAGE_CHILDREN)
 cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 lines = res.stdout.strip().splitlines()
 summary = [json.loads(l) for l in res.stderr.splitlines() if l.startswith('{"batch_summary"')]
-print(json.dumps({"chunks": len(lines), "wall_s": round(wall, 1), "chunks_per_s_including_start": round(len(lines) / wall, 2),
+print(json.dumps({"chunks": args.n, "output_lines": len(lines), "bytes_per_chunk": round(len(res.stdout.encode()) / args.n),
+                  "wall_s": round(wall, 1), "chunks_per_s_including_start": round(args.n / wall, 2),
                   "retrieval": summary[0]["batch_summary"] if summary else None,
                   "cpu_s": round(cpu, 1), "cores_busy": round(cpu / wall, 2)}, indent=2))

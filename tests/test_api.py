@@ -127,7 +127,7 @@ def test_cli_retrieve_and_batch(fixture_db, tmp_path):
     texts = [REFERENCE_CHUNK, "func _ready():\n    var t = get_node(\"Timer\")\n    t.timeout.connect(_on_timer_timeout)",
              "extends KinematicBody2D"]
     batch.write_text("".join(json.dumps({"chunkText": t}) + "\n" for t in texts))
-    out = subprocess.run(base + ["--batch", str(batch), "--strategy", "B", "--workers", "2", "--quiet"],
+    out = subprocess.run(base + ["--batch", str(batch), "--strategy", "B", "--workers", "2", "--quiet", "--format", "result"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     results = [json.loads(l) for l in out.stdout.splitlines()]
@@ -191,7 +191,7 @@ def test_cli_bad_inputs_are_one_line_errors(fixture_db, tmp_path):
     base = [sys.executable, "-m", "godot_rag.cli", "retrieve", "--data-dir", str(fixture_db.data_dir)]
     batch = tmp_path / "batch.jsonl"
     batch.write_text("".join(json.dumps({"chunkText": t}) + "\n" for t in ["func f():\n    pass", "   ", "x" * 20001]))
-    out = subprocess.run(base + ["--batch", str(batch), "--strategy", "B", "--workers", "2", "--quiet"],
+    out = subprocess.run(base + ["--batch", str(batch), "--strategy", "B", "--workers", "2", "--quiet", "--format", "result"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     lines = [json.loads(l) for l in out.stdout.splitlines()]

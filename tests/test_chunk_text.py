@@ -142,7 +142,8 @@ def check_batch_output(lines: list[dict], bad: list[int]):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_batch_every_bad_line_gets_its_error_line_and_the_batch_goes_on(retriever, tmp_path, capsys, strategy):
     path, bad = batch_file(tmp_path / "batch.jsonl")
-    summary = run_batch(retriever, path, strategy, RetrieveConfig(**STRATEGIES[strategy]), workers=1, quiet=True)
+    summary = run_batch(retriever, path, strategy, RetrieveConfig(**STRATEGIES[strategy]), workers=1, quiet=True,
+                        fmt="result")
     out = capsys.readouterr()
     check_batch_output([json.loads(l) for l in out.out.splitlines()], bad)
     assert summary["bad_lines"] == len(bad) and summary["chunks"] == 2 and summary["lines"] == 11
@@ -154,7 +155,7 @@ def test_batch_every_bad_line_gets_its_error_line_and_the_batch_goes_on(retrieve
 
 def test_cli_batch_two_workers_and_strict(fixture_db, tmp_path):
     path, bad = batch_file(tmp_path / "batch.jsonl")
-    r = _cli(["--batch", str(path), "--strategy", "B", "--workers", "2", "--quiet"], fixture_db.data_dir)
+    r = _cli(["--batch", str(path), "--strategy", "B", "--workers", "2", "--format", "result", "--quiet"], fixture_db.data_dir)
     assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr[-800:]
     check_batch_output([json.loads(l) for l in r.stdout.splitlines()], bad)
     assert json.loads(r.stderr.decode().strip().splitlines()[-1])["batch_summary"]["bad_lines"] == len(bad)

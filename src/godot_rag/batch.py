@@ -1,24 +1,30 @@
-"""`godot-rag retrieve --batch`: many chunks, one process per core, one JSON result per line on stdout
-(in input order). A bad line (not UTF-8, not JSON, not an object with a usable chunkText) gets an error
-line, `{"line": N, "error": ..., "status": ...}`, in its place, and the batch goes on; `strict` refuses
-the whole batch instead, naming every bad line."""
+"""`godot-rag retrieve --batch`: many chunks, one process per core, JSON lines on stdout in input order
+(`--format`: one line per accepted record, or one result per chunk; formats.py). A bad line (not UTF-8,
+not JSON, not an object with a usable chunkText and id) gets an error line,
+`{"line": N, "chunk": ..., "error": ..., "status": ...}`, in its place, and the batch goes on; `strict`
+refuses the whole batch instead, naming every bad line."""
 from __future__ import annotations
 
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from tqdm import tqdm
 
 from .chunk_text import ChunkTextError, check_chunk_text
+from .formats import check_chunk_id, error_line, json_lines
 from .jsonlines import read_jsonl_lines
 from .store.db import database_workers
 
 
 class BadBatch(ValueError):
     """--strict: the batch has bad lines, and none of it is run."""
+
+
+# (line number, the line's `id` or None, chunk text or None, its error line or None)
+BatchItem = tuple[int, Any, "str | None", "str | None"]
 
 
 def _line_problem(rec) -> tuple[str, int] | None:
@@ -28,28 +34,43 @@ def _line_problem(rec) -> tuple[str, int] | None:
     if "chunkText" not in rec and "chunk_text" not in rec:
         return "field 'chunkText' (or 'chunk_text') is missing", 422
     try:
+        check_chunk_id(rec.get("id"))
+    except ValueError as e:
+        return f"field 'id' {e}", 422
+    try:
         check_chunk_text(rec.get("chunkText", rec.get("chunk_text")))
     except ChunkTextError as e:
         return str(e), e.status
     return None
 
 
-def read_batch(path: Path) -> list[tuple[int, str | None, dict | None]]:
-    """(line number, chunk, None) per good line, (line number, None, its error line) per bad one."""
-    items = []
+def read_batch(path: Path) -> list[BatchItem]:
+    """Every line that is not blank: a good one with its chunk, a bad one with its error line."""
+    items: list[BatchItem] = []
     for n, rec, malformed in read_jsonl_lines(path):
         problem = (malformed, 400) if malformed else _line_problem(rec)
+        given = rec.get("id") if isinstance(rec, dict) else None
+        cid = given if _id_ok(given) else None  # a bad id is not echoed: the line number names the line
+        extra = {"line": n} | ({"id": cid} if cid is not None else {})
         if problem is None:
-            items.append((n, rec.get("chunkText", rec.get("chunk_text")), None))
+            items.append((n, cid, rec.get("chunkText", rec.get("chunk_text")), None))
         else:
-            items.append((n, None, {"line": n, "error": problem[0], "status": problem[1]}))
+            items.append((n, cid, None, error_line(problem[0], problem[1], n if cid is None else cid, extra)))
     return items
 
 
-_worker = {}
+def _id_ok(value) -> bool:
+    try:
+        check_chunk_id(value)
+        return True
+    except ValueError:
+        return False
 
 
-def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None):
+_worker: dict = {}
+
+
+def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None, fmt="records"):
     """Each process has its own Retriever: the GIL-bound stages then run on both cores."""
     from .models.llm import make_llm
     from .retrieve.config import RetrieveConfig
@@ -67,63 +88,70 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
     db = Database(dsn=dsn, data_dir=data_dir)
     db.release_at_worker_exit()
     _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder)
-    _worker["strategy"], _worker["cfg"] = strategy, cfg
+    _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, fmt
     _worker["retriever"].warm(cfg, embed=strategy != "B")
 
 
-def _retrieve_line(retriever, strategy, cfg, n: int, chunk: str) -> str:
-    """One result line; a bad chunk gives an error line for that input line, and the batch goes on."""
+def _retrieve_line(retriever, strategy, cfg, fmt: str, item: BatchItem) -> str:
+    """The output lines of one good input line (each ending in a newline); a chunk the retriever refuses
+    gives an error line for that input line, and the batch goes on. Every line names its chunk: the
+    input's `id`, else its line number."""
     from .models.llm import LLMError
     from .store.db import StoreError
 
+    n, cid, chunk, _ = item
+    extra = {"line": n} | ({"id": cid} if cid is not None else {})
     try:
-        return retriever.retrieve(chunk, strategy, cfg, explain=False).model_dump_json()
+        result = retriever.retrieve(chunk, strategy, cfg, explain=False)
     except ChunkTextError as e:
-        return json.dumps({"line": n, "error": str(e), "status": e.status})
+        return error_line(str(e), e.status, n if cid is None else cid, extra)
     except (StoreError, LLMError):
         raise  # the database or the LLM is down: every line would fail
     except Exception as e:  # noqa: BLE001 - one line's failure is its error line; the batch goes on
-        return json.dumps({"line": n, "error": f"internal error: {type(e).__name__}: {str(e)[:200]}", "status": 500})
+        return error_line(f"internal error: {type(e).__name__}: {str(e)[:200]}", 500, n if cid is None else cid, extra)
+    return json_lines(result, fmt, chunk=n if cid is None else cid, extra=extra)
 
 
-def _retrieve_one(item: tuple[int, str]) -> str:
-    return _retrieve_line(_worker["retriever"], _worker["strategy"], _worker["cfg"], *item)
+def _retrieve_one(item: BatchItem) -> str:
+    return _retrieve_line(_worker["retriever"], _worker["strategy"], _worker["cfg"], _worker["format"], item)
 
 
-def _in_order(items: list, results) -> Iterator[str]:
-    """Each input line's output line, in input order: its error line, or the next result."""
-    for _n, _chunk, bad in items:
-        yield json.dumps(bad) if bad else next(results)
+def _in_order(items: list[BatchItem], results) -> Iterator[str]:
+    """Each input line's output, in input order: its error line, or the next result."""
+    for item in items:
+        yield item[3] if item[3] is not None else next(results)
 
 
 def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet: bool = False,
-              llm_spec: dict | None = None, cross_encoder: str | None = None, strict: bool = False) -> dict:
+              llm_spec: dict | None = None, cross_encoder: str | None = None, strict: bool = False,
+              fmt: str = "records") -> dict:
     items = read_batch(path)
-    bad = [b for _n, _c, b in items if b]
+    bad = [item for item in items if item[3] is not None]
     if strict and bad:
         raise BadBatch(f"{path}: {len(bad)} bad line(s); --strict runs none of the batch: "
-                       + "; ".join(f"{path}:{b['line']}: {b['error']}" for b in bad))
-    good = [(n, c) for n, c, b in items if not b]
+                       + "; ".join(f"{path}:{n}: {json.loads(line)['error']}" for n, _, _, line in bad))
+    good = [item for item in items if item[3] is None]
     t0 = time.perf_counter()
     if workers <= 1 or not good:
         if good:
             retriever.warm(cfg, embed=strategy != "B")
-        results = (_retrieve_line(retriever, strategy, cfg, n, c) for n, c in good)
+        results = (_retrieve_line(retriever, strategy, cfg, fmt, item) for item in good)
         for res in tqdm(_in_order(items, results), total=len(items), desc="retrieve", disable=quiet, file=sys.stderr):
-            sys.stdout.write(res + "\n")
+            sys.stdout.write(res)
     else:
         db = retriever.db
         try:
             with database_workers(db, workers, _init_worker,
-                                  (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder)) as pool:
+                                  (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder, fmt)) as pool:
                 results = pool.imap(_retrieve_one, good, chunksize=4)
                 for res in tqdm(_in_order(items, results), total=len(items), desc="retrieve", disable=quiet,
                                 file=sys.stderr):
-                    sys.stdout.write(res + "\n")
+                    sys.stdout.write(res)
         finally:
             db.stop()  # the last handle: the embedded server goes when the batch ends, however it ends
     seconds = time.perf_counter() - t0
     summary = {"lines": len(items), "chunks": len(good), "bad_lines": len(bad), "seconds": round(seconds, 2),
-               "chunks_per_second": round(len(good) / seconds, 2) if seconds > 0 else None, "workers": workers}
+               "chunks_per_second": round(len(good) / seconds, 2) if seconds > 0 else None, "workers": workers,
+               "format": fmt}
     print(json.dumps({"batch_summary": summary}), file=sys.stderr)
     return summary

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from .cli_options import with_db, with_llm, with_output, with_retrieve
+from .formats import FORMATS
 
 DEFAULT_JSONL = Path("work/godot_rag/jsonl")
 
@@ -161,11 +162,14 @@ def open_llm(llm, needed: bool, why: str):
 @click.option("--strict", is_flag=True, help="With --batch: run nothing when a line is bad, and list every bad line.")
 @click.option("--strategy", "-s", default="F", show_default=True, help="A-F (see `godot-rag strategies`).")
 @click.option("--explain", is_flag=True, help="Show the stage list, every stage's summary, matched terms and stage scores.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="JSON output: records (a line per accepted record; --batch's default), result (--json's default: "
+                   "rejected records by id) or full (everything).")
 @with_output
 @with_retrieve
 @with_llm
 @with_db
-def retrieve(source, batch, workers, strict, strategy, explain, output, rargs, llm, dsn, data_dir):
+def retrieve(source, batch, workers, strict, strategy, explain, fmt, output, rargs, llm, dsn, data_dir):
     """Retrieve evidence for a raw GDScript chunk (FILE, or - for stdin)."""
     from .render import render_table
     from .retrieve.config import ConfigError
@@ -184,7 +188,7 @@ def retrieve(source, batch, workers, strict, strategy, explain, output, rargs, l
 
             run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
                       llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder,
-                      strict=strict)
+                      strict=strict, fmt=fmt or "records")
             return
         if source is None:
             raise click.UsageError("give a FILE, - for stdin, or --batch FILE.jsonl")
@@ -197,8 +201,14 @@ def retrieve(source, batch, workers, strict, strategy, explain, output, rargs, l
         fail(str(e))
     except ValueError as e:  # --strict: every bad --batch line, with its file and line
         fail(str(e))
-    if output.as_json:
-        click.echo(result.model_dump_json(indent=2))
+    if output.as_json or fmt:
+        from .formats import json_lines, result_json
+
+        fmt = fmt or "result"
+        if fmt == "records":
+            sys.stdout.write(json_lines(result, fmt, chunk=source.name))
+        else:
+            click.echo(result_json(result, fmt, indent=2))
     else:
         click.echo(render_table(result, explain=explain))
 
@@ -371,6 +381,66 @@ def serve(host, port, allow_hosts, no_warm, cross_encoder, llm, dsn, data_dir):
         retriever.db.stop()  # the embedded PostgreSQL this process started goes with it
 
 
+@main.command()
+@click.option("--http", "http", is_flag=True, help="Streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8765, show_default=True)
+@click.option("--allow-path", "allow_paths", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Let the scan tool read project folders under DIR on this machine (repeatable; "
+                   "env GODOT_RAG_SCAN_ALLOW_PATH).")
+@click.option("--no-warm", is_flag=True, help="Do not load the indexes and the embedder at start.")
+@with_retrieve
+@with_llm
+@with_db
+def mcp(http, host, port, allow_paths, no_warm, rargs, llm, dsn, data_dir):
+    """Model Context Protocol server for coding agents: tools evidence, explain, lookup, scan, strategies
+    and the resource godot-rag://record/{table}/{id}. stdio by default (the agent starts it)."""
+    import signal
+
+    from .retrieve.config import ConfigError
+    from .retrieve.pipeline import Retriever
+    from .scan.allowed import allowed_roots
+
+    try:
+        from .api.mcp_server import create_server, print_err, serve_http, serve_stdio, warm_in_background
+    except ImportError as e:
+        fail(str(e))
+    try:
+        cfg = rargs.config(llm)
+    except ConfigError as e:
+        fail(str(e))
+    model = open_llm(llm, False, "mcp")
+    retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder)
+    server = create_server(retriever, cfg, list(allow_paths) or allowed_roots())
+
+    def _exit(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
+    signal.signal(signal.SIGINT, _exit)
+    warm, signalled = None, None
+    try:
+        if not no_warm:
+            warm = warm_in_background(retriever, cfg)
+        if http:
+            serve_http(server, host, port, lambda url: (click.echo(f"godot-rag mcp serving on {url}"), sys.stdout.flush()))
+        else:
+            serve_stdio(server)
+    except SystemExit as e:
+        signalled = e.code if isinstance(e.code, int) else 1
+        raise
+    finally:
+        if warm is not None:
+            warm.join(timeout=120)  # a warm-up half-way through starting the database finishes first
+        retriever.db.stop()  # the embedded PostgreSQL this process started goes with it
+        print_err("godot-rag mcp: stopped")
+        if signalled is not None:
+            # The SDK's stdin reader (or a tool call) may sit in a worker thread the interpreter would
+            # wait for at exit; everything this process started is stopped, so go now.
+            sys.stdout.flush()
+            os._exit(signalled)
+
+
 @main.command(name="eval")
 @click.argument("more_queries", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--queries", "query_files", required=True, multiple=True, type=click.Path(exists=True, path_type=Path),
@@ -411,6 +481,7 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs
 # -- scan: a whole project (godot_rag.scan) -----------------------------------------------------------
 @main.command()
 @click.argument("project_dir", type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Output directory (default scan-out/<project folder name>/).")
 @click.option("--strategy", "-s", default="F", show_default=True, help="A-D or F (no LLM).")
@@ -436,10 +507,11 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @with_db
-def scan(project_dir, out, strategy, godot_version, workers, formats, changed_since, include_addons, fail_on,
+def scan(project_dir, files, out, strategy, godot_version, workers, formats, changed_since, include_addons, fail_on,
          config_file, settings, max_chunk_chars, cache_file, refresh, no_extends_hint, as_json, quiet, dsn, data_dir):
     """Scan a Godot project (or a folder of projects): every .gd file, chunked, through the retriever;
-    writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md.
+    writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md. FILES, when given,
+    limit the scan to those scripts of the project (what a pre-commit hook passes).
     Exit 0: no finding at --fail-on or above; 1: there is one; 2: usage or database error."""
     import signal
 
@@ -458,6 +530,7 @@ def scan(project_dir, out, strategy, godot_version, workers, formats, changed_si
         overrides = {k: v for k, v in cfg.to_dict().items() if k != "godot_version"}
         opts = ScanOptions(root=project_dir, out=out, strategy=strategy, godot_version=godot_version, workers=workers,
                            formats=tuple(f.strip() for f in formats.split(",") if f.strip()), changed_since=changed_since,
+                           files=tuple(files),
                            include_addons=include_addons, fail_on=fail_on, quiet=quiet, settings=overrides,
                            cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
                            extends_hint=not no_extends_hint)

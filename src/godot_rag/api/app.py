@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..chunk_text import ChunkTextError, check_chunk_text
 from ..examples import EXAMPLES, REFERENCE_CHUNK  # noqa: F401  (re-exported for callers)
@@ -19,7 +19,7 @@ try:
     from fastapi.responses import FileResponse, JSONResponse
     from fastapi.staticfiles import StaticFiles
     from fastapi.exceptions import RequestValidationError
-    from pydantic import BaseModel, ConfigDict, Field
+    from pydantic import BaseModel, ConfigDict, Field, field_validator
 except ImportError as e:  # pragma: no cover - depends on the extra
     raise ImportError("the HTTP API needs the 'serve' extra: pip install 'godot-rag[serve]'") from e
 from .guards import BodyTooLarge, Guard, error as _error
@@ -41,6 +41,17 @@ class RetrieveRequest(BaseModel):
                                                              "additionalProperties": False})
     godot_version: str | None = Field(None, description='"3", "4" or "auto" (default): sharpens the ambiguous migration cases only.')
     extends: str | None = Field(None, description="The script's class when the chunk has no `extends` line (e.g. the file header's).")
+    format: Literal["records", "result", "full"] = Field(
+        "full", description='"full": the whole result (the debugger page); "result": rejected records by id, without '
+                            'payload; "records": {"records": [...]}, the accepted records as `retrieve --format records` writes them.')
+    id: str | int | None = Field(None, description="Your name for the chunk, echoed as `chunk` on each record and `id` on a result.")
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value):
+        from ..formats import check_chunk_id
+
+        return check_chunk_id(value)
 
 
 def availability(retriever: Retriever, llm_optional: bool = False) -> dict:
@@ -153,7 +164,9 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
             return _error(400, str(e))
         except LLMError as e:
             return _error(503, f"LLM unavailable: {e}")
-        return JSONResponse(content=result.model_dump(mode="json"))
+        from ..formats import json_object
+
+        return JSONResponse(content=json_object(result, req.format, req.id))
 
     @app.get("/api/strategies")
     def api_strategies():

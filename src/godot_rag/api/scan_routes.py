@@ -8,7 +8,6 @@ The scan runs as a background job; poll GET /api/scan/{job_id} for status, progr
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -16,13 +15,13 @@ from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from ..scan.allowed import PathNotAllowed, allowed_folder, allowed_roots
 from ..scan.jobs import ScanJobs
 from ..scan.project import discover
 from ..scan.run import FAIL_ON, ScanError, ScanOptions, check_options
 from ..store.scan_files import ZipRejected, extract_project_zip, remove_tree
 from .guards import error as _error
 
-ALLOW_ENV = "GODOT_RAG_SCAN_ALLOW_PATH"
 MAX_UPLOAD = 50 * 2**20
 MAX_JSON = 64 * 2**10
 JOB_ID_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -30,45 +29,6 @@ OUTPUT_FILES = {"report.html": "text/html", "report.md": "text/markdown", "findi
                 "findings.jsonl": "application/x-ndjson", "chunks.jsonl": "application/x-ndjson",
                 "scan.json": "application/json"}
 OPTION_NAMES = ("strategy", "godot_version", "include_addons", "fail_on", "config")
-
-
-def allowed_roots() -> list[Path]:
-    raw = os.environ.get(ALLOW_ENV, "")
-    return [Path(p).resolve() for p in raw.split(os.pathsep) if p.strip()]
-
-
-MALFORMED_PATH = "malformed path: give an absolute folder path on the server, as text without NUL or control characters"
-OUTSIDE_PATH = "the path is not under a directory the server allows (--allow-path)"
-
-
-class PathRefused(ValueError):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-
-
-def allowed_folder(raw: str, roots: list[Path]) -> Path:
-    """The real folder a client's `path` names. The allowed roots are checked on the text first, so
-    nothing outside them is resolved or stat'ed (and "outside" answers the same whether the path
-    exists or not); then the real path, links resolved, must be under an allowed root too."""
-    try:
-        raw.encode("utf-8")  # lone surrogates: text that names no file
-    except UnicodeEncodeError:
-        raise PathRefused(400, MALFORMED_PATH) from None
-    if not os.path.isabs(raw) or len(raw) > 4096 or any(ord(ch) < 32 or ch == "\x7f" for ch in raw):
-        raise PathRefused(400, MALFORMED_PATH)
-    lexical = Path(os.path.normpath(raw))
-    if not any(lexical == r or lexical.is_relative_to(r) for r in roots):
-        raise PathRefused(403, OUTSIDE_PATH)
-    try:
-        real = Path(os.path.realpath(lexical))
-    except (OSError, ValueError):
-        raise PathRefused(400, MALFORMED_PATH) from None
-    if not any(real == r or real.is_relative_to(r) for r in roots):
-        raise PathRefused(403, OUTSIDE_PATH)
-    if not real.is_dir():
-        raise PathRefused(400, "no such directory under the allowed directories")
-    return real
 
 
 def _options(raw: dict) -> dict:
@@ -143,12 +103,9 @@ def add_scan_routes(app: FastAPI, retriever, static_dir: Path) -> ScanJobs:
                 options = _options(raw)
             except ValueError as e:
                 return _error(400, str(e))
-            roots = allowed_roots()
-            if not roots:
-                return _error(403, "server-side paths are off: start the server with `godot-rag serve --allow-path DIR`")
             try:
-                real = allowed_folder(raw["path"], roots)
-            except PathRefused as e:
+                real = allowed_folder(raw["path"], allowed_roots(), "godot-rag serve --allow-path DIR")
+            except PathNotAllowed as e:
                 return _error(e.status, str(e))
             try:
                 await run_in_threadpool(_validate, real, options)

@@ -56,6 +56,7 @@ class ScanOptions:
     workers: int = 0  # 0: one per core
     formats: tuple[str, ...] = FORMATS
     changed_since: str | None = None
+    files: tuple[Path, ...] = ()  # only these scripts (a pre-commit hook passes the changed ones)
     include_addons: bool = False
     fail_on: str | None = None
     quiet: bool = False
@@ -213,6 +214,9 @@ def plan(opts: ScanOptions, strategy: str, base_cfg: dict) -> tuple[object, list
         except ValueError as e:
             raise ScanError(str(e)) from None
         scripts = [s for s in scripts if s.path.resolve() in changed]
+    if opts.files:
+        chosen = {Path(f).resolve() for f in opts.files}
+        scripts = [s for s in scripts if s.path.resolve() in chosen]
     files = []
     for s in scripts:
         version = opts.godot_version or s.project.godot_version

@@ -1,0 +1,288 @@
+"""`godot-rag mcp`: the Model Context Protocol server for coding agents (the official SDK, `mcp`).
+
+Tools (typed input schemas, structured output): `evidence`, `explain`, `lookup`, `scan`, `strategies`;
+resource `godot-rag://record/{table}/{id}`. The same Retriever, settings model and database as the
+CLI and the HTTP API; the answers are the shared renderings (formats.py) and the why-not of the
+debugger page (retrieve/why.py). Every error is a tool error with a one-line message; the server
+keeps answering.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from ..formats import one_line, record_rows
+from ..models.llm import LLMError
+from ..retrieve.config import ConfigError, RetrieveConfig
+from ..retrieve.lookup import LookupResult, SymbolError, lookup as lookup_symbol
+from ..chunk_text import ChunkTextError, check_chunk_text
+from ..retrieve.pipeline import Retriever
+from ..retrieve.strategies import STRATEGIES, describe
+from ..retrieve.why import WhyRecord, unseen_reason, why
+from ..scan.allowed import PathNotAllowed, allowed_folder
+from ..store.db import StoreError
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
+except ImportError as e:  # pragma: no cover - depends on the extra
+    raise ImportError("the MCP server needs the 'mcp' extra: pip install 'godot-rag[mcp]'") from e
+
+log = logging.getLogger("godot_rag.mcp")
+
+Strategy = Literal["A", "B", "C", "D", "E", "F"]
+GodotVersion = Literal["auto", "3", "4"]
+Chunk = Annotated[str, Field(description="The raw GDScript chunk, exactly as it appears in the .gd file.")]
+K = Annotated[int, Field(ge=1, le=100, description="Results per table (F: the guides group of docs).")]
+Extends = Annotated[str | None, Field(description="The script's class when the chunk has no `extends` line.")]
+TOP_FINDING_FIELDS = ("file", "line", "column", "severity", "label", "expected_finding", "recommended_action",
+                      "mappings", "docs_chunk_ids")
+
+
+# -- structured outputs -----------------------------------------------------------------------------
+class EvidenceRecord(BaseModel):
+    table: str
+    id: str
+    payload: dict[str, Any]  # the user's record, as stored
+    score: float
+    reason: str  # one line: the validator's reason, or how the record was found
+    group: str | None = None  # docs in F: "guides" or "api_reference"
+
+
+class Evidence(BaseModel):
+    strategy: str
+    chunk_sha256: str
+    records: list[EvidenceRecord]
+    rejected: int  # records the validator rejected (`explain` says why)
+    total_ms: float
+
+
+class Explanation(BaseModel):
+    strategy: str
+    record: str  # as asked: a record id or a docs page path
+    verdict: str  # one line
+    records: list[WhyRecord]  # every record known under that id or page: where each was lost, stage by stage
+    unseen_reason: str | None = None  # when no stage saw it
+
+
+class ScanReport(BaseModel):
+    root: str
+    files_scanned: int
+    chunks: int
+    findings: dict[str, Any]  # total, by_severity, by_label, migration
+    top_findings: list[dict[str, Any]]  # the most severe first
+    unreadable: list[dict[str, Any]] = []
+    chunk_errors: int = 0
+    seconds: float
+
+
+class StrategyEntry(BaseModel):
+    about: str
+    stages: list[str]
+    available: bool
+    unavailable_reason: str | None = None
+
+
+class Strategies(BaseModel):
+    default: str
+    strategies: dict[str, StrategyEntry]
+
+
+# -- the server ---------------------------------------------------------------------------------------
+def checked_chunk(chunk: str) -> str:
+    """The one check of an incoming chunk (chunk_text.py: empty, too long, NUL, lone surrogates)."""
+    try:
+        return check_chunk_text(chunk)
+    except ChunkTextError as e:
+        raise ToolError(str(e)) from None
+
+
+def _argument_errors(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors()[:3]:
+        where = ".".join(str(x) for x in err.get("loc", ()) if x != "body") or "arguments"
+        parts.append(f"argument '{where}': {err.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+class GodotRagMCP(MCPServer):
+    """The SDK's server, with every tool error on one line (argument errors name the argument)."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as e:
+            cause = e.__cause__
+            log.error("tool %s failed", name, exc_info=cause)
+            raise ToolError(f"{name}: internal error: {type(cause).__name__}: {one_line(str(cause))[:300]}") from None
+        except ToolError as e:
+            cause = e.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"{name}: {_argument_errors(cause)}") from None
+            message = str(e).removeprefix(f"Error executing tool {name}: ")
+            raise ToolError(f"{name}: {one_line(message)[:500]}") from None
+
+
+def create_server(retriever: Retriever, base_cfg: RetrieveConfig | None = None,
+                  allow_paths: list[Path] | None = None) -> GodotRagMCP:
+    base = (base_cfg or RetrieveConfig()).to_dict()
+    roots = [Path(p).resolve() for p in allow_paths or []]
+    server = GodotRagMCP("godot-rag", version="0.1.0", log_level="WARNING", instructions=(
+        "Evidence for raw GDScript chunks from the Godot 4 docs, the Godot 3 -> 4 API mappings and reviewer "
+        "findings. Call `evidence` with a chunk exactly as it is in the .gd file; `explain` says why a record "
+        "came back or not; `lookup` gives a class or member's Godot 4 reference entry."))
+
+    def config(k: int, godot_version: str, extends: str | None) -> RetrieveConfig:
+        try:
+            return RetrieveConfig.from_mapping(base | {"k": k, "godot_version": godot_version}
+                                               | ({"extends": extends} if extends else {}))
+        except ConfigError as e:
+            raise ToolError(str(e)) from None
+
+    def run(chunk: str, strategy: str, cfg: RetrieveConfig, explain: bool):
+        chunk = checked_chunk(chunk)
+        needs = STRATEGIES[strategy].needs
+        if needs and retriever.llm is None and not cfg.llm_optional:
+            raise ToolError(f"strategy {strategy} needs an LLM, and this server has none: "
+                            "start it with --llm-bundled 0.5b (or --llm-gguf FILE, --llm-url URL)")
+        try:
+            return retriever.retrieve(chunk, strategy, cfg, explain=explain)
+        except (ChunkTextError, ConfigError, StoreError) as e:
+            raise ToolError(str(e)) from None
+        except LLMError as e:
+            raise ToolError(f"LLM unavailable: {e}") from None
+
+    @server.tool(description="The evidence records for a raw GDScript chunk: the accepted records (Godot 4 docs "
+                             "chunks, Godot 3 -> 4 API mappings, reviewer findings), each as the user's JSONL record "
+                             "with its score and a one-line reason.")
+    def evidence(chunk: Chunk, strategy: Strategy = "F", k: K = 10, godot_version: GodotVersion = "auto",
+                 extends: Extends = None) -> Evidence:
+        result = run(chunk, strategy, config(k, godot_version, extends), explain=False)
+        rows = [EvidenceRecord(**{f: v for f, v in row.items() if f != "chunk"}) for row in record_rows(result, None)]
+        return Evidence(strategy=result.strategy, chunk_sha256=result.chunk_sha256, records=rows,
+                        rejected=len(result.rejected), total_ms=result.trace.total_ms)
+
+    @server.tool(description="Why this record, or why not: the stage of the strategy that lost the record, with its "
+                             "rank and score at every stage it reached (the debugger page's why-not). record_id is a "
+                             "record id (page#NNN, table:from->to, a prototype id) or a docs page path.")
+    def explain(chunk: Chunk, record_id: Annotated[str, Field(min_length=1, max_length=500)], strategy: Strategy = "F",
+                k: K = 10, godot_version: GodotVersion = "auto", extends: Extends = None) -> Explanation:
+        result = run(chunk, strategy, config(k, godot_version, extends), explain=True)
+        found = why(result, record_id.strip())
+        if not found:
+            reason = unseen_reason(result)
+            return Explanation(strategy=result.strategy, record=record_id, records=[], unseen_reason=reason,
+                               verdict=f"lost before the first stage: {reason}")
+        return Explanation(strategy=result.strategy, record=record_id, records=found,
+                           verdict="; ".join(f"{r.id}: {r.verdict}" for r in found[:5]))
+
+    @server.tool(description="Class or Class.member -> its Godot 4 class-reference entry (kind, type, inheritance, "
+                             "the docs record). A Godot 3 name the converter renamed (KinematicBody2D) is followed "
+                             "to its Godot 4 name, and the answer says so.")
+    def lookup(symbol: Annotated[str, Field(min_length=1, max_length=200, description="Class or Class.member")]) -> LookupResult:
+        try:
+            return lookup_symbol(retriever, symbol)
+        except (SymbolError, StoreError) as e:
+            raise ToolError(str(e)) from None
+
+    @server.tool(description="Scan a Godot project folder on this machine (only under a directory the server allows, "
+                             "--allow-path): the findings summary and the most severe findings.")
+    def scan(path: Annotated[str, Field(min_length=1, max_length=4096)], godot_version: GodotVersion | None = None,
+             include_addons: bool = False, top: Annotated[int, Field(ge=1, le=100)] = 10) -> ScanReport:
+        from ..scan.findings import severity_rank
+        from ..scan.run import ScanError, ScanOptions, run_scan
+
+        try:
+            root = allowed_folder(path, roots, "godot-rag mcp --allow-path DIR")
+        except PathNotAllowed as e:
+            raise ToolError(str(e)) from None
+        settings = {k: v for k, v in base.items() if k != "godot_version"}
+        with tempfile.TemporaryDirectory(prefix="godot-rag-mcp-scan-") as out:
+            # One process: the scan runs in this server, on its retriever (`godot-rag scan` uses every core).
+            opts = ScanOptions(root=root, out=Path(out) / "scan", formats=(), workers=1, quiet=True,
+                               godot_version=godot_version, include_addons=include_addons, settings=settings)
+            try:
+                res = run_scan(opts, retriever=retriever)
+            except ScanError as e:
+                raise ToolError(str(e)) from None
+        s = res.summary
+        ranked = sorted(res.findings, key=lambda f: (-severity_rank(f["severity"]), f["file"], f["line"]))
+        return ScanReport(root=s["root"], files_scanned=s["files_scanned"], chunks=s["chunks"], findings=s["findings"],
+                          top_findings=[{k: f.get(k) for k in TOP_FINDING_FIELDS} | {"code": f["evidence"]["code"]}
+                                        for f in ranked[:top]],
+                          unreadable=s["unreadable"], chunk_errors=len(s["chunk_errors"]), seconds=s["seconds"])
+
+    @server.tool(description="Each strategy (A-F), what it does, its stage list, and whether this server can run it.")
+    def strategies() -> Strategies:
+        out = {}
+        for name, s in describe().items():
+            missing = bool(s["needs"]) and retriever.llm is None and not base.get("llm_optional")
+            out[name] = StrategyEntry(about=s["about"], stages=[st["name"] for st in s["stages"]], available=not missing,
+                                      unavailable_reason=f"needs {s['needs']}; this server has no LLM" if missing else None)
+        return Strategies(default="F", strategies=out)
+
+    @server.resource("godot-rag://record/{table}/{+id}", mime_type="application/json",
+                     description="One stored record by table and id (percent-encode `#` as %23 in docs ids).")
+    def record(table: str, id: str) -> str:
+        from ..records import TABLES
+
+        if table not in TABLES:
+            raise ResourceNotFoundError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
+        try:
+            payload = retriever.records(table).get(id)
+        except StoreError as e:
+            raise ResourceNotFoundError(one_line(str(e))) from None
+        if payload is None:
+            raise ResourceNotFoundError(f"{table} has no record {id!r}")
+        return json.dumps(payload, ensure_ascii=False)
+
+    return server
+
+
+# -- running it -------------------------------------------------------------------------------------
+def warm_in_background(retriever: Retriever, cfg: RetrieveConfig) -> threading.Thread:
+    """Load the indexes and the embedder while the client connects: the first answer is then quick, and
+    `initialize` is not kept waiting. A failure is only logged (the tools answer with the reason)."""
+
+    def warm():
+        try:
+            retriever.warm(cfg)
+        except Exception as e:  # noqa: BLE001 - reported by the first tool call instead
+            print_err(f"godot-rag mcp: warm-up failed ({one_line(str(e))[:300]}); the tools answer with the reason")
+
+    thread = threading.Thread(target=warm, name="godot-rag-warm", daemon=True)
+    thread.start()
+    return thread
+
+
+def serve_stdio(server: GodotRagMCP) -> None:
+    """Until the client closes stdin. The SDK points fd 1 at stderr meanwhile, so nothing stray reaches the wire."""
+    import anyio
+
+    anyio.run(server.run_stdio_async)
+
+
+def serve_http(server: GodotRagMCP, host: str, port: int, announce) -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp; `announce(url)` once the socket listens."""
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets=None):
+            await super().startup(sockets=sockets)
+            if not self.should_exit:
+                announce(f"http://{host}:{port}/mcp")
+
+    Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
+
+
+def print_err(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

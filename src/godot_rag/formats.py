@@ -1,0 +1,97 @@
+"""The JSON renderings of one retrieve result, shared by `retrieve`, `retrieve --batch`, the HTTP API
+and the MCP server:
+
+- `records`: one object per accepted record, the user's record as it is stored, with the chunk it
+  answers, its score and a one-line reason: `{"chunk", "table", "id", "payload", "score", "reason"}`;
+- `result`: the result object, where rejected and cut records are referenced by id (no payload);
+- `full`: the result object with everything.
+"""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the CLI reads FORMATS without loading the result model
+    from .retrieve.types import Candidate, RetrieveResult
+
+FORMATS = ("records", "result", "full")
+# Rejected and cut records keep their id, scores, verdict, reason and trace; the payload is the stored record.
+_NO_PAYLOAD = {"rejected": {"__all__": {"payload"}}, "cut": {"__all__": {"payload"}}}
+
+
+class FormatError(ValueError):
+    pass
+
+
+def check_format(name: str) -> str:
+    if name not in FORMATS:
+        raise FormatError(f"unknown format {name!r}; valid: {', '.join(FORMATS)}")
+    return name
+
+
+def check_chunk_id(value: Any) -> Any:
+    """A chunk's `id` as the user gave it (echoed on every output line): a string or an integer."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be a string or an integer")
+    if len(value) > 1000:
+        raise ValueError("is over 1000 characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("is not valid text (it holds a lone surrogate)") from None
+    return value
+
+
+def one_line(text: str) -> str:
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+def reason_of(c: Candidate) -> str:
+    """The validator's reason (F) or, without a validator, how the record was found."""
+    if c.reason:
+        return one_line(c.reason)
+    return f"found by {c.source or 'the ranking'}, rank {c.rank}, score {round(c.score, 4)}"
+
+
+def record_rows(result: RetrieveResult, chunk: Any) -> list[dict]:
+    """The accepted records, in the result's order (by table, then rank)."""
+    rows = []
+    for c in result.results:
+        row = {"chunk": chunk, "table": c.table, "id": c.id, "payload": c.payload, "score": round(c.score, 6),
+               "reason": reason_of(c)}
+        if c.group:
+            row["group"] = c.group
+        rows.append(row)
+    return rows
+
+
+def result_dict(result: RetrieveResult, fmt: str = "result") -> dict:
+    return result.model_dump(mode="json", exclude=_NO_PAYLOAD if fmt == "result" else None)
+
+
+def json_object(result: RetrieveResult, fmt: str, chunk_id: Any = None) -> dict:
+    """One JSON object (an HTTP answer): `{"records": [...]}`, or the result with the chunk's `id` when given."""
+    if fmt == "records":
+        return {"records": record_rows(result, chunk_id)}
+    return ({"id": chunk_id} if chunk_id is not None else {}) | result_dict(result, fmt)
+
+
+def result_json(result: RetrieveResult, fmt: str = "result", indent: int | None = None) -> str:
+    return result.model_dump_json(indent=indent, exclude=_NO_PAYLOAD if fmt == "result" else None)
+
+
+def json_lines(result: RetrieveResult, fmt: str, chunk: Any = None, extra: dict | None = None) -> str:
+    """The result in `fmt` as JSON lines, each ending in a newline ("" for `records` without a record).
+    `extra` (the batch line's number and id) goes on the result object; `records` rows carry `chunk`."""
+    if fmt == "records":
+        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in record_rows(result, chunk))
+    body = result_json(result, fmt)
+    if extra:  # spliced in front: pydantic writes the JSON faster than json.dumps of its dict
+        body = json.dumps(extra, ensure_ascii=False)[:-1] + ", " + body[1:]
+    return body + "\n"
+
+
+def error_line(message: str, status: int, chunk: Any, extra: dict | None = None) -> str:
+    return json.dumps({**(extra or {}), "chunk": chunk, "error": message, "status": status}, ensure_ascii=False) + "\n"
