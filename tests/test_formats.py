@@ -59,7 +59,27 @@ def test_batch_writes_records_by_default_and_echoes_ids(fixture_db, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"chunkText": "a"}) + "\n" + json.dumps({"id": [1], "chunkText": "b"}) + "\n")
     r = subprocess.run(base[:-1] + [str(bad)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "Traceback" not in r.stderr  # the one batch rule: the bad line's own error line
+    error = [json.loads(line) for line in r.stdout.splitlines() if '"error"' in line]
+    assert [(e["line"], e["chunk"], e["status"]) for e in error] == [(2, 2, 422)] and "field 'id'" in error[0]["error"]
+    r = subprocess.run(base[:-1] + [str(bad), "--strict"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "bad.jsonl:2: field 'id'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_prompt_format_everywhere(retriever, fixture_db, tmp_path):
+    res = retriever.retrieve(GODOT3, "F", RetrieveConfig(), explain=False)
+    line = json.loads(json_lines(res, "prompt", chunk="g3", extra={"line": 1}, prompt_budget=300))
+    assert line["chunk"] == "g3" and line["line"] == 1 and 0 < line["tokens"] <= 300
+    assert "- KinematicBody2D -> CharacterBody2D (class rename, line 1)" in line["prompt"]
+    client = TestClient(create_app(retriever, warm=False))
+    body = {"chunkText": GODOT3, "strategy": "F", "format": "prompt", "prompt_budget": 300, "id": "g3"}
+    assert client.post("/api/retrieve", json=body).json() == {k: v for k, v in line.items() if k != "line"}
+    assert client.post("/api/retrieve", json=body | {"prompt_budget": 0}).status_code == 422
+    chunk = tmp_path / "g3.gd"
+    chunk.write_text(GODOT3)
+    out = subprocess.run([sys.executable, "-m", "godot_rag.cli", "retrieve", str(chunk), "--data-dir", str(fixture_db.data_dir),
+                          "--format", "prompt", "--prompt-budget", "300"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == line["prompt"]
 
 
 def test_http_takes_the_format(retriever):

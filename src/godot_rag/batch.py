@@ -70,7 +70,7 @@ def _id_ok(value) -> bool:
 _worker: dict = {}
 
 
-def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None, fmt="records"):
+def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None, fmt="records", prompt_budget=None):
     """Each process has its own Retriever: the GIL-bound stages then run on both cores."""
     from .models.llm import make_llm
     from .retrieve.config import RetrieveConfig
@@ -88,11 +88,11 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
     db = Database(dsn=dsn, data_dir=data_dir)
     db.release_at_worker_exit()
     _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder)
-    _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, fmt
+    _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, (fmt, prompt_budget)
     _worker["retriever"].warm(cfg, embed=strategy != "B")
 
 
-def _retrieve_line(retriever, strategy, cfg, fmt: str, item: BatchItem) -> str:
+def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: BatchItem) -> str:
     """The output lines of one good input line (each ending in a newline); a chunk the retriever refuses
     gives an error line for that input line, and the batch goes on. Every line names its chunk: the
     input's `id`, else its line number."""
@@ -109,7 +109,7 @@ def _retrieve_line(retriever, strategy, cfg, fmt: str, item: BatchItem) -> str:
         raise  # the database or the LLM is down: every line would fail
     except Exception as e:  # noqa: BLE001 - one line's failure is its error line; the batch goes on
         return error_line(f"internal error: {type(e).__name__}: {str(e)[:200]}", 500, n if cid is None else cid, extra)
-    return json_lines(result, fmt, chunk=n if cid is None else cid, extra=extra)
+    return json_lines(result, fmt[0], chunk=n if cid is None else cid, extra=extra, prompt_budget=fmt[1])
 
 
 def _retrieve_one(item: BatchItem) -> str:
@@ -124,7 +124,7 @@ def _in_order(items: list[BatchItem], results) -> Iterator[str]:
 
 def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet: bool = False,
               llm_spec: dict | None = None, cross_encoder: str | None = None, strict: bool = False,
-              fmt: str = "records") -> dict:
+              fmt: str = "records", prompt_budget: int | None = None) -> dict:
     items = read_batch(path)
     bad = [item for item in items if item[3] is not None]
     if strict and bad:
@@ -135,14 +135,15 @@ def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet
     if workers <= 1 or not good:
         if good:
             retriever.warm(cfg, embed=strategy != "B")
-        results = (_retrieve_line(retriever, strategy, cfg, fmt, item) for item in good)
+        results = (_retrieve_line(retriever, strategy, cfg, (fmt, prompt_budget), item) for item in good)
         for res in tqdm(_in_order(items, results), total=len(items), desc="retrieve", disable=quiet, file=sys.stderr):
             sys.stdout.write(res)
     else:
         db = retriever.db
         try:
             with database_workers(db, workers, _init_worker,
-                                  (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder, fmt)) as pool:
+                                  (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder, fmt,
+                                   prompt_budget)) as pool:
                 results = pool.imap(_retrieve_one, good, chunksize=4)
                 for res in tqdm(_in_order(items, results), total=len(items), desc="retrieve", disable=quiet,
                                 file=sys.stderr):

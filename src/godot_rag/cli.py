@@ -163,13 +163,16 @@ def open_llm(llm, needed: bool, why: str):
 @click.option("--strategy", "-s", default="F", show_default=True, help="A-F (see `godot-rag strategies`).")
 @click.option("--explain", is_flag=True, help="Show the stage list, every stage's summary, matched terms and stage scores.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-              help="JSON output: records (a line per accepted record; --batch's default), result (--json's default: "
-                   "rejected records by id) or full (everything).")
+              help="Output: records (a JSON line per accepted record; --batch's default), result (--json's default: "
+                   "rejected records by id), full (everything) or prompt (the accepted evidence as text for a "
+                   "model's prompt; see --prompt-budget).")
+@click.option("--prompt-budget", type=click.IntRange(1, 100_000), default=None,
+              help="With --format prompt: the evidence's size in (estimated) tokens [default: 600].")
 @with_output
 @with_retrieve
 @with_llm
 @with_db
-def retrieve(source, batch, workers, strict, strategy, explain, fmt, output, rargs, llm, dsn, data_dir):
+def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budget, output, rargs, llm, dsn, data_dir):
     """Retrieve evidence for a raw GDScript chunk (FILE, or - for stdin)."""
     from .render import render_table
     from .retrieve.config import ConfigError
@@ -188,7 +191,7 @@ def retrieve(source, batch, workers, strict, strategy, explain, fmt, output, rar
 
             run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
                       llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder,
-                      strict=strict, fmt=fmt or "records")
+                      strict=strict, fmt=fmt or "records", prompt_budget=prompt_budget)
             return
         if source is None:
             raise click.UsageError("give a FILE, - for stdin, or --batch FILE.jsonl")
@@ -205,7 +208,11 @@ def retrieve(source, batch, workers, strict, strategy, explain, fmt, output, rar
         from .formats import json_lines, result_json
 
         fmt = fmt or "result"
-        if fmt == "records":
+        if fmt == "prompt":  # plain text, to paste into a prompt
+            from .formats import prompt_object
+
+            click.echo(prompt_object(result, source.name, prompt_budget)["prompt"])
+        elif fmt == "records":
             sys.stdout.write(json_lines(result, fmt, chunk=source.name))
         else:
             click.echo(result_json(result, fmt, indent=2))

@@ -4,7 +4,9 @@ and the MCP server:
 - `records`: one object per accepted record, the user's record as it is stored, with the chunk it
   answers, its score and a one-line reason: `{"chunk", "table", "id", "payload", "score", "reason"}`;
 - `result`: the result object, where rejected and cut records are referenced by id (no payload);
-- `full`: the result object with everything.
+- `full`: the result object with everything;
+- `prompt`: the accepted evidence as text for a model's prompt, within a token budget
+  (evidence_prompt.py), as `{"chunk", "prompt", "tokens"}`.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the CLI reads FORMATS without loading the result model
     from .retrieve.types import Candidate, RetrieveResult
 
-FORMATS = ("records", "result", "full")
+FORMATS = ("records", "result", "full", "prompt")
 # Rejected and cut records keep their id, scores, verdict, reason and trace; the payload is the stored record.
 _NO_PAYLOAD = {"rejected": {"__all__": {"payload"}}, "cut": {"__all__": {"payload"}}}
 
@@ -67,14 +69,24 @@ def record_rows(result: RetrieveResult, chunk: Any) -> list[dict]:
     return rows
 
 
+def prompt_object(result: RetrieveResult, chunk: Any, budget: int | None = None) -> dict:
+    from .evidence_prompt import DEFAULT_BUDGET_TOKENS, estimate_tokens, render_prompt
+
+    text = render_prompt(result, DEFAULT_BUDGET_TOKENS if budget is None else budget)
+    return {"chunk": chunk, "prompt": text, "tokens": estimate_tokens(text)}
+
+
 def result_dict(result: RetrieveResult, fmt: str = "result") -> dict:
     return result.model_dump(mode="json", exclude=_NO_PAYLOAD if fmt == "result" else None)
 
 
-def json_object(result: RetrieveResult, fmt: str, chunk_id: Any = None) -> dict:
-    """One JSON object (an HTTP answer): `{"records": [...]}`, or the result with the chunk's `id` when given."""
+def json_object(result: RetrieveResult, fmt: str, chunk_id: Any = None, prompt_budget: int | None = None) -> dict:
+    """One JSON object (an HTTP answer): `{"records": [...]}`, the prompt text, or the result with the chunk's
+    `id` when given."""
     if fmt == "records":
         return {"records": record_rows(result, chunk_id)}
+    if fmt == "prompt":
+        return prompt_object(result, chunk_id, prompt_budget)
     return ({"id": chunk_id} if chunk_id is not None else {}) | result_dict(result, fmt)
 
 
@@ -82,11 +94,14 @@ def result_json(result: RetrieveResult, fmt: str = "result", indent: int | None 
     return result.model_dump_json(indent=indent, exclude=_NO_PAYLOAD if fmt == "result" else None)
 
 
-def json_lines(result: RetrieveResult, fmt: str, chunk: Any = None, extra: dict | None = None) -> str:
+def json_lines(result: RetrieveResult, fmt: str, chunk: Any = None, extra: dict | None = None,
+               prompt_budget: int | None = None) -> str:
     """The result in `fmt` as JSON lines, each ending in a newline ("" for `records` without a record).
     `extra` (the batch line's number and id) goes on the result object; `records` rows carry `chunk`."""
     if fmt == "records":
         return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in record_rows(result, chunk))
+    if fmt == "prompt":
+        return json.dumps((extra or {}) | prompt_object(result, chunk, prompt_budget), ensure_ascii=False) + "\n"
     body = result_json(result, fmt)
     if extra:  # spliced in front: pydantic writes the JSON faster than json.dumps of its dict
         body = json.dumps(extra, ensure_ascii=False)[:-1] + ", " + body[1:]

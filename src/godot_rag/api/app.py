@@ -41,9 +41,12 @@ class RetrieveRequest(BaseModel):
                                                              "additionalProperties": False})
     godot_version: str | None = Field(None, description='"3", "4" or "auto" (default): sharpens the ambiguous migration cases only.')
     extends: str | None = Field(None, description="The script's class when the chunk has no `extends` line (e.g. the file header's).")
-    format: Literal["records", "result", "full"] = Field(
+    format: Literal["records", "result", "full", "prompt"] = Field(
         "full", description='"full": the whole result (the debugger page); "result": rejected records by id, without '
-                            'payload; "records": {"records": [...]}, the accepted records as `retrieve --format records` writes them.')
+                            'payload; "records": {"records": [...]}, the accepted records as `retrieve --format records` writes them; '
+                            '"prompt": {"chunk", "prompt", "tokens"}, the accepted evidence as text for a model.')
+    prompt_budget: int | None = Field(None, ge=1, le=100_000, description='With "format": "prompt": the evidence\'s size in '
+                                                                          "(estimated) tokens (default 600).")
     id: str | int | None = Field(None, description="Your name for the chunk, echoed as `chunk` on each record and `id` on a result.")
 
     @field_validator("id")
@@ -166,7 +169,7 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
             return _error(503, f"LLM unavailable: {e}")
         from ..formats import json_object
 
-        return JSONResponse(content=json_object(result, req.format, req.id))
+        return JSONResponse(content=json_object(result, req.format, req.id, req.prompt_budget))
 
     @app.get("/api/strategies")
     def api_strategies():
