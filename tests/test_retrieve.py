@@ -75,7 +75,7 @@ def test_f_accepts_direct_evidence_and_rejects_the_rest(retriever):
     accepted = ids(res)
     assert accepted and all(a.startswith("getting_started/demo/coding_the_player#") for a in accepted[:2])
     top = res.by_table("docs_chunks")[0]
-    lits = [e["literal"] for e in top.info("validate").evidence]
+    lits = [e.literal for e in top.info("validate").evidence]
     assert "Input.is_action_pressed" in lits and top.verdict == "accept"
     rr = top.info("rerank")
     assert rr is not None and rr.backend == "nanoranker" and rr.rank_change == (rr.rank_before or rr.rank) - rr.rank
@@ -98,7 +98,7 @@ def test_f_migration_evidence_never_comes_from_comments_or_strings(retriever):
     assert ids(res, "api_mapping") == []
     assert not [p for p in res.by_table("label_prototypes") if p.payload["task_type"] == "migration"]
     rej = next(c for c in res.rejected if c.id == "class_renames:KinematicBody2D->CharacterBody2D")
-    regions = {o["region"] for o in rej.info("validate").occurrences}
+    regions = {o.region for o in rej.info("validate").occurrences}
     assert regions == {"comment", "string"} and "no occurrence is Godot 3 use" in rej.reason
     hinted = retriever.retrieve("func f(v: Viewport):\n    pass\n", "F", RetrieveConfig(k=10, godot_version="3"))
     plain = retriever.retrieve("func f(v: Viewport):\n    pass\n", "F", RetrieveConfig(k=10))
@@ -112,7 +112,7 @@ def test_f_node_named_after_a_godot3_class_is_overruled_by_godot4_markers_or_hin
     plain = retriever.retrieve(bare, "F", RetrieveConfig(k=10, reranker="none"))
     assert mapping in ids(plain, "api_mapping")  # no markers: weak evidence, kept at low confidence
     node = next(c for c in plain.results if c.id == mapping).info("validate")
-    assert node.confidence <= 0.5 and node.occurrences[0]["status"] == "godot3_node"
+    assert node.confidence <= 0.5 and node.occurrences[0].status == "godot3_node"
     for chunk, cfg, why in ((bare, RetrieveConfig(k=10, reranker="none", godot_version="4"), "godot_version hint is 4"),
                             ("@onready var sprite = $AnimatedSprite\n\n" + bare, RetrieveConfig(k=10, reranker="none"),
                              "the chunk has Godot 4 markers")):
@@ -120,7 +120,7 @@ def test_f_node_named_after_a_godot3_class_is_overruled_by_godot4_markers_or_hin
         assert mapping not in ids(res, "api_mapping")
         rej = next(c for c in res.rejected if c.id == mapping)
         occ = rej.info("validate").occurrences[0]
-        assert occ["status"] == "ignored" and "node path" in occ["why"] and why in occ["why"]
+        assert occ.status == "ignored" and "node path" in occ.why and why in occ.why
 
 
 def test_f_class_name_passed_as_a_string_to_a_class_name_argument_is_a_use(retriever):
@@ -128,8 +128,8 @@ def test_f_class_name_passed_as_a_string_to_a_class_name_argument_is_a_use(retri
     chunk = 'func _enter_tree():\n    add_custom_type("Mover", "KinematicBody2D", preload("mover.gd"), null)\n'
     res = retriever.retrieve(chunk, "F", RetrieveConfig(k=10, reranker="none"))
     acc = next(c for c in res.results if c.id == mapping).info("validate")
-    assert acc.occurrences[0]["region"] == "string" and acc.occurrences[0]["status"] == "godot3"
-    assert "class-name argument" in acc.occurrences[0]["why"]
+    assert acc.occurrences[0].region == "string" and acc.occurrences[0].status == "godot3"
+    assert "class-name argument" in acc.occurrences[0].why
     # The same name in a string that is no class-name argument stays no use.
     said = retriever.retrieve('func _ready():\n    print("KinematicBody2D")\n', "F", RetrieveConfig(k=10, reranker="none"))
     assert mapping not in ids(said, "api_mapping")
@@ -155,7 +155,7 @@ def _cand(table, payload):
 def _vctx(chunk: str) -> ValidationContext:
     facts = parse_chunk(chunk)
     ref = ClassReference({})
-    return ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, version=VersionContext(),
+    return ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={}, version=VersionContext(),
                              idf=lambda t: 6.0, class_of_page={}, renameable=renameable_names(facts, ref))
 
 
@@ -179,8 +179,8 @@ def test_evidence_respects_identifier_boundaries_and_near_misses():
     assert _mapping_verdict("export var speed = 400", neg)["accepted"]
     doc = _cand("docs_chunks", {"content": "var direction = Vector3.ZERO\nCharacterBody3D", "code_blocks": [], "api_symbols": ["Vector3.ZERO"]})
     ev = docs_evidence(_vctx("var v = Vector2.ZERO\nextends CharacterBody2D"), doc)
-    assert {c["literal"] for c in ev["contradictions"]} == {"Vector3", "CharacterBody3D"}
-    assert ev["evidence"] == [] or all(e["literal"] != "Vector2" for e in ev["evidence"])
+    assert {c.literal for c in ev["contradictions"]} == {"Vector3", "CharacterBody3D"}
+    assert ev["evidence"] == [] or all(e.literal != "Vector2" for e in ev["evidence"])
     assert facts.identifiers >= {"Vector2", "AnimatedSprite2D"} and "AnimatedSprite" not in facts.identifiers
 
 

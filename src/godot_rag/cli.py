@@ -315,7 +315,7 @@ def serve(host, port, no_warm, cross_encoder, llm, dsn, data_dir):
 
     import uvicorn
 
-    from .api.app import bound_heap, create_app, warm_up
+    from .api.app import bound_heap, create_app
 
     bound_heap()
     from .retrieve.pipeline import Retriever
@@ -347,7 +347,7 @@ def serve(host, port, no_warm, cross_encoder, llm, dsn, data_dir):
     try:
         if not no_warm:
             try:
-                warm_up(retriever, log)
+                retriever.warm(log=log)
             except StoreError as e:
                 log(f"warm-up failed ({str(e).splitlines()[0]}); requests will answer 503 with the reason")
         log(f"starting the HTTP server on {host}:{port}")

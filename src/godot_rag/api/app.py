@@ -60,25 +60,6 @@ def availability(retriever: Retriever, llm_optional: bool = False) -> dict:
     return {"unavailable": strategies, "rerankers": rerankers, "llm": has_llm, "llm_optional": llm_optional}
 
 
-def warm_up(retriever: Retriever, log) -> None:
-    """`Retriever.warm`, step by step, each step logged (`serve` prints them on stderr)."""
-    import time
-
-    from ..records import TABLES
-    from ..retrieve.tokenize import tokenizer_of
-
-    cfg = RetrieveConfig()
-    tok = tokenizer_of(cfg)
-    log(f"warm-up: database {retriever.db.describe()}")
-    for table in TABLES:
-        t = time.perf_counter()
-        index = retriever.bm25_index(table, tok, cfg)
-        log(f"warm-up: BM25 index {table}: {index.n_docs} records ({time.perf_counter() - t:.1f} s)")
-    t = time.perf_counter()
-    retriever.embedder.encode(["func _ready():\n\tpass"])
-    log(f"warm-up: embedder {retriever.embedder.key} ({time.perf_counter() - t:.1f} s)")
-
-
 def _error(status: int, message: str, **extra) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": message, **extra})
 

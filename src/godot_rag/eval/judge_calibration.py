@@ -159,7 +159,9 @@ def score_pairs(retriever, llm, pairs: list[dict], progress=None) -> list[float]
         if payload is None:
             raise JudgeSetError(f"pair {p['id']}: record '{p['record']}' is not in the database (reload it, or rebuild the judge set)")
         c = Candidate(table=p["table"], id=p["record"], payload=payload)
-        key, question, _ = question_of(c, p["chunk_text"], p.get("occurrence"), p.get("evidence") or [])
+        occ = p.get("occurrence")
+        at = (occ["line"], occ["col"]) if occ else None
+        key, question, _ = question_of(c, p["chunk_text"], at, p.get("evidence") or [])
         scores[i] = ask(llm, p["chunk_text"], key, question, evidence=False)["p_yes"]
         if progress:
             progress()

@@ -107,9 +107,10 @@ def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
 def wrong_mapping(q: Query, strategy: str, c, stage: str) -> dict:
     """A failures.jsonl entry for a wrongly accepted mapping, with the occurrences it was accepted on."""
     v = c.info("validate")
-    occ = [o for o in ((v.occurrences if v else None) or []) if o.get("status") in EVIDENCE_STATUSES]
+    occ = [o for o in ((v.occurrences if v else None) or []) if o.status in EVIDENCE_STATUSES]
     return {"query": q.id, "file": q.file, "strategy": strategy, "wrongly_accepted_mapping": c.id, "stage": stage,
-            "occurrences": [{k: o[k] for k in ("line", "col", "region", "status", "why")} for o in occ[:5]]}
+            "occurrences": [{"line": o.line, "col": o.col, "region": o.region, "status": o.status, "why": o.why}
+                            for o in occ[:5]]}
 
 
 def _symbols_of(c) -> set[str]:

@@ -132,4 +132,5 @@ def run_codematch(ctx: QueryContext, pool: Pool) -> Pool:
 
 
 CODEMATCH = Stage("codematch", run_codematch,
-                  "code-clone bonus: fused x (1 + share of the chunk's code lines found in the record's code, up to renaming)")
+                  "code-clone bonus: fused x (1 + share of the chunk's code lines found in the record's code, up to renaming)",
+                  requires=("pool",))

@@ -73,7 +73,7 @@ def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weig
 def run_union(ctx: QueryContext, pool: Pool) -> Pool:
     out: Pool = {}
     for table in ctx.tables:
-        out[table] = [union(lists, ctx.source_prefix) for lists in ctx.lists.get(table, [{}])]
+        out[table] = [union(lists, ctx.source_prefix) for lists in ctx.lists.of(table)]
         ctx.record_ids(table, "union", out[table][0])
         ctx.note(**{table: {"union": len(out[table][0]), "texts": len(out[table])}})
     return out
@@ -143,6 +143,9 @@ def run_merge(ctx: QueryContext, pool: Pool) -> Pool:
     return out
 
 
-UNION = Stage("union", run_union, "one candidate per record, source bm25 / embedding / both")
-FUSE = Stage("fuse", run_fuse, "fused score: each list normalised by its best score (maxnorm), weighted, summed")
-MERGE = Stage("merge", run_merge, "per-segment lists merged by best rank, so each part's best evidence reaches the top")
+UNION = Stage("union", run_union, "one candidate per record, source bm25 / embedding / both",
+              requires=("lists",), provides=("pool",))
+FUSE = Stage("fuse", run_fuse, "fused score: each list normalised by its best score (maxnorm), weighted, summed",
+             requires=("pool", "lists"))
+MERGE = Stage("merge", run_merge, "per-segment lists merged by best rank, so each part's best evidence reaches the top",
+              requires=("pool",))

@@ -143,5 +143,7 @@ def run_profile_diff(ctx: QueryContext, pool: Pool) -> Pool:
     return pool
 
 
-PROFILE = Stage("profile", run_profile, "Qwen search profile: intent, literals (checked against the chunk), doc topics, migration signals")
-PROFILE_DIFF = Stage("profile_diff", run_profile_diff, "records that appeared or vanished against D on the raw chunk")
+PROFILE = Stage("profile", run_profile, "Qwen search profile: intent, literals (checked against the chunk), doc topics, migration signals",
+                provides=("texts",))
+PROFILE_DIFF = Stage("profile_diff", run_profile_diff, "records that appeared or vanished against D on the raw chunk",
+                     requires=("pool",))

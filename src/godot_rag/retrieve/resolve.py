@@ -233,4 +233,5 @@ def run_resolve(ctx, pool):
     return pool
 
 
-RESOLVE = Stage("resolve", run_resolve, "receivers and calls resolved to Godot 4 class members (extends, locals, return types)")
+RESOLVE = Stage("resolve", run_resolve, "receivers and calls resolved to Godot 4 class members (extends, locals, return types)",
+                requires=("facts",), provides=("resolution",))

@@ -110,4 +110,5 @@ def run_tokenize(ctx, pool):
     return pool
 
 
-TOKENIZE = Stage("tokenize", run_tokenize, "code-aware tokens: identifiers whole and lowercased, string literals as code")
+TOKENIZE = Stage("tokenize", run_tokenize, "code-aware tokens: identifiers whole and lowercased, string literals as code",
+                 provides=("tokens",))

@@ -92,3 +92,16 @@ def counts(conn: psycopg.Connection) -> dict:
         idx = [r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s ORDER BY 1", (table,))]
         out[table] = {"rows": row[0], "embedded": row[1], "bytes": row[2], "indexes": idx}
     return out
+
+
+def require_records(conn: psycopg.Connection, where: str) -> None:
+    """Raise StoreError unless some table holds a record: the one check of an empty or unloaded database
+    (`where`: the database, as the message names it)."""
+    from .db import StoreError
+
+    try:
+        n = conn.execute("SELECT " + " + ".join(f"(SELECT count(*) FROM {t})" for t in SCHEMA)).fetchone()[0]
+    except psycopg.errors.UndefinedTable:
+        raise StoreError(f"the database has no godot-rag tables: run `godot-rag ingest` and `load`; it is the {where}") from None
+    if not n:
+        raise StoreError(f"the database is empty: run `godot-rag ingest` and `load` (or `scripts/main.sh`); it is the {where}")
