@@ -296,3 +296,49 @@ def test_loaded_records_are_kept_out_of_the_garbage_collectors_walks(retriever):
     ctx.load_step("model", False, lambda: model.setdefault("weights", {"layer": [0.5]}))
     assert model["weights"] is not None and not any(o is model["weights"] for o in gc.get_objects())
     assert [s.stage for s in ctx.trace.stages] == ["load:model"]
+
+
+def test_a_stage_list_whose_contracts_do_not_fit_is_refused_when_the_strategy_is_built():
+    from godot_rag.retrieve.context import MissingPart, QueryContext
+    from godot_rag.retrieve.fuse import UNION
+    from godot_rag.retrieve.final import CUT
+    from godot_rag.retrieve.lexical import BM25
+    from godot_rag.retrieve.parse import PARSE
+    from godot_rag.retrieve.resolve import RESOLVE
+    from godot_rag.retrieve.stage import ContractError, Stage, run_stages
+    from godot_rag.retrieve.strategies import STRATEGIES, Strategy
+    from godot_rag.retrieve.tokenize import TOKENIZE
+    from godot_rag.retrieve.tsquery import TSQUERY
+    from godot_rag.retrieve.validate import VALIDATE
+    from godot_rag.retrieve.version_stage import VERSION
+
+    # F without its version stage: the validator would read markers nobody wrote.
+    with pytest.raises(ContractError, match="strategy X: stage 'validate' requires 'version', which no earlier stage provides"):
+        Strategy("X", "no version stage", [PARSE, RESOLVE, TOKENIZE, BM25, UNION, VALIDATE])
+    # Reordered: the version stage before the candidates it decides.
+    with pytest.raises(ContractError, match="stage 'version' requires 'pool'"):
+        Strategy("X", "version first", [PARSE, RESOLVE, VERSION, TOKENIZE, BM25, UNION, VALIDATE])
+    with pytest.raises(ContractError, match="'pool' is provided by two stages, 'tsquery' and 'union'"):
+        Strategy("X", "two candidate sources", [TSQUERY, TOKENIZE, BM25, UNION, CUT])
+    with pytest.raises(ContractError, match="unknown part\\(s\\) vibes; valid parts: tokens"):
+        Strategy("X", "a typo", [Stage("odd", lambda ctx, pool: pool, "", requires=("vibes",))])
+    assert [s.stage_names[-1] for s in STRATEGIES.values()] == ["cut", "explain", "cut", "explain", "profile_diff", "explain"]
+    # At run time: a stage that does not set a part it declares, and a read of a part nobody set, are errors.
+    ctx = QueryContext(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), retriever=None)
+    with pytest.raises(MissingPart, match="the query state has no 'facts'"):
+        ctx.facts
+    with pytest.raises(MissingPart, match="stage 'lazy' declares it provides facts but did not set it"):
+        run_stages(ctx, [Stage("lazy", lambda ctx, pool: pool, "", provides=("facts",))])
+
+
+def test_candidates_made_without_validation_equal_validated_ones():
+    """`Candidate._unvalidated` sets pydantic's instance attributes itself (pydantic is pinned below 3 for it):
+    what it makes must behave as a validated candidate does."""
+    made = Candidate.of_record("docs_chunks", "p#0", {"content": "x"}, 0.5, 1, "bm25")
+    valid = Candidate(table="docs_chunks", id="p#0", payload={"content": "x"}, score=0.5, rank=1, source="bm25")
+    assert made == valid and made.model_dump() == valid.model_dump() and made.model_dump_json() == valid.model_dump_json()
+    assert made.model_fields_set == valid.model_fields_set
+    copy = made.derive()
+    copy.score = 0.25
+    assert copy.model_copy(update={"rank": 2}).rank == 2 and made.score == 0.5 and copy.trace is not made.trace
+    assert Candidate.model_validate_json(copy.model_dump_json()) == copy

@@ -610,3 +610,26 @@ def test_scan_page_files_chunks_and_open_in_the_debugger(app, browser, tmp_path)
     finally:
         server.should_exit = True
         thread.join(20)
+
+
+def test_the_cache_key_changes_with_any_rule_of_the_verdicts(tmp_path, monkeypatch):
+    """No number to bump by hand: the key holds a digest of the code that decides verdicts."""
+    from godot_rag.retrieve import fingerprint
+    from godot_rag.scan import run as scan_run
+
+    copy = tmp_path / "godot_rag"
+    copy.mkdir()
+    for name in fingerprint.VERDICT_SOURCES:
+        src = fingerprint.PACKAGE_DIR / name
+        if src.is_dir():
+            shutil.copytree(src, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, copy / name)
+    assert fingerprint.code_digest(copy) == fingerprint.code_digest()
+    rules = copy / "retrieve" / "docs_evidence.py"
+    rules.write_text(rules.read_text().replace("resolved_api: float = 6.0", "resolved_api: float = 7.0", 1))
+    changed = fingerprint.code_digest(copy)
+    assert changed != fingerprint.code_digest()
+    key = scan_run.cache_key("func f():\n\tpass\n", "F", {"k": 10}, "db")
+    monkeypatch.setattr(scan_run, "results_version", lambda: f"0.1.0+{changed[:24]}")
+    assert scan_run.cache_key("func f():\n\tpass\n", "F", {"k": 10}, "db") != key

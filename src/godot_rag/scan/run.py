@@ -22,7 +22,7 @@ from typing import Callable
 
 from tqdm import tqdm
 
-from ..retrieve.stage import RESULTS_VERSION
+from ..retrieve.fingerprint import results_version
 from ..store.db import database_workers
 from ..store.scan_files import check_out_dir, git_changed_files, read_script, write_json, write_jsonl, write_text
 from .chunking import DEFAULT_MAX_CHARS, EXTENDS_RE, chunk_text
@@ -85,7 +85,7 @@ def default_out(root: Path) -> Path:
 
 def cache_key(text: str, strategy: str, cfg: dict, db_digest: str) -> str:
     chunk_sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    conf = hashlib.sha256(json.dumps([SCAN_FORMAT, RESULTS_VERSION, strategy, cfg], sort_keys=True, default=str).encode()).hexdigest()
+    conf = hashlib.sha256(json.dumps([SCAN_FORMAT, results_version(), strategy, cfg], sort_keys=True, default=str).encode()).hexdigest()
     return f"{chunk_sha}:{db_digest}:{conf[:24]}"
 
 
