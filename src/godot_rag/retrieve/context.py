@@ -20,11 +20,11 @@ from .trace import QueryTrace, StageLog
 from .types import Candidate
 
 if TYPE_CHECKING:
-    from ..gdscript import GDScriptFacts
+    from ..gdscript import GDScriptFacts  # noqa: F401  (the parts' types, named in strings)
     from .pipeline import Retriever
-    from .resolve import Resolution
-    from .validate import Occurrences, ValidationContext
-    from .version import VersionContext
+    from .resolve import Resolution  # noqa: F401
+    from .validate import Occurrences, ValidationContext  # noqa: F401
+    from .version import VersionContext  # noqa: F401
 
 # table -> one ranked candidate list per query text (the chunk, then its segments);
 # from the `merge` stage on, one list per table.

@@ -53,7 +53,7 @@ STRONG_KINDS = ("resolved_api", "api_symbol", "call", "code_line")  # plus a met
 
 
 def _pairs(chains: list[str]) -> set[str]:
-    out = set()
+    out: set[str] = set()
     for ch in chains:
         parts = ch.split(".")
         out.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]))

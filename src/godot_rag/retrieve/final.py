@@ -1,6 +1,8 @@
 """The last stages: F's final score (the validator's confidence scales the score), and the cut at k."""
 from __future__ import annotations
 
+from typing import Literal
+
 from .context import Pool, QueryContext
 from .stage import Stage
 from .trace import CutInfo, ScoreInfo
@@ -14,7 +16,8 @@ def run_score(ctx: QueryContext, pool: Pool) -> Pool:
         scored = []
         for c in ctx.table_lists(pool, table):
             judge, validate = c.info("judge"), c.info("validate")
-            conf, source = (judge.confidence, "judge") if judge is not None else (validate.confidence, "validate")
+            source: Literal["judge", "validate"] = "judge" if judge is not None else "validate"
+            conf = judge.confidence if judge is not None else validate.confidence
             c = c.derive()
             before = c.score
             c.score = float(before) * (0.5 + 0.5 * float(conf))

@@ -58,14 +58,14 @@ def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weig
     floor = {name: (min(v.values()) if v else 0.0) for name, v in norm.items()} if method == "zscore" else {}
     out = []
     for cand in cands:
-        inputs = {}
+        inputs: dict[str, ListEntry] = {}
         for name, entry in cand.info("union").inputs.items():
             inputs[name] = entry if method == "rrf" else ListEntry(rank=entry.rank, score=entry.score,
                                                                    normalised=round(norm[name][cand.id], 6))
         if method == "rrf":
             fused = sum(weights.get(n, 1.0) / (rrf_k + e.rank) for n, e in inputs.items())
         else:
-            fused = sum(weights.get(n, 1.0) * (inputs[n].normalised if n in inputs else floor.get(n, 0.0)) for n in lists)
+            fused = sum(weights.get(n, 1.0) * (inputs[n].normalised or 0.0 if n in inputs else floor.get(n, 0.0)) for n in lists)
         out.append((float(fused), inputs))
     return out
 

@@ -116,7 +116,8 @@ def prompt_id() -> str:
 
 
 def check_cited(cited: list[str], chunk: str, record_text: str) -> tuple[list[str], list[str]]:
-    ok, bad = [], []
+    ok: list[str] = []
+    bad: list[str] = []
     for s in cited:
         s = s.strip()
         (ok if s and s in chunk and s in record_text else bad).append(s)
@@ -205,7 +206,7 @@ def docs_targets(ctx: QueryContext, docs: list[Candidate], tcal: dict) -> list[C
     return sorted(inside, key=lambda c: -c.score)[: ctx.cfg.validate_top]
 
 
-def _judged(c: Candidate, j: dict, tcal: dict, question: str, occ: Occurrence | dict | None, chunk: str,
+def _judged(c: Candidate, j: dict, tcal: dict, question: Literal["occurrence", "docs"], occ: Occurrence | dict | None, chunk: str,
             cited_asked: bool) -> Candidate:
     det = c.info("validate")
     # Citations are checked against the whole record, not only the lines shown.

@@ -2,6 +2,8 @@
 candidates that are shown (computed after the cut: explaining all N would cost more than scoring)."""
 from __future__ import annotations
 
+from functools import partial
+
 from . import bm25 as bm25_mod
 from .context import Pool, QueryContext
 from .stage import Stage
@@ -16,7 +18,7 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
         n = max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0))
         # Reading the cache (or building it) is not query time.
         ctx.load_step("bm25", ctx.retriever.bm25_loaded(table, tok),
-                      lambda: ctx.retriever.bm25_index(table, tok, ctx.cfg), table=table, tokenizer=tok.key())
+                      partial(ctx.retriever.bm25_index, table, tok, ctx.cfg), table=table, tokenizer=tok.key())
         index = ctx.retriever.bm25_index(table, tok, ctx.cfg)
         recs = ctx.retriever.records(table)
         # Segments only pay off for the docs; the other tables are matched on the whole chunk.

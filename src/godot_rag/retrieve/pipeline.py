@@ -29,6 +29,7 @@ from .tokenize import TokenizerConfig, tokenizer_of
 from .types import Candidate, RetrieveResult
 from .version import CLASS_TYPES, version_names
 
+
 class Retriever:
     """Holds the loaded records, BM25 indexes and lazily loaded models for one database, and runs
     a strategy's stages over one chunk."""

@@ -107,7 +107,7 @@ def _infer_owners(names: list[str], ref: ClassReference, share: float = 0.95) ->
     candidates = set(maps[0])
     for m in maps[1:]:
         candidates &= set(m)
-    out = {}
+    out: dict[str, tuple[str, float]] = {}
     if not candidates:
         return out
     for n, m in zip(names, maps):

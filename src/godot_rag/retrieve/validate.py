@@ -36,6 +36,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Literal
 
 from ..classref import ClassReference
 from ..gdscript import IDENT_RE, GDScriptFacts
@@ -120,7 +121,7 @@ def _overrides_virtual(p: dict, facts: GDScriptFacts, d: dict) -> bool:
 def mapping_occurrences(v: ChunkScope, c: Candidate) -> dict:
     """Every literal occurrence of the mapping's source, each with its version decision (pass 1)."""
     facts, p = v.facts, c.payload
-    src, change = p["source_api"], p["change_type"]
+    src = p["source_api"]
     regex_terms = [t[3:] for t in p.get("match_terms") or [] if t.startswith("re:")]
     decisions = []
     if regex_terms:
@@ -204,9 +205,10 @@ def prototype_evidence(v: ValidationContext, c: Candidate, accepted_mappings: di
             reasons.append("the finding's rule does not match where the accepted mapping occurs")
     else:
         for rx in rules.get("must_match", []):
-            m = re.search(rx, facts.no_comments)
-            if m:
-                evidence.append({"literal": m.group(0)[:80], "kind": "must_match", "chunk_line": facts.line_of_offset(m.start())})
+            match = re.search(rx, facts.no_comments)
+            if match:
+                evidence.append({"literal": match.group(0)[:80], "kind": "must_match",
+                                 "chunk_line": facts.line_of_offset(match.start())})
             else:
                 reasons.append("a must_match rule does not match the chunk's code")
     for rx in rules.get("must_not_match", []):
@@ -288,7 +290,7 @@ def follow_mappings(ctx: QueryContext, pool: Pool) -> list[Candidate]:
     out = []
     for c in ctx.table_lists(pool, "label_prototypes"):
         info = prototype_evidence(ctx.validation, c, accepted)
-        verdict = "accept" if info["accepted"] else "reject"
+        verdict: Literal["accept", "reject"] = "accept" if info["accepted"] else "reject"
         if verdict == c.verdict:
             out.append(c)
             continue

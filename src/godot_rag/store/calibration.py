@@ -34,10 +34,10 @@ def read(path: Path) -> list[dict]:
     entries = data.get("calibrations") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise CalibrationError(f"{path}: field 'calibrations' must be a list")
-    for i, e in enumerate(entries):
-        if not isinstance(e, dict) or not isinstance(e.get("model"), str) or not isinstance(e.get("tables"), dict):
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("model"), str) or not isinstance(entry.get("tables"), dict):
             raise CalibrationError(f"{path}: calibrations[{i}] needs 'model' (text) and 'tables' (object)")
-        for table, t in e["tables"].items():
+        for table, t in entry["tables"].items():
             where = f"{path}: calibrations[{i}].tables.{table}"
             if not isinstance(t, dict):
                 raise CalibrationError(f"{where} must be an object")
