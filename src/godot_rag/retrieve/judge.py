@@ -268,6 +268,17 @@ def judge_jobs(ctx: QueryContext, occ_targets: list[tuple[Candidate, Occurrence]
     return jobs
 
 
+def ask_all(llm, chunk: str, jobs: list[JudgeJob]) -> list[dict]:
+    """The answers, in the jobs' order; asked in parallel where the LLM serves several at once (a server)."""
+    def one(job: JudgeJob) -> dict:
+        return ask(llm, chunk, job.key, job.text, job.cite)
+
+    if getattr(llm, "parallel", 1) > 1 and len(jobs) > 1:
+        with ThreadPoolExecutor(min(llm.parallel, len(jobs))) as pool_ex:
+            return list(pool_ex.map(one, jobs))
+    return [one(j) for j in jobs]
+
+
 def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
     """The Qwen judge (validator_llm) over ambiguous mapping occurrences and docs accepts in the calibrated band."""
     from ..models.llm import LLMError
@@ -310,16 +321,8 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
     except LLMError as e:
         return fallback(f"LLM unavailable ({e})")
     jobs = judge_jobs(ctx, occ_targets, doc_targets, tcal)
-
-    def one(job: JudgeJob) -> dict:
-        return ask(llm, ctx.chunk, job.key, job.text, job.cite)
-
     try:
-        if getattr(llm, "parallel", 1) > 1 and len(jobs) > 1:
-            with ThreadPoolExecutor(min(llm.parallel, len(jobs))) as pool_ex:
-                answers = list(pool_ex.map(one, jobs))
-        else:
-            answers = [one(j) for j in jobs]
+        answers = ask_all(llm, ctx.chunk, jobs)
     except LLMError as e:
         return fallback(f"LLM unavailable ({e})")
     judged = {}
