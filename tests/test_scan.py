@@ -513,7 +513,7 @@ def test_api_rejects_zip_bombs_too_many_entries_and_non_zips(client):
 def test_api_server_side_path_only_where_allowed(client, monkeypatch, tmp_path):
     r = client.post("/api/scan", json={"path": str(WAYPOINTS4)})
     assert r.status_code == 403 and "--allow-path" in r.json()["error"]
-    monkeypatch.setenv("GODOT_RAG_SCAN_ALLOW_PATH", str(tmp_path))
+    monkeypatch.setattr(client.app.state, "scan_allowed", [tmp_path.resolve()])
     r = client.post("/api/scan", json={"path": str(WAYPOINTS4)})
     assert r.status_code == 403 and "not under" in r.json()["error"]
     (tmp_path / "link").symlink_to(WAYPOINTS4)

@@ -26,7 +26,7 @@ def read_batch(path: Path) -> list[str]:
 _worker = {}
 
 
-def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None):
+def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None, judge_calibration=None):
     """Each process has its own Retriever: the GIL-bound stages then run on both cores."""
     from .models.llm import make_llm
     from .retrieve.config import RetrieveConfig
@@ -43,7 +43,7 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
     llm = make_llm(**llm_spec) if llm_spec else None
     db = Database(dsn=dsn, data_dir=data_dir)
     db.release_at_worker_exit()
-    _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder)
+    _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder, judge_calibration=judge_calibration)
     _worker["strategy"], _worker["cfg"] = strategy, cfg
     _worker["retriever"].warm(cfg, embed=strategy != "B")
 
@@ -75,7 +75,8 @@ def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet
         db = retriever.db
         try:
             with database_workers(db, workers, _init_worker,
-                                  (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder)) as pool:
+                                  (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder,
+                                   retriever.judge_calibration)) as pool:
                 results = pool.imap(_retrieve_one, list(enumerate(chunks, 1)), chunksize=4)
                 for res in tqdm(results, total=len(chunks), desc="retrieve", disable=quiet, file=sys.stderr):
                     sys.stdout.write(res + "\n")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .cli_options import with_db, with_llm, with_output, with_retrieve
+from .cli_options import with_db, with_llm, with_output, with_retrieve, with_settings
 
 DEFAULT_JSONL = Path("work/godot_rag/jsonl")
 
@@ -169,15 +169,16 @@ def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn,
     from .render import render_table
     from .retrieve.config import ConfigError
     from .retrieve.pipeline import ChunkError, Retriever
-    from .retrieve.strategies import check_strategy
+    from .retrieve.strategies import check_strategy, llm_user
     from .store.db import StoreError
 
     try:
         cfg = rargs.config(llm)
         strategy = check_strategy(strategy)
-        needed = strategy == "E" or cfg.validator_llm or cfg.reranker == "qwen"
-        model = open_llm(llm, needed and not cfg.llm_optional, f"strategy {strategy}" if strategy == "E" else "the Qwen judge")
-        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder)
+        user = llm_user([strategy], cfg)
+        model = open_llm(llm, user is not None and not cfg.llm_optional, user or f"strategy {strategy}")
+        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder,
+                              judge_calibration=llm.judge_calibration)
         if batch:
             from .batch import run_batch
 
@@ -307,9 +308,12 @@ def strategies(as_json):
 @click.option("--port", default=8000, show_default=True)
 @click.option("--no-warm", is_flag=True, help="Do not load the indexes and the embedder at start.")
 @click.option("--cross-encoder", "cross_encoder", default=None, help="Local CrossEncoder directory (reranker cross-encoder).")
+@click.option("--allow-path", "allow_paths", multiple=True, envvar="GODOT_RAG_SCAN_ALLOW_PATH",
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Let POST /api/scan read project folders under DIR on this machine (repeatable).")
 @with_llm
 @with_db
-def serve(host, port, no_warm, cross_encoder, llm, dsn, data_dir):
+def serve(host, port, no_warm, cross_encoder, allow_paths, llm, dsn, data_dir):
     """Serve POST /api/retrieve, GET /api/strategies, the OpenAPI docs and the debugger page at /."""
     import signal
 
@@ -325,8 +329,9 @@ def serve(host, port, no_warm, cross_encoder, llm, dsn, data_dir):
         click.echo(f"godot-rag: {message}", err=True)
 
     model = open_llm(llm, False, "serve")
-    retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=cross_encoder)
-    app = create_app(retriever, warm=False, llm_optional=llm.llm_optional)
+    retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=cross_encoder,
+                          judge_calibration=llm.judge_calibration)
+    app = create_app(retriever, warm=False, llm_optional=llm.llm_optional, allow_paths=allow_paths)
 
     class Server(uvicorn.Server):
         """Says so once the socket listens (after the warm-up), so a script can wait for the line."""
@@ -373,15 +378,16 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs
     from .eval.runner import run_eval
     from .retrieve.config import ConfigError
     from .retrieve.pipeline import Retriever
-    from .retrieve.strategies import check_strategy
+    from .retrieve.strategies import check_strategy, llm_user
     from .store.db import StoreError
 
     try:
         names = [check_strategy(s) for s in strategy_list.split(",") if s.strip()]
         cfg = rargs.config(llm)
-        needed = "E" in names or cfg.validator_llm or cfg.reranker == "qwen"
-        model = open_llm(llm, needed and not cfg.llm_optional, "this eval")
-        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder)
+        user = llm_user(names, cfg)
+        model = open_llm(llm, user is not None and not cfg.llm_optional, user or "this eval")
+        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder,
+                              judge_calibration=llm.judge_calibration)
         report = run_eval(retriever, list(query_files) + list(more_queries), names, cfg, out_dir=out, limit=limit,
                           quiet=output.quiet)
     except (QueryFileError, ConfigError, StoreError) as e:
@@ -409,20 +415,17 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs
 @click.option("--include-addons", is_flag=True, help="Also scan addons/ (skipped by default).")
 @click.option("--fail-on", "fail_on", type=click.Choice(["none", "info", "warning", "error"]), default="none",
               show_default=True, help="Exit 1 when a finding has this severity or higher.")
-@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path), default=None,
-              help="TOML file with [retrieve] settings.")
-@click.option("--set", "settings", multiple=True, help="Override one retrieval setting: --set k=5.")
+@with_settings
 @click.option("--max-chunk-chars", default=4000, show_default=True, help="Longer functions are cut at statement boundaries.")
 @click.option("--cache", "cache_file", type=click.Path(path_type=Path), default=None,
               help="Result cache file (default: beside the database, cache/scan-cache.sqlite3).")
 @click.option("--refresh", is_flag=True, help="Ignore cached results (they are rewritten).")
 @click.option("--no-extends-hint", "no_extends_hint", is_flag=True,
               help="Do not pass the file's `extends` with the chunks that have none.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@with_output
 @with_db
 def scan(project_dir, out, strategy, godot_version, workers, formats, changed_since, include_addons, fail_on,
-         config_file, settings, max_chunk_chars, cache_file, refresh, no_extends_hint, as_json, quiet, dsn, data_dir):
+         rargs, max_chunk_chars, cache_file, refresh, no_extends_hint, output, dsn, data_dir):
     """Scan a Godot project (or a folder of projects): every .gd file, chunked, through the retriever;
     writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md.
     Exit 0: no finding at --fail-on or above; 1: there is one; 2: usage or database error."""
@@ -437,13 +440,11 @@ def scan(project_dir, out, strategy, godot_version, workers, formats, changed_si
 
     signal.signal(signal.SIGTERM, _terminated)
     try:
-        from .cli_options import RetrieveArgs
-
-        cfg = RetrieveArgs(config_file=config_file, settings=tuple(settings)).config()
+        cfg = rargs.config()
         overrides = {k: v for k, v in cfg.to_dict().items() if k != "godot_version"}
         opts = ScanOptions(root=project_dir, out=out, strategy=strategy, godot_version=godot_version, workers=workers,
                            formats=tuple(f.strip() for f in formats.split(",") if f.strip()), changed_since=changed_since,
-                           include_addons=include_addons, fail_on=fail_on, quiet=quiet, settings=overrides,
+                           include_addons=include_addons, fail_on=fail_on, quiet=output.quiet, settings=overrides,
                            cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
                            extends_hint=not no_extends_hint)
         result = run_scan(opts, dsn=dsn, data_dir=data_dir)
@@ -453,30 +454,8 @@ def scan(project_dir, out, strategy, godot_version, workers, formats, changed_si
         fail(str(e), 130)
     except KeyboardInterrupt:
         fail("interrupted", 130)
-    click.echo(json.dumps(result.summary, indent=2) if as_json else summary_text(result.summary))
+    click.echo(json.dumps(result.summary, indent=2) if output.as_json else summary_text(result.summary))
     sys.exit(1 if result.failed else 0)
-
-
-def _serve_allow_path(command) -> None:
-    """`serve --allow-path DIR`: POST /api/scan may read server-side folders under DIR (repeatable;
-    env GODOT_RAG_SCAN_ALLOW_PATH). Added to `serve` here so the scan feature stays in one block."""
-    import functools
-
-    command.params.append(click.Option(
-        ["--allow-path", "allow_paths"], multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-        help="Let POST /api/scan read project folders under DIR on this machine (repeatable)."))
-    inner = command.callback
-
-    @functools.wraps(inner)
-    def callback(*args, allow_paths=(), **kwargs):
-        if allow_paths:
-            os.environ["GODOT_RAG_SCAN_ALLOW_PATH"] = os.pathsep.join(str(p.resolve()) for p in allow_paths)
-        return inner(*args, **kwargs)
-
-    command.callback = callback
-
-
-_serve_allow_path(serve)
 
 
 if __name__ == "__main__":  # pragma: no cover

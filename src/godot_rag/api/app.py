@@ -1,6 +1,7 @@
 """FastAPI app: POST /api/retrieve, GET /api/strategies, GET /api/examples, the debugger page at /."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,8 @@ def _error(status: int, message: str, **extra) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": message, **extra})
 
 
-def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = False) -> FastAPI:
+def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = False,
+               allow_paths: Sequence[Path] = ()) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app):
         if warm:
@@ -98,18 +100,10 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
         except ConfigError as e:
             return _error(400, str(e), valid_strategies=list(STRATEGIES))
         try:
-            settings = dict(req.config or {})
-            if "k" in req.model_fields_set or "k" not in settings:  # a config.k is validated, not dropped
-                settings["k"] = req.k
-            if req.tables:
-                settings["tables"] = req.tables
-            if req.godot_version is not None:
-                settings["godot_version"] = req.godot_version
-            if req.extends is not None:
-                settings["extends"] = req.extends
-            if llm_optional:
-                settings.setdefault("llm_optional", True)
-            cfg = RetrieveConfig.from_mapping(settings)
+            base = ({"llm_optional": True} if llm_optional else {}) | dict(req.config or {})
+            k = req.k if "k" in req.model_fields_set or "k" not in base else None  # a config.k is validated, not dropped
+            cfg = RetrieveConfig.merged(base, k=k, tables=req.tables or None, godot_version=req.godot_version,
+                                        extends=req.extends)
         except (ConfigError, TypeError) as e:
             return _error(400, str(e))
         try:
@@ -142,7 +136,7 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
     # -- scan jobs: POST /api/scan, GET /api/scan/{job_id}, the scan page at /scan (api/scan_routes.py)
     from .scan_routes import add_scan_routes
 
-    add_scan_routes(app, retriever, STATIC)
+    add_scan_routes(app, retriever, STATIC, allow_paths)
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

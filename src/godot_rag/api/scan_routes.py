@@ -8,8 +8,8 @@ The scan runs as a background job; poll GET /api/scan/{job_id} for status, progr
 from __future__ import annotations
 
 import json
-import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -29,11 +29,6 @@ OUTPUT_FILES = {"report.html": "text/html", "report.md": "text/markdown", "findi
                 "findings.jsonl": "application/x-ndjson", "chunks.jsonl": "application/x-ndjson",
                 "scan.json": "application/json"}
 OPTION_NAMES = ("strategy", "godot_version", "include_addons", "fail_on", "config")
-
-
-def allowed_roots() -> list[Path]:
-    raw = os.environ.get(ALLOW_ENV, "")
-    return [Path(p).resolve() for p in raw.split(os.pathsep) if p.strip()]
 
 
 def _error(status: int, message: str, **extra) -> JSONResponse:
@@ -79,9 +74,10 @@ def _validate(root: Path, options: dict) -> None:
                         + ("" if opts.include_addons else "; include_addons=true scans addons/") + ")")
 
 
-def add_scan_routes(app: FastAPI, retriever, static_dir: Path) -> ScanJobs:
+def add_scan_routes(app: FastAPI, retriever, static_dir: Path, allow_paths: Sequence[Path] = ()) -> ScanJobs:
     jobs = ScanJobs(retriever)
     app.state.scan_jobs = jobs
+    app.state.scan_allowed = [Path(p).resolve() for p in allow_paths]  # `serve --allow-path DIR`
 
     @app.post("/api/scan", status_code=202, tags=["scan"],
               responses={400: {"description": "bad zip, path or option"}, 403: {"description": "path not allowed"},
@@ -112,7 +108,7 @@ def add_scan_routes(app: FastAPI, retriever, static_dir: Path) -> ScanJobs:
                 options = _options(raw)
             except ValueError as e:
                 return _error(400, str(e))
-            roots = allowed_roots()
+            roots = app.state.scan_allowed
             if not roots:
                 return _error(403, "server-side paths are off: start the server with `godot-rag serve --allow-path DIR`")
             path = Path(raw["path"]).expanduser()

@@ -81,6 +81,16 @@ def check_strategy(name: str) -> str:
     return up
 
 
+def llm_user(names: list[str], cfg: RetrieveConfig) -> str | None:
+    """What needs an LLM among these strategies with these settings (None: nothing does), as a message names it."""
+    for name in names:
+        if STRATEGIES[name].needs_llm:
+            return f"strategy {name}"
+    if cfg.validator_llm:
+        return "the Qwen judge"
+    return "the qwen reranker" if cfg.reranker == "qwen" else None
+
+
 def describe() -> dict[str, dict]:
     """Each strategy's description and stage list, for `godot-rag strategies` and GET /api/strategies."""
     return {name: {"about": s.about, "needs": s.needs,

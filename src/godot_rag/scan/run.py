@@ -172,14 +172,14 @@ def _quiet_models() -> None:
 # -- the scan -------------------------------------------------------------------------------------
 def check_options(opts: ScanOptions) -> tuple[str, dict]:
     from ..retrieve.config import ConfigError, RetrieveConfig
-    from ..retrieve.strategies import check_strategy
+    from ..retrieve.strategies import check_strategy, llm_user
 
     try:
         strategy = check_strategy(opts.strategy)
         cfg = RetrieveConfig.from_mapping(dict(opts.settings or {}))
     except ConfigError as e:
         raise ScanError(str(e)) from None
-    if cfg.validator_llm or cfg.reranker == "qwen" or strategy == "E":
+    if llm_user([strategy], cfg) is not None:
         raise ScanError("scan runs without an LLM: strategy E, validator_llm and the qwen reranker are not available here")
     bad = [f for f in opts.formats if f not in FORMATS]
     if bad:

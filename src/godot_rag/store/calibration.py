@@ -7,11 +7,9 @@ otherwise the user's own (written by `godot-rag judge calibrate`), then the one 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 SHIPPED = Path(__file__).with_name("judge_calibration.json")
-ENV = "GODOT_RAG_JUDGE_CALIBRATION"
 
 
 class CalibrationError(ValueError):
@@ -69,7 +67,6 @@ def find(identity: dict, path: Path | None = None, prompt: str | None = None) ->
     P(yes) depends on the question as much as on the weights: an entry measured with another prompt
     (`prompt` differs) is skipped and named in `skipped`; an entry without one (written by hand) holds
     for any prompt."""
-    path = path or (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
     skipped = []
     for source in ([path] if path else [user_path(), SHIPPED]):
         for e in read(source):
