@@ -21,6 +21,7 @@ from .resolve import RESOLVE
 from .segment import SEGMENT
 from .stage import Stage, check_contract
 from .tokenize import TOKENIZE
+from .trace import STAGE_COLUMNS
 from .tsquery import DIAGNOSE, TSQUERY
 from .validate import VALIDATE
 from .version_stage import VERSION
@@ -91,9 +92,15 @@ def llm_user(names: list[str], cfg: RetrieveConfig) -> str | None:
     return "the qwen reranker" if cfg.reranker == "qwen" else None
 
 
+def _column(stage: str) -> dict | None:
+    column = STAGE_COLUMNS.get(stage)
+    return column.model_dump() if column is not None else None
+
+
 def describe() -> dict[str, dict]:
-    """Each strategy's description and stage list, for `godot-rag strategies` and GET /api/strategies."""
+    """Each strategy's description and stage list, for `godot-rag strategies` and GET /api/strategies: each
+    stage with its contract and, for a stage that says something about each record, the page's column."""
     return {name: {"about": s.about, "needs": s.needs,
                    "stages": [{"name": st.name, "about": st.about, "requires": list(st.requires),
-                               "provides": list(st.provides)} for st in s.stages]}
+                               "provides": list(st.provides), "column": _column(st.name)} for st in s.stages]}
             for name, s in STRATEGIES.items()}
