@@ -271,18 +271,13 @@ def _database_state(db) -> str:
     import psycopg
 
     from ..store.db import StoreError
+    from ..store.queries import require_records
     from ..store.scan_cache import database_digest
 
     try:
         with db.connect(autocommit=True) as conn:
-            n = conn.execute("SELECT (SELECT count(*) FROM docs_chunks) + (SELECT count(*) FROM label_prototypes)").fetchone()[0]
-            if not n:
-                raise StoreError("the database is empty: run `godot-rag ingest` and `load` "
-                                 f"(or `scripts/main.sh`); it is the {db.describe()}")
+            require_records(conn, db.describe())
             return database_digest(conn)
-    except psycopg.errors.UndefinedTable:
-        raise StoreError("the database has no godot-rag tables: run `godot-rag ingest` and `load`; "
-                         f"it is the {db.describe()}") from None
     except psycopg.Error as e:
         raise StoreError(f"database error ({db.describe()}): {str(e).strip().splitlines()[0]}") from None
 
