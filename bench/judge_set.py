@@ -50,7 +50,7 @@ def base(name, q, c, label, why):
     det = c.info("validate")
     return {"set": name, "query": q.id, "chunk_text": q.chunk_text, "table": c.table, "record": c.id, "label": label,
             "label_from": why, "det_verdict": c.verdict, "det_confidence": det.confidence,
-            "evidence": [e["literal"] for e in det.evidence][:10]}
+            "evidence": [e.literal for e in det.evidence][:10]}
 
 
 for name, mappings, docs in (("reference", False, True), ("known_item", False, True), ("migration", True, False),
@@ -76,8 +76,8 @@ for name, mappings, docs in (("reference", False, True), ("known_item", False, T
                     continue
                 else:
                     label, why = (1, "port-confirmed pair") if m in gold else (0, "not in the gold pairs")
-                pairs.append({**base(name, q, c, label, why), "occurrence": occ, "ambiguous": occ["ambiguous"],
-                              "line_text": q.chunk_text.splitlines()[occ["line"] - 1]})
+                pairs.append({**base(name, q, c, label, why), "occurrence": occ.model_dump(), "ambiguous": occ.ambiguous,
+                              "line_text": q.chunk_text.splitlines()[occ.line - 1]})
         if docs and q.id in doc_sample:
             gold_pages = set(q.relevant_pages) | set(q.relevant_api_pages)
             if not gold_pages:

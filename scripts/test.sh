@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: install into ./.venv, then the whole suite (real PostgreSQL, real models, real Chromium).
+# The test command: install into ./.venv, then lint and type checks, then the whole suite (real PostgreSQL,
+# real models, real Chromium).
 # `--fast` skips the slow, LLM and browser tests, for the edit-test loop; the default run is complete.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,4 +10,6 @@ args=()
 for a in "$@"; do
   if [ "$a" = "--fast" ]; then args+=(-m "not slow and not llm and not browser"); else args+=("$a"); fi
 done
+.venv/bin/ruff check src        # lint: pyflakes, isort, bugbear (pyproject.toml)
+.venv/bin/mypy src              # types
 .venv/bin/python -m pytest -q -p no:cacheprovider tests "${args[@]}"

@@ -97,6 +97,14 @@ def test_strategies_openapi_and_offline_page(client):
     f_stages = [st["name"] for st in s["stage_lists"]["F"]["stages"]]
     assert f_stages[:2] == ["parse", "resolve"] and f_stages.index("validate") < f_stages.index("score") < f_stages.index("cut")
     assert s["stage_lists"]["E"]["needs"] and "--llm" in s["stage_lists"]["E"]["needs"]
+    # the page's schema: each stage's contract, and a column for the stages that say something about each record
+    by_name = {st["name"]: st for st in s["stage_lists"]["F"]["stages"]}
+    assert by_name["validate"]["requires"] == ["pool", "facts", "resolution", "version", "occurrences"]
+    assert by_name["version"]["provides"] == ["version", "occurrences"] and by_name["version"]["column"] is None
+    assert by_name["validate"]["column"] == {"label": "validate", "unit": "verdict", "score": "confidence", "unit_scale": True,
+                                             "lossy": True, "source": False}
+    assert [n for n, st in by_name.items() if st["column"]] == ["bm25", "embedding", "union", "fuse", "codematch", "merge",
+                                                                 "rerank", "shortlist", "api", "validate", "judge", "score", "cut"]
     settings = client.get("/openapi.json").json()["components"]["schemas"]["RetrieveRequest"]["properties"]["config"]
     assert {"k1", "fusion", "weight_api", "godot_version"} <= set(settings["properties"])  # every setting documented
     assert "/api/retrieve" in client.get("/openapi.json").json()["paths"]

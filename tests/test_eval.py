@@ -184,8 +184,9 @@ def test_failures_name_every_occurrence_a_wrong_mapping_was_accepted_on():
     from godot_rag.retrieve.trace import ValidateInfo
     from godot_rag.retrieve.types import Candidate
 
-    occ = [{"line": 4, "col": 24, "region": "node_path", "status": "godot3_node", "why": "line 4:24: a scene node ..."},
-           {"line": 9, "col": 2, "region": "comment", "status": "ignored", "why": "line 9:2 is in a comment"}]
+    occ = [{"line": 4, "col": 24, "region": "node_path", "status": "godot3_node", "why": "line 4:24: a scene node ...",
+            "start": 60, "end": 67},
+           {"line": 9, "col": 2, "region": "comment", "status": "ignored", "why": "line 9:2 is in a comment", "start": 90, "end": 97}]
     c = Candidate(table="api_mapping", id="class_renames:RayCast->RayCast3D", payload={})
     c.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=0.5, evidence=[], contradictions=[],
                                          reasons=[], occurrences=occ))

@@ -37,7 +37,7 @@ def test_reference_chunk_on_the_full_pages(full):
     f = full.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5))
     accepted = [c for c in f.by_table("docs_chunks")]
     assert accepted[0].id.startswith(CODING) and accepted[0].verdict == "accept"
-    lits = {e["literal"] for e in accepted[0].info("validate").evidence}
+    lits = {e.literal for e in accepted[0].info("validate").evidence}
     assert {"Input.is_action_pressed", "AnimatedSprite2D.play", "AnimatedSprite2D.stop"} <= lits
     coding_conf = min(c.info("validate").confidence for c in accepted if c.id.startswith(CODING))
     movement = [c for c in f.results + f.rejected + f.cut if c.id.startswith(MOVEMENT_3D)]

@@ -11,7 +11,8 @@ from godot_rag.gdscript import parse_chunk
 from godot_rag.retrieve.codematch import clone_match, renameable_names
 from godot_rag.retrieve.resolve import resolve_uses
 from godot_rag.retrieve.types import Candidate
-from godot_rag.retrieve.validate import ValidationContext, validate
+from godot_rag.retrieve.validate import ChunkScope, ValidationContext, validate
+from godot_rag.retrieve.version_stage import decide_occurrences, mapping_markers
 from godot_rag.retrieve.version import (VersionContext, classify_occurrence, comment_reference_overruled, decide_ambiguous,
                                         version_context, version_names)
 from conftest import REFERENCE_CHUNK, SHARED
@@ -267,10 +268,14 @@ def _validated(ref, chunk: str, payloads: list[tuple[str, dict]]) -> dict[str, C
     facts = parse_chunk(chunk)
     res = resolve_uses(facts, ref)
     old, new = version_names([p for t, p in payloads if t == "api_mapping"], ref)
-    v = ValidationContext(facts=facts, resolution=res, ref=ref, version=version_context(facts, res, new, old, "auto"),
+    cands = [Candidate(table=t, id=p.get("mapping_id") or p["prototype_id"], payload=p) for t, p in payloads]
+    mappings = [c for c in cands if c.table == "api_mapping"]
+    occurrences = decide_occurrences(ChunkScope(facts, res, ref, {}), mappings)  # the version stage's part
+    version = version_context(facts, res, new, old, "auto")
+    version.godot3 += mapping_markers(mappings, occurrences)
+    v = ValidationContext(facts=facts, resolution=res, ref=ref, renamed_classes={}, version=version,
                           idf=lambda t: 6.0, class_of_page={})
-    return {c.id: c for c in validate(v, [Candidate(table=t, id=p.get("mapping_id") or p["prototype_id"], payload=p)
-                                          for t, p in payloads])}
+    return {c.id: c for c in validate(v, cands, occurrences)}
 
 
 def test_a_comment_reference_is_weak_mapping_evidence_and_never_a_finding(ref):
@@ -285,7 +290,7 @@ def test_a_comment_reference_is_weak_mapping_evidence_and_never_a_finding(ref):
     godot3 = _validated(ref, "extends EditorSpatialGizmoPlugin\n" + body, tables)
     m = godot3["m:get_handle_name"]
     assert m.verdict == "accept" and m.info("validate").confidence == 0.5
-    assert [(o["region"], o["status"]) for o in m.info("validate").occurrences] == [("comment", "godot3_comment")]
+    assert [(o.region, o.status) for o in m.info("validate").occurrences] == [("comment", "godot3_comment")]
     assert godot3["migration:godot3_method_name"].verdict == "reject"  # a finding never fires on a comment
     # The same comment in Godot 4 code is a stale comment, not a use.
     godot4 = _validated(ref, "extends EditorNode3DGizmoPlugin\n" + body, tables)
@@ -295,7 +300,7 @@ def test_a_comment_reference_is_weak_mapping_evidence_and_never_a_finding(ref):
     scene = dict(_mapping("change_scene", "change_scene_to_file", "method_rename"), mapping_id="m:scene")
     both = _validated(ref, '# Call get_tree().change_scene() to go on.\nfunc f():\n\tget_tree().change_scene("res://b.tscn")\n',
                       [("api_mapping", scene)])["m:scene"].info("validate")
-    assert (both.evidence[0]["chunk_line"], both.evidence[0]["region"], both.confidence) == (3, "code", 1.0)
+    assert (both.evidence[0].chunk_line, both.evidence[0].region, both.confidence) == (3, "code", 1.0)
 
 
 def test_a_class_read_through_the_renames_is_no_godot4_marker(ref):

@@ -126,15 +126,15 @@ def _mapping(occurrences, verdict="accept", confidence=0.6):
 def test_focused_question_names_the_occurrence_and_its_line():
     occ = [{"line": 2, "col": 9, "region": "code", "status": "godot3", "why": "", "start": 20, "end": 28, "ambiguous": True}]
     c = _mapping(occ)
-    assert asked_occurrence(c)["line"] == 2
+    assert asked_occurrence(c).line == 2
     assert asked_occurrence(_mapping(occ, verdict="reject")) is None  # the judge never accepts on its own
     # The strongest use is asked about; an accept that rests only on a comment is not asked (the question is about code).
     comment = {"line": 1, "col": 3, "region": "comment", "status": "godot3_comment", "why": "", "start": 2, "end": 10, "ambiguous": False}
     node = {"line": 3, "col": 2, "region": "node_path", "status": "godot3_node", "why": "", "start": 40, "end": 48, "ambiguous": False}
-    assert asked_occurrence(_mapping([comment, node] + occ))["line"] == 2
-    assert asked_occurrence(_mapping([comment, node]))["line"] == 3
+    assert asked_occurrence(_mapping([comment, node] + occ)).line == 2
+    assert asked_occurrence(_mapping([comment, node])).line == 3
     assert asked_occurrence(_mapping([comment], confidence=0.5)) is None
-    q = occurrence_question(c, occ[0], "\tvar v = Viewport.new()")
+    q = occurrence_question(c, occ[0]["line"], "\tvar v = Viewport.new()")
     assert "`Viewport` on line 2" in q and "SubViewport" in q and "var v = Viewport.new()" in q
     assert numbered("a\nb").splitlines() == ["  1| a", "  2| b"]
 

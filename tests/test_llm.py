@@ -207,7 +207,7 @@ def test_server_model_goes_through_the_same_calibrated_path(llama_server, fixtur
     js = tmp_path / "js.jsonl"
     js.write_text("".join(json.dumps({"id": f"p{i}", "chunk_text": REFERENCE_CHUNK, "table": "docs_chunks", "record": c.id,
                                       "label": i % 2, "det_confidence": c.info("validate").confidence,
-                                      "evidence": [e["literal"] for e in c.info("validate").evidence]}) + "\n"
+                                      "evidence": [e.literal for e in c.info("validate").evidence]}) + "\n"
                           for i, c in enumerate(accepted)))
     cal = tmp_path / "cal.json"
     proc = subprocess.run([sys.executable, "-m", "godot_rag.cli", "judge", "calibrate", "--set", str(js), "--out", str(cal),

@@ -2,7 +2,7 @@ import pytest
 
 from godot_rag.retrieve.codematch import clone_match
 from godot_rag.retrieve.config import ConfigError, RetrieveConfig
-from godot_rag.retrieve.pipeline import ChunkError
+from godot_rag.chunk_text import ChunkTextError
 from godot_rag.retrieve.segment import split_segments
 from godot_rag.retrieve.types import Candidate
 from godot_rag.classref import ClassReference
@@ -75,7 +75,7 @@ def test_f_accepts_direct_evidence_and_rejects_the_rest(retriever):
     accepted = ids(res)
     assert accepted and all(a.startswith("getting_started/demo/coding_the_player#") for a in accepted[:2])
     top = res.by_table("docs_chunks")[0]
-    lits = [e["literal"] for e in top.info("validate").evidence]
+    lits = [e.literal for e in top.info("validate").evidence]
     assert "Input.is_action_pressed" in lits and top.verdict == "accept"
     rr = top.info("rerank")
     assert rr is not None and rr.backend == "nanoranker" and rr.rank_change == (rr.rank_before or rr.rank) - rr.rank
@@ -98,7 +98,7 @@ def test_f_migration_evidence_never_comes_from_comments_or_strings(retriever):
     assert ids(res, "api_mapping") == []
     assert not [p for p in res.by_table("label_prototypes") if p.payload["task_type"] == "migration"]
     rej = next(c for c in res.rejected if c.id == "class_renames:KinematicBody2D->CharacterBody2D")
-    regions = {o["region"] for o in rej.info("validate").occurrences}
+    regions = {o.region for o in rej.info("validate").occurrences}
     assert regions == {"comment", "string"} and "no occurrence is Godot 3 use" in rej.reason
     hinted = retriever.retrieve("func f(v: Viewport):\n    pass\n", "F", RetrieveConfig(k=10, godot_version="3"))
     plain = retriever.retrieve("func f(v: Viewport):\n    pass\n", "F", RetrieveConfig(k=10))
@@ -112,7 +112,7 @@ def test_f_node_named_after_a_godot3_class_is_overruled_by_godot4_markers_or_hin
     plain = retriever.retrieve(bare, "F", RetrieveConfig(k=10, reranker="none"))
     assert mapping in ids(plain, "api_mapping")  # no markers: weak evidence, kept at low confidence
     node = next(c for c in plain.results if c.id == mapping).info("validate")
-    assert node.confidence <= 0.5 and node.occurrences[0]["status"] == "godot3_node"
+    assert node.confidence <= 0.5 and node.occurrences[0].status == "godot3_node"
     for chunk, cfg, why in ((bare, RetrieveConfig(k=10, reranker="none", godot_version="4"), "godot_version hint is 4"),
                             ("@onready var sprite = $AnimatedSprite\n\n" + bare, RetrieveConfig(k=10, reranker="none"),
                              "the chunk has Godot 4 markers")):
@@ -120,7 +120,7 @@ def test_f_node_named_after_a_godot3_class_is_overruled_by_godot4_markers_or_hin
         assert mapping not in ids(res, "api_mapping")
         rej = next(c for c in res.rejected if c.id == mapping)
         occ = rej.info("validate").occurrences[0]
-        assert occ["status"] == "ignored" and "node path" in occ["why"] and why in occ["why"]
+        assert occ.status == "ignored" and "node path" in occ.why and why in occ.why
 
 
 def test_f_class_name_passed_as_a_string_to_a_class_name_argument_is_a_use(retriever):
@@ -128,8 +128,8 @@ def test_f_class_name_passed_as_a_string_to_a_class_name_argument_is_a_use(retri
     chunk = 'func _enter_tree():\n    add_custom_type("Mover", "KinematicBody2D", preload("mover.gd"), null)\n'
     res = retriever.retrieve(chunk, "F", RetrieveConfig(k=10, reranker="none"))
     acc = next(c for c in res.results if c.id == mapping).info("validate")
-    assert acc.occurrences[0]["region"] == "string" and acc.occurrences[0]["status"] == "godot3"
-    assert "class-name argument" in acc.occurrences[0]["why"]
+    assert acc.occurrences[0].region == "string" and acc.occurrences[0].status == "godot3"
+    assert "class-name argument" in acc.occurrences[0].why
     # The same name in a string that is no class-name argument stays no use.
     said = retriever.retrieve('func _ready():\n    print("KinematicBody2D")\n', "F", RetrieveConfig(k=10, reranker="none"))
     assert mapping not in ids(said, "api_mapping")
@@ -155,7 +155,7 @@ def _cand(table, payload):
 def _vctx(chunk: str) -> ValidationContext:
     facts = parse_chunk(chunk)
     ref = ClassReference({})
-    return ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, version=VersionContext(),
+    return ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={}, version=VersionContext(),
                              idf=lambda t: 6.0, class_of_page={}, renameable=renameable_names(facts, ref))
 
 
@@ -179,8 +179,8 @@ def test_evidence_respects_identifier_boundaries_and_near_misses():
     assert _mapping_verdict("export var speed = 400", neg)["accepted"]
     doc = _cand("docs_chunks", {"content": "var direction = Vector3.ZERO\nCharacterBody3D", "code_blocks": [], "api_symbols": ["Vector3.ZERO"]})
     ev = docs_evidence(_vctx("var v = Vector2.ZERO\nextends CharacterBody2D"), doc)
-    assert {c["literal"] for c in ev["contradictions"]} == {"Vector3", "CharacterBody3D"}
-    assert ev["evidence"] == [] or all(e["literal"] != "Vector2" for e in ev["evidence"])
+    assert {c.literal for c in ev["contradictions"]} == {"Vector3", "CharacterBody3D"}
+    assert ev["evidence"] == [] or all(e.literal != "Vector2" for e in ev["evidence"])
     assert facts.identifiers >= {"Vector2", "AnimatedSprite2D"} and "AnimatedSprite" not in facts.identifiers
 
 
@@ -248,10 +248,10 @@ def test_segments_and_code_clone_match():
 
 
 def test_bad_requests(retriever):
-    with pytest.raises(ChunkError) as e:
+    with pytest.raises(ChunkTextError) as e:
         retriever.retrieve("   \n", "B")
     assert e.value.status == 422
-    with pytest.raises(ChunkError) as e:
+    with pytest.raises(ChunkTextError) as e:
         retriever.retrieve("x" * 20001, "B")
     assert e.value.status == 413
     with pytest.raises(ConfigError, match="valid strategies: A, B, C, D, E, F"):
@@ -296,3 +296,49 @@ def test_loaded_records_are_kept_out_of_the_garbage_collectors_walks(retriever):
     ctx.load_step("model", False, lambda: model.setdefault("weights", {"layer": [0.5]}))
     assert model["weights"] is not None and not any(o is model["weights"] for o in gc.get_objects())
     assert [s.stage for s in ctx.trace.stages] == ["load:model"]
+
+
+def test_a_stage_list_whose_contracts_do_not_fit_is_refused_when_the_strategy_is_built():
+    from godot_rag.retrieve.context import MissingPart, QueryContext
+    from godot_rag.retrieve.fuse import UNION
+    from godot_rag.retrieve.final import CUT
+    from godot_rag.retrieve.lexical import BM25
+    from godot_rag.retrieve.parse import PARSE
+    from godot_rag.retrieve.resolve import RESOLVE
+    from godot_rag.retrieve.stage import ContractError, Stage, run_stages
+    from godot_rag.retrieve.strategies import STRATEGIES, Strategy
+    from godot_rag.retrieve.tokenize import TOKENIZE
+    from godot_rag.retrieve.tsquery import TSQUERY
+    from godot_rag.retrieve.validate import VALIDATE
+    from godot_rag.retrieve.version_stage import VERSION
+
+    # F without its version stage: the validator would read markers nobody wrote.
+    with pytest.raises(ContractError, match="strategy X: stage 'validate' requires 'version', which no earlier stage provides"):
+        Strategy("X", "no version stage", [PARSE, RESOLVE, TOKENIZE, BM25, UNION, VALIDATE])
+    # Reordered: the version stage before the candidates it decides.
+    with pytest.raises(ContractError, match="stage 'version' requires 'pool'"):
+        Strategy("X", "version first", [PARSE, RESOLVE, VERSION, TOKENIZE, BM25, UNION, VALIDATE])
+    with pytest.raises(ContractError, match="'pool' is provided by two stages, 'tsquery' and 'union'"):
+        Strategy("X", "two candidate sources", [TSQUERY, TOKENIZE, BM25, UNION, CUT])
+    with pytest.raises(ContractError, match="unknown part\\(s\\) vibes; valid parts: tokens"):
+        Strategy("X", "a typo", [Stage("odd", lambda ctx, pool: pool, "", requires=("vibes",))])
+    assert [s.stage_names[-1] for s in STRATEGIES.values()] == ["cut", "explain", "cut", "explain", "profile_diff", "explain"]
+    # At run time: a stage that does not set a part it declares, and a read of a part nobody set, are errors.
+    ctx = QueryContext(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), retriever=None)
+    with pytest.raises(MissingPart, match="the query state has no 'facts'"):
+        ctx.facts
+    with pytest.raises(MissingPart, match="stage 'lazy' declares it provides facts but did not set it"):
+        run_stages(ctx, [Stage("lazy", lambda ctx, pool: pool, "", provides=("facts",))])
+
+
+def test_candidates_made_without_validation_equal_validated_ones():
+    """`Candidate._unvalidated` sets pydantic's instance attributes itself (pydantic is pinned below 3 for it):
+    what it makes must behave as a validated candidate does."""
+    made = Candidate.of_record("docs_chunks", "p#0", {"content": "x"}, 0.5, 1, "bm25")
+    valid = Candidate(table="docs_chunks", id="p#0", payload={"content": "x"}, score=0.5, rank=1, source="bm25")
+    assert made == valid and made.model_dump() == valid.model_dump() and made.model_dump_json() == valid.model_dump_json()
+    assert made.model_fields_set == valid.model_fields_set
+    copy = made.derive()
+    copy.score = 0.25
+    assert copy.model_copy(update={"rank": 2}).rank == 2 and made.score == 0.5 and copy.trace is not made.trace
+    assert Candidate.model_validate_json(copy.model_dump_json()) == copy

@@ -513,7 +513,7 @@ def test_api_rejects_zip_bombs_too_many_entries_and_non_zips(client):
 def test_api_server_side_path_only_where_allowed(client, monkeypatch, tmp_path):
     r = client.post("/api/scan", json={"path": str(WAYPOINTS4)})
     assert r.status_code == 403 and "--allow-path" in r.json()["error"]
-    monkeypatch.setenv("GODOT_RAG_SCAN_ALLOW_PATH", str(tmp_path))
+    monkeypatch.setattr(client.app.state, "scan_allowed", [tmp_path.resolve()])
     r = client.post("/api/scan", json={"path": str(WAYPOINTS4)})
     assert r.status_code == 403 and "not under" in r.json()["error"]
     (tmp_path / "link").symlink_to(WAYPOINTS4)
@@ -610,3 +610,26 @@ def test_scan_page_files_chunks_and_open_in_the_debugger(app, browser, tmp_path)
     finally:
         server.should_exit = True
         thread.join(20)
+
+
+def test_the_cache_key_changes_with_any_rule_of_the_verdicts(tmp_path, monkeypatch):
+    """No number to bump by hand: the key holds a digest of the code that decides verdicts."""
+    from godot_rag.retrieve import fingerprint
+    from godot_rag.scan import run as scan_run
+
+    copy = tmp_path / "godot_rag"
+    copy.mkdir()
+    for name in fingerprint.VERDICT_SOURCES:
+        src = fingerprint.PACKAGE_DIR / name
+        if src.is_dir():
+            shutil.copytree(src, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, copy / name)
+    assert fingerprint.code_digest(copy) == fingerprint.code_digest()
+    rules = copy / "retrieve" / "docs_evidence.py"
+    rules.write_text(rules.read_text().replace("resolved_api: float = 6.0", "resolved_api: float = 7.0", 1))
+    changed = fingerprint.code_digest(copy)
+    assert changed != fingerprint.code_digest()
+    key = scan_run.cache_key("func f():\n\tpass\n", "F", {"k": 10}, "db")
+    monkeypatch.setattr(scan_run, "results_version", lambda: f"0.1.0+{changed[:24]}")
+    assert scan_run.cache_key("func f():\n\tpass\n", "F", {"k": 10}, "db") != key

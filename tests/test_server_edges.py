@@ -42,7 +42,7 @@ def client(app):
 
 
 @pytest.fixture
-def layout(tmp_path, monkeypatch):
+def layout(tmp_path, monkeypatch, app):
     """allowed/game: a project with a file link and a directory link out of the root, a linked
     project.godot and .gitignore (all pointing at files that hold the sentinel); outside/: those files."""
     outside = tmp_path / "outside"
@@ -62,7 +62,7 @@ def layout(tmp_path, monkeypatch):
     (game / "nested" / "inner.gd").write_text(GD)
     (tmp_path / "allowed" / "out_link").symlink_to(outside)
     (tmp_path / "allowed" / "dangling").symlink_to(tmp_path / "nowhere")
-    monkeypatch.setenv("GODOT_RAG_SCAN_ALLOW_PATH", str((tmp_path / "allowed").resolve()))
+    monkeypatch.setattr(app.state, "scan_allowed", [(tmp_path / "allowed").resolve()])  # serve --allow-path
     return tmp_path
 
 

@@ -160,7 +160,8 @@ def test_embedded_server_survives_a_killed_cli(make_database, fixture_jsonl):
 
 def test_bm25_index_is_persisted_and_rebuilt_only_on_change(fixture_db, tmp_path):
     from godot_rag.retrieve.config import RetrieveConfig
-    from godot_rag.retrieve.pipeline import BM25_PARAM_SLOTS, Retriever
+    from godot_rag.retrieve.indexes import BM25_PARAM_SLOTS
+    from godot_rag.retrieve.pipeline import Retriever
     from godot_rag.retrieve.tokenize import TokenizerConfig
     from godot_rag.store.bm25_cache import load_counts
 
@@ -180,7 +181,7 @@ def test_bm25_index_is_persisted_and_rebuilt_only_on_change(fixture_db, tmp_path
     for i in range(BM25_PARAM_SLOTS + 4):
         idx = r.bm25_index("docs_chunks", TokenizerConfig(), RetrieveConfig(k1=0.5 + i / 10))
         assert idx.tf is default.tf and idx.params.k1 == 0.5 + i / 10
-    assert len(r._bm25) == BM25_PARAM_SLOTS
+    assert len(r._bm25._weighted) == BM25_PARAM_SLOTS
 
 
 def test_broken_handle_list_is_repaired(make_database, fixture_jsonl):

@@ -23,8 +23,6 @@ if not os.path.exists(CHROMIUM):
 OUT = ROOT / "test-output" / "web"
 W, H = 1366, 768
 THREE_D = "tutorials/demo3d/player_movement#000"  # the 3D tutorial: Vector3 where the chunk has Vector2
-RECORD_STAGES = ["tsquery", "bm25", "embedding", "union", "fuse", "codematch", "merge", "rerank", "shortlist", "api",
-                 "validate", "judge", "score", "cut"]
 
 
 class Served:
@@ -188,10 +186,13 @@ def test_journey_matrix_fits_at_1366x768(page, served):
     # the columns are F's own stages, in order, from the strategy table
     import httpx
 
-    f_stages = [s["name"] for s in httpx.get(served.url + "/api/strategies").json()["stage_lists"]["F"]["stages"]]
+    # (the page's schema: each stage's `column`, the same list the page reads)
+    f_stages = httpx.get(served.url + "/api/strategies").json()["stage_lists"]["F"]["stages"]
     shown = page.eval_on_selector_all("#matrix thead th[data-stage]", "ths => ths.map(t => t.dataset.stage)")
-    assert shown == [s for s in f_stages if s in RECORD_STAGES]
+    assert shown == [s["name"] for s in f_stages if s["column"]]
     assert {"codematch", "merge", "rerank", "validate", "cut"} <= set(shown)
+    labels = page.eval_on_selector_all("#matrix thead th[data-stage] .sn", "ss => ss.map(s => s.textContent)")
+    assert labels == [s["column"]["label"] for s in f_stages if s["column"]]
     # one screen: the chunk, the stage header and the first 10 rows of every column, no horizontal scrolling
     assert _inside_viewport(page.locator("#chunk").bounding_box())
     assert _inside_viewport(page.locator("#matrix thead tr").bounding_box())

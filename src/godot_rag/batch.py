@@ -70,7 +70,8 @@ def _id_ok(value) -> bool:
 _worker: dict = {}
 
 
-def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None, fmt="records", prompt_budget=None):
+def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None, judge_calibration=None, fmt="records",
+                 prompt_budget=None):
     """Each process has its own Retriever: the GIL-bound stages then run on both cores."""
     from .models.llm import make_llm
     from .retrieve.config import RetrieveConfig
@@ -87,7 +88,7 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
     llm = make_llm(**llm_spec) if llm_spec else None
     db = Database(dsn=dsn, data_dir=data_dir)
     db.release_at_worker_exit()
-    _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder)
+    _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder, judge_calibration=judge_calibration)
     _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, (fmt, prompt_budget)
     _worker["retriever"].warm(cfg, embed=strategy != "B")
 
@@ -142,8 +143,8 @@ def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet
         db = retriever.db
         try:
             with database_workers(db, workers, _init_worker,
-                                  (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder, fmt,
-                                   prompt_budget)) as pool:
+                                  (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder,
+                                   retriever.judge_calibration, fmt, prompt_budget)) as pool:
                 results = pool.imap(_retrieve_one, good, chunksize=4)
                 for res in tqdm(_in_order(items, results), total=len(items), desc="retrieve", disable=quiet,
                                 file=sys.stderr):

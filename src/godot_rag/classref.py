@@ -32,9 +32,10 @@ class ClassReference:
     def page(self, cls: str) -> str | None:
         return (self.classes.get(cls) or {}).get("page")
 
-    def lineage(self, cls: str) -> list[str]:
+    def lineage(self, cls: str | None) -> list[str]:
         """`cls` and its ancestors, nearest first."""
-        out, seen = [], set()
+        out: list[str] = []
+        seen: set[str] = set()
         while cls and cls in self.classes and cls not in seen:
             out.append(cls)
             seen.add(cls)
@@ -51,8 +52,8 @@ class ClassReference:
                 return owner, info
         return None
 
-    def related(self, a: str, b: str) -> bool:
-        """Whether one class is the other or an ancestor of it."""
+    def related(self, a: str, b: str | None) -> bool:
+        """Whether one class is the other or an ancestor of it (no class is related to nothing)."""
         return a in self.lineage(b) or b in self.lineage(a)
 
     def global_member(self, name: str) -> tuple[str, dict] | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .cli_options import with_db, with_llm, with_output, with_retrieve
+from .cli_options import with_db, with_llm, with_output, with_retrieve, with_settings
 from .formats import FORMATS
 
 DEFAULT_JSONL = Path("work/godot_rag/jsonl")
@@ -174,18 +174,20 @@ def open_llm(llm, needed: bool, why: str):
 @with_db
 def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budget, output, rargs, llm, dsn, data_dir):
     """Retrieve evidence for a raw GDScript chunk (FILE, or - for stdin)."""
+    from .chunk_text import ChunkTextError
     from .render import render_table
     from .retrieve.config import ConfigError
-    from .retrieve.pipeline import ChunkError, Retriever
-    from .retrieve.strategies import check_strategy
+    from .retrieve.pipeline import Retriever
+    from .retrieve.strategies import check_strategy, llm_user
     from .store.db import StoreError
 
     try:
         cfg = rargs.config(llm)
         strategy = check_strategy(strategy)
-        needed = strategy == "E" or cfg.validator_llm or cfg.reranker == "qwen"
-        model = open_llm(llm, needed and not cfg.llm_optional, f"strategy {strategy}" if strategy == "E" else "the Qwen judge")
-        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder)
+        user = llm_user([strategy], cfg)
+        model = open_llm(llm, user is not None and not cfg.llm_optional, user or f"strategy {strategy}")
+        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder,
+                              judge_calibration=llm.judge_calibration)
         if batch:
             from .batch import run_batch
 
@@ -200,7 +202,7 @@ def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budg
         except UnicodeDecodeError as e:
             fail(f"{source.name}: not a UTF-8 text file (byte {e.start}); pass the raw GDScript chunk")
         result = retriever.retrieve(text, strategy, cfg, explain=True)
-    except (ConfigError, ChunkError, StoreError) as e:
+    except (ConfigError, ChunkTextError, StoreError) as e:
         fail(str(e))
     except ValueError as e:  # --strict: every bad --batch line, with its file and line
         fail(str(e))
@@ -250,12 +252,14 @@ def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_remo
               data_dir):
     """P(yes) on the judge set, ROC AUC per table, the threshold from the dev curve; stored with the
     model's name and hash. The summary goes to stdout."""
-    from .eval.judge_calibration import JudgeSetError, calibrate as run_calibration, read_judge_set
+    from tqdm import tqdm
+
+    from .eval.judge_calibration import JudgeSetError, read_judge_set
+    from .eval.judge_calibration import calibrate as run_calibration
     from .models.llm import LLMError
     from .retrieve.judge import prompt_id
     from .retrieve.pipeline import Retriever
     from .store import calibration as cal_store
-    from tqdm import tqdm
 
     try:
         pairs = read_judge_set(judge_set)[:limit]
@@ -330,15 +334,18 @@ def strategies(as_json):
                    "bound host, localhost and 127.0.0.1 (a web page on another name cannot drive the server).")
 @click.option("--no-warm", is_flag=True, help="Do not load the indexes and the embedder at start.")
 @click.option("--cross-encoder", "cross_encoder", default=None, help="Local CrossEncoder directory (reranker cross-encoder).")
+@click.option("--allow-path", "allow_paths", multiple=True, envvar="GODOT_RAG_SCAN_ALLOW_PATH",
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Let POST /api/scan read project folders under DIR on this machine (repeatable).")
 @with_llm
 @with_db
-def serve(host, port, allow_hosts, no_warm, cross_encoder, llm, dsn, data_dir):
+def serve(host, port, allow_hosts, no_warm, cross_encoder, allow_paths, llm, dsn, data_dir):
     """Serve POST /api/retrieve, GET /api/strategies, the OpenAPI docs and the debugger page at /."""
     import signal
 
     import uvicorn
 
-    from .api.app import bound_heap, create_app, listen_socket, warm_up
+    from .api.app import bound_heap, create_app, listen_socket
 
     try:
         sock = listen_socket(host, port)
@@ -353,11 +360,12 @@ def serve(host, port, allow_hosts, no_warm, cross_encoder, llm, dsn, data_dir):
         click.echo(f"godot-rag: {message}", err=True)
 
     model = open_llm(llm, False, "serve")
-    retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=cross_encoder)
+    retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=cross_encoder,
+                          judge_calibration=llm.judge_calibration)
     from .api.guards import LOCAL_HOSTS
 
     allowed = None if "*" in allow_hosts else [host, *LOCAL_HOSTS, *allow_hosts]
-    app = create_app(retriever, warm=False, llm_optional=llm.llm_optional, allowed_hosts=allowed)
+    app = create_app(retriever, warm=False, llm_optional=llm.llm_optional, allowed_hosts=allowed, allow_paths=allow_paths)
 
     class Server(uvicorn.Server):
         """Says so once the socket listens (after the warm-up), so a script can wait for the line."""
@@ -378,7 +386,7 @@ def serve(host, port, allow_hosts, no_warm, cross_encoder, llm, dsn, data_dir):
     try:
         if not no_warm:
             try:
-                warm_up(retriever, log)
+                retriever.warm(log=log)
             except StoreError as e:
                 log(f"warm-up failed ({str(e).splitlines()[0]}); requests will answer 503 with the reason")
         log(f"starting the HTTP server on {host}:{port}")
@@ -392,9 +400,9 @@ def serve(host, port, allow_hosts, no_warm, cross_encoder, llm, dsn, data_dir):
 @click.option("--http", "http", is_flag=True, help="Streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8765, show_default=True)
-@click.option("--allow-path", "allow_paths", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Let the scan tool read project folders under DIR on this machine (repeatable; "
-                   "env GODOT_RAG_SCAN_ALLOW_PATH).")
+@click.option("--allow-path", "allow_paths", multiple=True, envvar="GODOT_RAG_SCAN_ALLOW_PATH",
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Let the scan tool read project folders under DIR on this machine (repeatable).")
 @click.option("--no-warm", is_flag=True, help="Do not load the indexes and the embedder at start.")
 @with_retrieve
 @with_llm
@@ -406,7 +414,6 @@ def mcp(http, host, port, allow_paths, no_warm, rargs, llm, dsn, data_dir):
 
     from .retrieve.config import ConfigError
     from .retrieve.pipeline import Retriever
-    from .scan.allowed import allowed_roots
 
     try:
         from .api.mcp_server import create_server, print_err, serve_http, serve_stdio, warm_in_background
@@ -417,8 +424,9 @@ def mcp(http, host, port, allow_paths, no_warm, rargs, llm, dsn, data_dir):
     except ConfigError as e:
         fail(str(e))
     model = open_llm(llm, False, "mcp")
-    retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder)
-    server = create_server(retriever, cfg, list(allow_paths) or allowed_roots())
+    retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder,
+                          judge_calibration=llm.judge_calibration)
+    server = create_server(retriever, cfg, list(allow_paths))
 
     def _exit(signum, frame):
         raise SystemExit(128 + signum)
@@ -465,15 +473,16 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs
     from .eval.runner import run_eval
     from .retrieve.config import ConfigError
     from .retrieve.pipeline import Retriever
-    from .retrieve.strategies import check_strategy
+    from .retrieve.strategies import check_strategy, llm_user
     from .store.db import StoreError
 
     try:
         names = [check_strategy(s) for s in strategy_list.split(",") if s.strip()]
         cfg = rargs.config(llm)
-        needed = "E" in names or cfg.validator_llm or cfg.reranker == "qwen"
-        model = open_llm(llm, needed and not cfg.llm_optional, "this eval")
-        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder)
+        user = llm_user(names, cfg)
+        model = open_llm(llm, user is not None and not cfg.llm_optional, user or "this eval")
+        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder,
+                              judge_calibration=llm.judge_calibration)
         report = run_eval(retriever, list(query_files) + list(more_queries), names, cfg, out_dir=out, limit=limit,
                           quiet=output.quiet)
     except (QueryFileError, ConfigError, StoreError) as e:
@@ -502,20 +511,17 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs
 @click.option("--include-addons", is_flag=True, help="Also scan addons/ (skipped by default).")
 @click.option("--fail-on", "fail_on", type=click.Choice(["none", "info", "warning", "error"]), default="none",
               show_default=True, help="Exit 1 when a finding has this severity or higher.")
-@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path), default=None,
-              help="TOML file with [retrieve] settings.")
-@click.option("--set", "settings", multiple=True, help="Override one retrieval setting: --set k=5.")
+@with_settings
 @click.option("--max-chunk-chars", default=4000, show_default=True, help="Longer functions are cut at statement boundaries.")
 @click.option("--cache", "cache_file", type=click.Path(path_type=Path), default=None,
               help="Result cache file (default: beside the database, cache/scan-cache.sqlite3).")
 @click.option("--refresh", is_flag=True, help="Ignore cached results (they are rewritten).")
 @click.option("--no-extends-hint", "no_extends_hint", is_flag=True,
               help="Do not pass the file's `extends` with the chunks that have none.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@with_output
 @with_db
 def scan(project_dir, files, out, strategy, godot_version, workers, formats, changed_since, include_addons, fail_on,
-         config_file, settings, max_chunk_chars, cache_file, refresh, no_extends_hint, as_json, quiet, dsn, data_dir):
+         rargs, max_chunk_chars, cache_file, refresh, no_extends_hint, output, dsn, data_dir):
     """Scan a Godot project (or a folder of projects): every .gd file, chunked, through the retriever;
     writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md. FILES, when given,
     limit the scan to those scripts of the project (what a pre-commit hook passes).
@@ -531,14 +537,12 @@ def scan(project_dir, files, out, strategy, godot_version, workers, formats, cha
 
     signal.signal(signal.SIGTERM, _terminated)
     try:
-        from .cli_options import RetrieveArgs
-
-        cfg = RetrieveArgs(config_file=config_file, settings=tuple(settings)).config()
+        cfg = rargs.config()
         overrides = {k: v for k, v in cfg.to_dict().items() if k != "godot_version"}
         opts = ScanOptions(root=project_dir, out=out, strategy=strategy, godot_version=godot_version, workers=workers,
                            formats=tuple(f.strip() for f in formats.split(",") if f.strip()), changed_since=changed_since,
                            files=tuple(files),
-                           include_addons=include_addons, fail_on=fail_on, quiet=quiet, settings=overrides,
+                           include_addons=include_addons, fail_on=fail_on, quiet=output.quiet, settings=overrides,
                            cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
                            extends_hint=not no_extends_hint)
         result = run_scan(opts, dsn=dsn, data_dir=data_dir)
@@ -548,30 +552,8 @@ def scan(project_dir, files, out, strategy, godot_version, workers, formats, cha
         fail(str(e), 130)
     except KeyboardInterrupt:
         fail("interrupted", 130)
-    click.echo(json.dumps(result.summary, indent=2) if as_json else summary_text(result.summary))
+    click.echo(json.dumps(result.summary, indent=2) if output.as_json else summary_text(result.summary))
     sys.exit(1 if result.failed else 0)
-
-
-def _serve_allow_path(command) -> None:
-    """`serve --allow-path DIR`: POST /api/scan may read server-side folders under DIR (repeatable;
-    env GODOT_RAG_SCAN_ALLOW_PATH). Added to `serve` here so the scan feature stays in one block."""
-    import functools
-
-    command.params.append(click.Option(
-        ["--allow-path", "allow_paths"], multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-        help="Let POST /api/scan read project folders under DIR on this machine (repeatable)."))
-    inner = command.callback
-
-    @functools.wraps(inner)
-    def callback(*args, allow_paths=(), **kwargs):
-        if allow_paths:
-            os.environ["GODOT_RAG_SCAN_ALLOW_PATH"] = os.pathsep.join(str(p.resolve()) for p in allow_paths)
-        return inner(*args, **kwargs)
-
-    command.callback = callback
-
-
-_serve_allow_path(serve)
 
 
 if __name__ == "__main__":  # pragma: no cover

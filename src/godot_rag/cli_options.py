@@ -63,16 +63,13 @@ class LlmArgs:
     def make(self, needed: bool):
         """The LLM, when one is named or the strategy needs one (then the bundled Qwen by default)."""
         if self.judge_calibration:
-            # Through the option's environment variable, so --batch workers read the same file.
-            import os
-
-            from .store.calibration import ENV, CalibrationError, read
+            # Checked now, so a bad file is one line before any work (the retriever reads it, as do --batch workers).
+            from .store.calibration import CalibrationError, read
 
             try:
                 read(self.judge_calibration)
             except CalibrationError as e:
                 raise click.ClickException(str(e)) from None
-            os.environ[ENV] = str(self.judge_calibration.resolve())
         if not (self.given or needed):
             return None
         from .models.llm import make_llm
@@ -134,12 +131,17 @@ class RetrieveArgs:
         return RetrieveConfig.from_mapping(overrides)
 
 
-retrieve_options_list = [
-    click.option("--k", default=None, type=int, help="Results per table (default 10)."),
-    click.option("--tables", default=None, help="Comma-separated tables (default all three)."),
+settings_options = [
     click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path), default=None,
                  help="TOML file with [retrieve] settings."),
     click.option("--set", "settings", multiple=True, help="Override one setting: --set fusion=minmax."),
+]
+with_settings = _group(settings_options, "rargs", RetrieveArgs)  # the settings alone (scan): `rargs.config()`
+
+retrieve_options_list = [
+    click.option("--k", default=None, type=int, help="Results per table (default 10)."),
+    click.option("--tables", default=None, help="Comma-separated tables (default all three)."),
+    *settings_options,
     click.option("--reranker", default=None, help="none, nanoranker, qwen or cross-encoder."),
     click.option("--cross-encoder", "cross_encoder", default=None, help="Local CrossEncoder directory."),
     click.option("--godot-version", "godot_version", type=click.Choice(["auto", "3", "4"]), default=None,

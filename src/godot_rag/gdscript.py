@@ -524,7 +524,7 @@ def _constructed_type(w: _Walker, value) -> str | None:
     return None
 
 
-def _tree_sitter_facts(text: str) -> GDScriptFacts | None:
+def _tree_sitter_facts(text: str) -> GDScriptFacts:
     data = text.encode("utf-8")
     tree = _parser().parse(data)
     w = _Walker(text, data)
@@ -600,9 +600,9 @@ def _regex_facts(text: str, errors: list[int]) -> GDScriptFacts:
         parts = []
         base = m.start(2)
         for pm in re.finditer(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?", m.group(2)):
-            s = base + pm.start(1)
-            parts.append(Part(pm.group(1), bool(pm.group(2)), s, s + len(pm.group(1)),
-                              facts.line_of_offset(s), facts.col_of_offset(s)))
+            at = base + pm.start(1)
+            parts.append(Part(pm.group(1), bool(pm.group(2)), at, at + len(pm.group(1)),
+                              facts.line_of_offset(at), facts.col_of_offset(at)))
         facts.chains.append(Chain(kind, root, m.start(), tuple(parts), m.group(0)))
     for m in BARE_CALL_RE.finditer(code):
         if m.group(1) in ("func", "if", "elif", "while", "for", "match", "return", "and", "or", "not"):
@@ -622,7 +622,7 @@ def parse_chunk(text: str) -> GDScriptFacts:
         facts = _tree_sitter_facts(text)
     except Exception:  # noqa: BLE001 - a missing or broken parser must not stop retrieval
         return _regex_facts(text, [])
-    if facts is not None and facts.parse_errors:
+    if facts.parse_errors:
         # Error recovery keeps most of the tree, but a chunk that is mostly errors is better read by regex.
         n_lines = max(1, text.count("\n") + 1)
         if len(facts.parse_errors) > n_lines / 4:

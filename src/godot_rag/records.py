@@ -145,7 +145,7 @@ def validate_record(table: str, rec, file: str, line: int) -> dict:
             raise RecordError(file, line, name, "required field is missing")
         if not _type_ok(rec[name], kind):
             raise RecordError(file, line, name, f"expected {kind.rstrip('?')}, got {type(rec[name]).__name__}")
-    for name, kind in SCHEMA[table]["fields"]:
+    for name, _ in SCHEMA[table]["fields"]:
         bad = _first_nul(rec[name])
         if bad is not None:
             raise RecordError(file, line, name, f"holds a NUL byte ({bad}); PostgreSQL text cannot store it")

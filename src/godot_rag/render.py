@@ -87,7 +87,7 @@ def render_table(result: RetrieveResult, explain: bool = False) -> str:
                 lines.append(f"       {c.reason[:200]}")
             if explain and c.table == "api_mapping" and c.info("validate") is not None:
                 for o in (c.info("validate").occurrences or [])[:4]:
-                    lines.append(f"         {o['status']:<13} {o['why'][:160]}")
+                    lines.append(f"         {o.status:<13} {o.why[:160]}")
             if explain and c.info("explain") is not None:
                 for term in c.info("explain").matched_terms[:10]:
                     lines.append(f"         {term['term']:<28} df={term['df']:<6} tf={term['tf']:<3} idf={term['idf']:<7} "

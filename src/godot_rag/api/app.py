@@ -1,6 +1,7 @@
 """FastAPI app: POST /api/retrieve, GET /api/strategies, GET /api/examples, the debugger page at /."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -9,20 +10,21 @@ from ..chunk_text import ChunkTextError, check_chunk_text
 from ..examples import EXAMPLES, REFERENCE_CHUNK  # noqa: F401  (re-exported for callers)
 from ..models.llm import LLMError
 from ..retrieve.config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig, clip
-from ..retrieve.strategies import STRATEGIES, check_strategy, describe
 from ..retrieve.pipeline import Retriever
+from ..retrieve.strategies import STRATEGIES, check_strategy, describe
 from ..retrieve.types import RetrieveResult
 from ..store.db import StoreError, StoreUnavailable
 
 try:
     from fastapi import Body, FastAPI
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import FileResponse, JSONResponse
     from fastapi.staticfiles import StaticFiles
-    from fastapi.exceptions import RequestValidationError
     from pydantic import BaseModel, ConfigDict, Field, field_validator
 except ImportError as e:  # pragma: no cover - depends on the extra
     raise ImportError("the HTTP API needs the 'serve' extra: pip install 'godot-rag[serve]'") from e
-from .guards import BodyTooLarge, Guard, error as _error
+from .guards import BodyTooLarge, Guard
+from .guards import error as _error
 
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 
@@ -76,28 +78,10 @@ def availability(retriever: Retriever, llm_optional: bool = False) -> dict:
     return {"unavailable": strategies, "rerankers": rerankers, "llm": has_llm, "llm_optional": llm_optional}
 
 
-def warm_up(retriever: Retriever, log) -> None:
-    """`Retriever.warm`, step by step, each step logged (`serve` prints them on stderr)."""
-    import time
-
-    from ..records import TABLES
-    from ..retrieve.tokenize import tokenizer_of
-
-    cfg = RetrieveConfig()
-    tok = tokenizer_of(cfg)
-    log(f"warm-up: database {retriever.db.describe()}")
-    for table in TABLES:
-        t = time.perf_counter()
-        index = retriever.bm25_index(table, tok, cfg)
-        log(f"warm-up: BM25 index {table}: {index.n_docs} records ({time.perf_counter() - t:.1f} s)")
-    t = time.perf_counter()
-    retriever.embedder.encode(["func _ready():\n\tpass"])
-    log(f"warm-up: embedder {retriever.embedder.key} ({time.perf_counter() - t:.1f} s)")
-
-
 def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = False,
-               allowed_hosts: list[str] | None = None) -> FastAPI:
-    """`allowed_hosts`: the names a request's Host header may give (None: any; `serve` passes its list)."""
+               allowed_hosts: list[str] | None = None, allow_paths: Sequence[Path] = ()) -> FastAPI:
+    """`allowed_hosts`: the names a request's Host header may give (None: any; `serve` passes its list).
+    `allow_paths`: the folders POST /api/scan may read (`serve --allow-path`)."""
     @asynccontextmanager
     async def lifespan(app):
         if warm:
@@ -143,18 +127,10 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
         except ConfigError as e:
             return _error(400, str(e), valid_strategies=list(STRATEGIES))
         try:
-            settings = dict(req.config or {})
-            if "k" in req.model_fields_set or "k" not in settings:  # a config.k is validated, not dropped
-                settings["k"] = req.k
-            if req.tables:
-                settings["tables"] = req.tables
-            if req.godot_version is not None:
-                settings["godot_version"] = req.godot_version
-            if req.extends is not None:
-                settings["extends"] = req.extends
-            if llm_optional:
-                settings.setdefault("llm_optional", True)
-            cfg = RetrieveConfig.from_mapping(settings)
+            base = ({"llm_optional": True} if llm_optional else {}) | dict(req.config or {})
+            k = req.k if "k" in req.model_fields_set or "k" not in base else None  # a config.k is validated, not dropped
+            cfg = RetrieveConfig.merged(base, k=k, tables=req.tables or None, godot_version=req.godot_version,
+                                        extends=req.extends)
         except (ConfigError, TypeError) as e:
             return _error(400, str(e))
         try:
@@ -187,7 +163,7 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
     # -- scan jobs: POST /api/scan, GET /api/scan/{job_id}, the scan page at /scan (api/scan_routes.py)
     from .scan_routes import add_scan_routes
 
-    add_scan_routes(app, retriever, STATIC)
+    add_scan_routes(app, retriever, STATIC, allow_paths)
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

@@ -18,11 +18,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ..chunk_text import ChunkTextError, check_chunk_text
 from ..formats import one_line, record_rows
 from ..models.llm import LLMError
 from ..retrieve.config import ConfigError, RetrieveConfig
-from ..retrieve.lookup import LookupResult, SymbolError, lookup as lookup_symbol
-from ..chunk_text import ChunkTextError, check_chunk_text
+from ..retrieve.lookup import LookupResult, SymbolError
+from ..retrieve.lookup import lookup as lookup_symbol
 from ..retrieve.pipeline import Retriever
 from ..retrieve.strategies import STRATEGIES, describe
 from ..retrieve.why import WhyRecord, unseen_reason, why

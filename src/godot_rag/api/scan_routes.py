@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from ..scan.allowed import PathNotAllowed, allowed_folder, allowed_roots
+from ..scan.allowed import PathNotAllowed, allowed_folder
 from ..scan.jobs import ScanJobs
 from ..scan.project import discover
 from ..scan.run import FAIL_ON, ScanError, ScanOptions, check_options
@@ -70,9 +71,10 @@ def _validate(root: Path, options: dict) -> None:
                         + ("" if opts.include_addons else "; include_addons=true scans addons/") + ")")
 
 
-def add_scan_routes(app: FastAPI, retriever, static_dir: Path) -> ScanJobs:
+def add_scan_routes(app: FastAPI, retriever, static_dir: Path, allow_paths: Sequence[Path] = ()) -> ScanJobs:
     jobs = ScanJobs(retriever)
     app.state.scan_jobs = jobs
+    app.state.scan_allowed = [Path(p).resolve() for p in allow_paths]  # `serve --allow-path DIR`
 
     @app.post("/api/scan", status_code=202, tags=["scan"],
               responses={400: {"description": "bad zip, path or option"}, 403: {"description": "path not allowed"},
@@ -104,7 +106,7 @@ def add_scan_routes(app: FastAPI, retriever, static_dir: Path) -> ScanJobs:
             except ValueError as e:
                 return _error(400, str(e))
             try:
-                real = allowed_folder(raw["path"], allowed_roots(), "godot-rag serve --allow-path DIR")
+                real = allowed_folder(raw["path"], app.state.scan_allowed, "godot-rag serve --allow-path DIR")
             except PathNotAllowed as e:
                 return _error(e.status, str(e))
             try:

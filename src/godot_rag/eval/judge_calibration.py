@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from ..records import TABLES
 from ..retrieve.judge import ask, prompt_id, question_of
 from ..retrieve.types import Candidate
 
-FIELDS = {"id": str, "chunk_text": str, "table": str, "record": str, "label": int, "det_confidence": (int, float)}
+FIELDS: dict[str, type | tuple[type, ...]] = {"id": str, "chunk_text": str, "table": str, "record": str, "label": int, "det_confidence": (int, float)}
 
 
 class JudgeSetError(ValueError):
@@ -128,7 +129,8 @@ def confidence_band(pairs: list[dict], scores: list[float], min_auc: float, min_
         else:
             runs.append([it])
     target = max(1, len(items) / 4)
-    groups, current = [], []
+    groups: list[list] = []
+    current: list = []
     for run in runs:
         if current and len(current) + len(run) > 1.5 * target:
             groups.append(current)
@@ -159,7 +161,9 @@ def score_pairs(retriever, llm, pairs: list[dict], progress=None) -> list[float]
         if payload is None:
             raise JudgeSetError(f"pair {p['id']}: record '{p['record']}' is not in the database (reload it, or rebuild the judge set)")
         c = Candidate(table=p["table"], id=p["record"], payload=payload)
-        key, question, _ = question_of(c, p["chunk_text"], p.get("occurrence"), p.get("evidence") or [])
+        occ = p.get("occurrence")
+        at = (occ["line"], occ["col"]) if occ else None
+        key, question, _ = question_of(c, p["chunk_text"], at, p.get("evidence") or [])
         scores[i] = ask(llm, p["chunk_text"], key, question, evidence=False)["p_yes"]
         if progress:
             progress()
@@ -176,7 +180,7 @@ def decide_tables(pairs: list[dict], scores: list[float], *, max_loss: float = 0
             continue
         sub = [pairs[i] for i in idx]
         sc = [scores[i] for i in idx]
-        entry = {"auc_all_pairs": roc_auc([p["label"] for p in sub], sc)}
+        entry: dict[str, Any] = {"auc_all_pairs": roc_auc([p["label"] for p in sub], sc)}
         amb = [k for k, p in enumerate(sub) if p.get("ambiguous")]
         if amb:
             entry["ambiguous_pairs"] = {"pairs": len(amb), "positives": sum(sub[k]["label"] for k in amb),

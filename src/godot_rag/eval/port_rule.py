@@ -49,7 +49,7 @@ class PortTrees:
         wanted = {path.name.lower(), re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", path.stem).lower() + path.suffix}
         return next((p for p in sorted(path.parent.iterdir()) if p.is_file() and p.name in wanted), None)
 
-    @lru_cache(maxsize=256)
+    @lru_cache(maxsize=256)  # noqa: B019 - a few trees per eval run, each kept for the whole run
     def code(self, variant: str, rel: str) -> str | None:
         path = self.script(variant, rel)
         if path is None:

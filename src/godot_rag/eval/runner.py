@@ -6,6 +6,7 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -68,7 +69,7 @@ def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
             terms = [t["term"] for t in best.info("explain").matched_terms[:10]]
         out.append({"query": q.id, "file": q.file, "variant": q.variant, "strategy": strategy, "missed": page,
                     "stage": stage, "final_page_rank": rank, "stage_ranks": ranks, "matched_terms": terms})
-    accepted = {mapping_triple(c.id) for c in result.by_table("api_mapping")} - {None}
+    accepted = _accepted_mappings(result)
     gold = set(q.relevant_mappings)
     for m in sorted(gold - accepted):
         ids_m = result.trace.candidate_ids.get("api_mapping", {})
@@ -78,14 +79,14 @@ def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
                  "never retrieved" if not any(mid in lst for lst in ids_m.values()) else "ranked below k")
         out.append({"query": q.id, "file": q.file, "strategy": strategy, "missed_mapping": list(m), "stage": stage})
     for c in result.by_table("api_mapping"):
-        m = mapping_triple(c.id)
-        wrong = (q.expect_no_mappings or (m is not None and gold and m not in gold)
-                 or (m is not None and not gold and q.variant == "godot3"))
+        triple = mapping_triple(c.id)
+        wrong = (q.expect_no_mappings or (triple is not None and gold and triple not in gold)
+                 or (triple is not None and not gold and q.variant == "godot3"))
         if not wrong:
             continue
         out.append(wrong_mapping(q, strategy, c, "accepted without being in the gold"))
     if q.relevant_api_pages:
-        pages = {c.page for c in result.by_table("docs_chunks")}
+        accepted_pages = {c.page for c in result.by_table("docs_chunks")}
         symbols = _accepted_symbols(result)
         for api in q.relevant_api:
             if api in symbols:
@@ -100,16 +101,22 @@ def diagnose(q: Query, strategy: str, result, k: int) -> list[dict]:
                 rej = next((c for c in result.rejected if c.table == "docs_chunks" and api in _symbols_of(c)), None)
                 stage = f"rejected by the validator: {rej.reason}" if rej else "cut at k"
             out.append({"query": q.id, "file": q.file, "strategy": strategy, "missed_api": api,
-                        "page_accepted": api_page(api, q) in pages, "stage": stage})
+                        "page_accepted": api_page(api, q) in accepted_pages, "stage": stage})
     return out
 
 
 def wrong_mapping(q: Query, strategy: str, c, stage: str) -> dict:
     """A failures.jsonl entry for a wrongly accepted mapping, with the occurrences it was accepted on."""
     v = c.info("validate")
-    occ = [o for o in ((v.occurrences if v else None) or []) if o.get("status") in EVIDENCE_STATUSES]
+    occ = [o for o in ((v.occurrences if v else None) or []) if o.status in EVIDENCE_STATUSES]
     return {"query": q.id, "file": q.file, "strategy": strategy, "wrongly_accepted_mapping": c.id, "stage": stage,
-            "occurrences": [{k: o[k] for k in ("line", "col", "region", "status", "why")} for o in occ[:5]]}
+            "occurrences": [{"line": o.line, "col": o.col, "region": o.region, "status": o.status, "why": o.why}
+                            for o in occ[:5]]}
+
+
+def _accepted_mappings(result) -> set[tuple[str, str, str]]:
+    """The converter-table triples of the accepted mappings (prose and syntax mappings have none)."""
+    return {t for c in result.by_table("api_mapping") if (t := mapping_triple(c.id)) is not None}
 
 
 def _symbols_of(c) -> set[str]:
@@ -132,7 +139,7 @@ def api_metrics(q: Query, result) -> dict:
     """The real-code API metrics (../shared/eval/README.md): page coverage, member coverage, class-reference precision."""
     docs = result.by_table("docs_chunks")
     pages = {c.page for c in docs}
-    out = {"zero_docs": not docs}
+    out: dict[str, Any] = {"zero_docs": not docs}
     class_recs = [c for c in docs if (c.page or "").startswith("classes/")]
     out["classref_accepted"] = len(class_recs)
     out["classref_on_used_class"] = sum(1 for c in class_recs if c.page in q.relevant_api_pages)
@@ -201,8 +208,8 @@ def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg
                 pages = dedupe_pages(docs)
                 for rank, c in enumerate(result.by_table("docs_chunks"), 1):
                     runs_trec[(fname, strategy)].append(f"{q.id} Q0 {c.id} {rank} {c.score:.6f} godot-rag-{strategy}")
-                accepted = {mapping_triple(c.id) for c in result.by_table("api_mapping")} - {None}
-                row = {"file": fname, "variant": q.variant, "strategy": strategy, "query": q.id, "ms": ms,
+                accepted = _accepted_mappings(result)
+                row: dict[str, Any] = {"file": fname, "variant": q.variant, "strategy": strategy, "query": q.id, "ms": ms,
                        "stages": _stage_ms(result), "zero": not docs,
                        "n_results": len(result.results)}
                 if q.relevant_pages:
@@ -217,12 +224,13 @@ def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg
                 row["prose_accepted"] = sum(1 for c in result.by_table("api_mapping") if mapping_triple(c.id) is None)
                 row["map_tables"] = table_counts(accepted, set(q.relevant_mappings)) if q.variant == "godot3" or q.relevant_mappings else {}
                 removed = None
-                if q.variant == "godot3" and trees.get(fname):
-                    prose = port_judged(q, strategy, result, trees[fname])
+                port_trees = trees.get(fname)
+                if q.variant == "godot3" and port_trees is not None:
+                    prose = port_judged(q, strategy, result, port_trees)
                     row["prose_tp"], row["prose_judged"] = prose["tp"], prose["tp"] + prose["fp"]
                     failures += prose["failures"]
                     # A script the trees lack in either version keeps the gold as it is.
-                    removed = trees[fname].removed(q.id, q.chunk_text, retriever.class_reference().exists) or set()
+                    removed = port_trees.removed(q.id, q.chunk_text, retriever.class_reference().exists) or set()
                     row["removed_tp"], row["removed_fp"], row["removed_fn"] = mapping_counts(
                         accepted, set(q.relevant_mappings) | removed)
                 if q.expect_no_mappings:
@@ -242,7 +250,7 @@ def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg
     for row in per_query:
         row.update(scored.get((row["file"], row["strategy"]), {}).get(row["query"], {}))
     runs = aggregate(per_query, query_sets, strategies)
-    report = {"runs": runs}
+    report: dict[str, Any] = {"runs": runs}
     report["markdown"] = write_outputs(out_dir, runs, per_query, failures, runs_trec) if out_dir else _markdown(runs)
     return report
 
@@ -350,7 +358,7 @@ def summarise(rows: list[dict], fname: str, variant: str, strategy: str) -> dict
         if any("classref_accepted" in r for r in rows) else None,
         "demoted_ok_rate": _mean([{"d": float(r["demoted_ok"])} for r in rows if "demoted_ok" in r], "d"),
         "zero_result_rate": round(sum(r["zero"] for r in rows) / len(rows), 4),
-        "latency_ms_p50": round(percentile(ms, 50), 2), "latency_ms_p95": round(percentile(ms, 95), 2),
+        "latency_ms_p50": round(percentile(ms, 50) or 0.0, 2), "latency_ms_p95": round(percentile(ms, 95) or 0.0, 2),
         "stage_share": {s: round(v / total, 3) for s, v in sorted(stage_tot.items(), key=lambda x: -x[1])},
     }
 

@@ -73,7 +73,9 @@ def _code_text(block: Block) -> str:
 
 def _split_code(block: Block, limit: int) -> list[Block]:
     """Cut an over-long code block at line boundaries."""
-    parts, cur, size = [], [], 0
+    parts: list[Block] = []
+    cur: list[str] = []
+    size = 0
     for i, line in enumerate(block.text.split("\n")):
         if cur and size + len(line) + 1 > limit:
             parts.append(Block("code", "\n".join(cur), language=block.language, line=block.line + i - len(cur)))
@@ -157,8 +159,8 @@ def segments_of(page: Page, target_chars: int) -> list[Segment]:
             name = BOLD_NAME_RE.search(text.split("\n", 1)[0])
             if name and seg.section_path and seg.section_path[-1] != page.title:
                 seg.member = name.group(1)
-        for piece in _split_lines(text, target_chars) if len(text) > target_chars else [text]:
-            seg.units.append(Unit(piece, [block], len(piece)))
+        for part in _split_lines(text, target_chars) if len(text) > target_chars else [text]:
+            seg.units.append(Unit(part, [block], len(part)))
     return [s for s in segments if s.units or s.csharp]
 
 
@@ -173,7 +175,7 @@ def _pack(segments: list[Segment], target: int, min_chars: int) -> list[list[tup
             prev_seg is not None and seg.member is not None and prev_seg.member is not None
             and prev_seg.section_path == seg.section_path
         )
-        small_prev = prev is not None and prev_size < min_chars and seg.section_path[: len(prev_seg.section_path)] == prev_seg.section_path
+        small_prev = prev_seg is not None and prev_size < min_chars and seg.section_path[: len(prev_seg.section_path)] == prev_seg.section_path
         if prev is not None and (same_member_list or small_prev) and prev_size + seg.size <= target:
             prev.append((seg, list(seg.units)))
             continue
@@ -218,7 +220,7 @@ def chunk_page(
             continue
         content = "\n\n".join(u.text for u in units)
         code = [b for u in units for b in u.blocks if b.kind == "code"]
-        code_blocks = [{"language": b.language, "code": b.text, "line": b.line} for b in code]
+        code_blocks: list[dict] = [{"language": b.language, "code": b.text, "line": b.line} for b in code]
         code_blocks += [{"language": "csharp", "code": b.text, "line": b.line} for b in csharp]
         inline = [m.group(1) for u in units for b in u.blocks if b.kind == "text" for m in INLINE_CODE_RE.finditer(b.text)]
         gd_code = [b.text for b in code if b.language in ("gdscript", "gd", "text", "")]

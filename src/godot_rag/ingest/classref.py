@@ -39,8 +39,8 @@ def build_class_reference(pages: list[Page]) -> dict:
         if not is_class_page(page.path):
             continue
         cls = page.title.replace("\\", "")
-        info = {"inherits": None, "page": page.path, "members": {}}
-        members = info["members"]
+        members: dict[str, dict] = {}
+        info: dict[str, object] = {"inherits": None, "page": page.path, "members": members}
         section, prop = "", None
         for block in page.blocks:
             if block.kind == "heading":

@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
-from ..jsonlines import iter_jsonl
 from ..classref import ClassReference
-
 from ..gdscript import IDENT_RE
+from ..jsonlines import iter_jsonl
 
 CHANGE_TYPES = {
     "class_renames": "class_rename",
@@ -220,7 +220,7 @@ def prose_mappings(chunks: list[dict], rename_ids: set[tuple[str, str]], ref: Cl
                     name, new, dst = new, name, name
                     note = f" The page states it the other way round; Godot 4's class reference documents {cls}.{dst}."
                     warnings.append(f"migration page: {cls}'s `{src}` -> `{m.group('dst')}` reversed by the class reference")
-                change = CHANGE_OF_KIND.get(kind, "api_change")
+                change = CHANGE_OF_KIND.get(kind or "", "api_change")
                 mapping_id = f"migration_guide:{cls + '.' if cls else ''}{name}->{dst}"
                 if mapping_id in records:
                     continue
@@ -247,7 +247,7 @@ def prose_mappings(chunks: list[dict], rename_ids: set[tuple[str, str]], ref: Cl
 
 # GDScript syntax changes that no rename table covers. Each is located in the docs
 # by its own terms; the record cites the chunk that states it.
-SYNTAX_CHANGES = [
+SYNTAX_CHANGES: list[dict[str, Any]] = [
     {
         "id": "yield->await", "source_api": "yield", "target_api": "await",
         "match": [r"(?<![A-Za-z0-9_@])yield\s*\("], "negative": [r"await\b"],

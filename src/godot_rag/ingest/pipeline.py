@@ -18,7 +18,6 @@ from .markdown import PAGE_NAME_RE, Page, parse_page
 from .prototypes import build_prototypes
 from .symbols import build_vocabulary
 
-
 CLASS_REFERENCE_FILE = "class_reference.json"  # the Godot 4 API, for the resolve stage and the validator
 
 
@@ -62,7 +61,7 @@ def run_ingest(pages_dir: Path, renames_path: Path | None, out_dir: Path, *, tar
     pages: list[tuple[Page, str, float]] = []
     for f in tqdm(files, desc="parse pages", disable=quiet, file=None, unit="page"):
         t = time.perf_counter()
-        entry = {"source_file": f"pages/{f.name}", "status": "ok", "chunks": 0, "warnings": []}
+        entry: dict = {"source_file": f"pages/{f.name}", "status": "ok", "chunks": 0, "warnings": []}
         if not PAGE_NAME_RE.match(f.name):
             entry.update(status="error", error="file name does not follow <path>__<sha8>.md")
             report.append(entry)

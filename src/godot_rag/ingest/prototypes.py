@@ -8,6 +8,7 @@ docs by the terms they are about.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .mappings import SYNTAX_CHANGES, EvidenceIndex, ident_pattern
 
@@ -49,7 +50,7 @@ SYNTAX_LABELS = {
         "Use `signal_name.connect(callable)`.", "warning"),
 }
 
-REVIEW = [
+REVIEW: list[dict[str, Any]] = [
     {
         "prototype_id": "review:physics_body_moved_in_process",
         "label": "physics_movement_in_process",
@@ -118,21 +119,21 @@ def build_prototypes(mappings: list[dict], chunks: list[dict]) -> list[dict]:
                 "requires_accepted_mapping_type": change,
             },
         })
-    for change in SYNTAX_CHANGES:
-        label, finding, action, severity = SYNTAX_LABELS[change["id"]]
-        mapping_id = f"gdscript_syntax:{change['id']}"
+    for syntax in SYNTAX_CHANGES:
+        label, finding, action, severity = SYNTAX_LABELS[syntax["id"]]
+        mapping_id = f"gdscript_syntax:{syntax['id']}"
         mapping = next((m for m in mappings if m["mapping_id"] == mapping_id), None)
         out.append({
             "prototype_id": f"migration:{label}",
             "label": label,
             "task_type": "migration",
-            "input_pattern": change["match"][0],
+            "input_pattern": syntax["match"][0],
             "expected_finding": finding,
             "recommended_action": action,
             "evidence_mapping_ids": [mapping_id],
             "evidence_chunk_ids": mapping["evidence_chunk_ids"] if mapping else [],
             "severity": severity,
-            "validator_rules": {"must_match": change["match"], "must_not_match": change["negative"]},
+            "validator_rules": {"must_match": syntax["match"], "must_not_match": syntax["negative"]},
         })
     for review in REVIEW:
         out.append({

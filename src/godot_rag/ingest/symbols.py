@@ -9,9 +9,9 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..gdscript import IDENT
 from .markdown import Page, strip_links
 
-from ..gdscript import IDENT
 BOLD_MEMBER_RE = re.compile(r"\*\*(@?" + IDENT + r")\*\*")
 TABLE_ROW_RE = re.compile(r"^\|(.*)\|\s*$")
 CHAIN_RE = re.compile(r"(?<![A-Za-z0-9_.])([$@]?)(" + IDENT + r"(?:\." + IDENT + r")*)(\s*\()?")
@@ -89,10 +89,10 @@ def build_vocabulary(pages: list[Page]) -> ApiVocabulary:
             # Member entries: `Type **name**(args)` or `**name** = value`.
             first = text.split("\n", 1)[0]
             for m in BOLD_MEMBER_RE.finditer(first):
-                name = m.group(1)
+                member = m.group(1)
                 is_method = first[m.end():].lstrip().startswith("(")
-                if name != cls:
-                    vocab.add_member(cls, name, is_method)
+                if member != cls:
+                    vocab.add_member(cls, member, is_method)
             if section in ("Enumerations", "Constants"):
                 for m in BOLD_MEMBER_RE.finditer(text):
                     if m.group(1).isupper() or "_" in m.group(1):

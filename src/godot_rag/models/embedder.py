@@ -11,11 +11,11 @@ Linear layers: about 1.3x faster on a 2-core CPU; the vectors keep a mean cosine
 """
 from __future__ import annotations
 
-import warnings
-
 import hashlib
 import os
 import threading
+import warnings
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class Embedder:
             raise ValueError(f"unknown pooling {pooling!r}; valid: {', '.join(POOLINGS)}")
         self.model_name, self.pooling, self.overlap, self.batch_size = model, pooling, overlap, batch_size
         self.threads = threads
-        self._model = None
+        self._model: Any = None  # minilm.SentenceEncoder or a sentence-transformers model
         self._lock = threading.Lock()
 
     @property
@@ -136,6 +136,7 @@ def init_worker(model: str, pooling: str, overlap: int, precision: str) -> None:
 
 def encode_in_worker(item: tuple[int, list[str]]) -> tuple[int, np.ndarray]:
     batch_no, texts = item
+    assert _worker_embedder is not None, "init_worker runs first in every worker"
     return batch_no, _worker_embedder.encode(texts)
 
 
@@ -155,7 +156,7 @@ class _SentenceTransformerModel:
                 model = torch.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
         self.model, self.max_seq_length = model, model.max_seq_length
 
-    def get_sentence_embedding_dimension(self) -> int:
+    def get_sentence_embedding_dimension(self) -> int | None:
         return self.model.get_sentence_embedding_dimension()
 
     def piece_offsets(self, text: str) -> list[tuple[int, int]]:

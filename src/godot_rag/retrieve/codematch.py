@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 from ..gdscript import IDENT, KEYWORDS, parse_chunk
@@ -53,7 +55,7 @@ def _is_ident(tok: str) -> bool:
     return tok[0].isalpha() or tok[0] == "_"
 
 
-def lines_match(q: list[str], d: list[str], record_tokens: set[str], renameable: set[str]) -> bool:
+def lines_match(q: Sequence[str], d: Sequence[str], record_tokens: AbstractSet[str], renameable: AbstractSet[str]) -> bool:
     renaming: dict[str, str] = {}
     for a, b in zip(q, d):
         if a == b:
@@ -132,4 +134,5 @@ def run_codematch(ctx: QueryContext, pool: Pool) -> Pool:
 
 
 CODEMATCH = Stage("codematch", run_codematch,
-                  "code-clone bonus: fused x (1 + share of the chunk's code lines found in the record's code, up to renaming)")
+                  "code-clone bonus: fused x (1 + share of the chunk's code lines found in the record's code, up to renaming)",
+                  requires=("pool",))

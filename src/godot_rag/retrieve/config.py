@@ -95,6 +95,14 @@ class RetrieveConfig(BaseModel):
         return cls(**data)
 
     @classmethod
+    def merged(cls, base: object = None, **named) -> "RetrieveConfig":
+        """The one merge of settings: a table of them (a TOML file's [retrieve], a request's `config`),
+        overridden by named values (flags, `--set`, a request's own fields); None leaves a name unset."""
+        if base is not None and not isinstance(base, dict):
+            raise ConfigError("settings must be an object of name -> value")
+        return cls.from_mapping(dict(base or {}) | {k: v for k, v in named.items() if v is not None})
+
+    @classmethod
     def from_file(cls, path: Path, **overrides) -> "RetrieveConfig":
         try:
             with open(path, "rb") as fh:
@@ -106,8 +114,7 @@ class RetrieveConfig(BaseModel):
         data = data.get("retrieve", data)
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: [retrieve] must be a table of settings")
-        data.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.from_mapping(data)
+        return cls.merged(data, **overrides)
 
 
 VALID = {"fusion": FUSIONS, "reranker": RERANKERS, "godot_version": GODOT_VERSIONS}

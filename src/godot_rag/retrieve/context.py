@@ -1,24 +1,87 @@
 """What every stage reads and writes for one query: the chunk, the settings, the resources, and
-the lists and facts earlier stages produced. Stages get it with the candidates and return new
-candidates; the query-level trace is typed (`trace.QueryTrace`)."""
+the typed parts earlier stages provided. Stages get it with the candidates and return new
+candidates; the query-level trace is typed (`trace.QueryTrace`).
+
+A part (`facts`, `resolution`, `version`, ...) is set by the one stage that declares it in
+`Stage.provides` and read by the stages that declare it in `Stage.requires`; `strategies.py` checks
+the order when a strategy is built, and reading a part no stage has set is a `MissingPart` error."""
 from __future__ import annotations
 
 import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic, TypeVar, overload
+
+import numpy as np
 
 from .config import RetrieveConfig
 from .trace import QueryTrace, StageLog
 from .types import Candidate
 
 if TYPE_CHECKING:
+    from ..gdscript import GDScriptFacts  # noqa: F401  (the parts' types, named in strings)
     from .pipeline import Retriever
+    from .resolve import Resolution  # noqa: F401
+    from .validate import Occurrences, ValidationContext  # noqa: F401
+    from .version import VersionContext  # noqa: F401
 
 # table -> one ranked candidate list per query text (the chunk, then its segments);
 # from the `merge` stage on, one list per table.
 Pool = dict[str, list[list[Candidate]]]
+T = TypeVar("T")
+
+
+class MissingPart(RuntimeError):
+    """A stage read a part of the query state that no earlier stage provided."""
+
+
+class Part(Generic[T]):
+    """One typed part of the per-query state: set once by the stage that provides it."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.slot = name, f"_part_{name}"
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> "Part[T]": ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> "T | Part[T]":
+        if obj is None:
+            return self
+        try:
+            return obj.__dict__[self.slot]
+        except KeyError:
+            raise MissingPart(f"the query state has no '{self.name}': no earlier stage provided it") from None
+
+    def __set__(self, obj: object, value: T) -> None:
+        obj.__dict__[self.slot] = value
+
+    def is_set(self, obj: object) -> bool:
+        return self.slot in obj.__dict__
+
+
+class RankedLists:
+    """What the retrievers hand over to the union: table -> per query text -> retriever name -> its
+    ranked list. Each retriever puts only its own lists (the part `lists.<retriever>`)."""
+
+    def __init__(self) -> None:
+        self._lists: dict[str, list[dict[str, list[Candidate]]]] = {}
+        self.retrievers: set[str] = set()
+
+    def put(self, table: str, text: int, retriever: str, cands: list[Candidate]) -> None:
+        per_text = self._lists.setdefault(table, [])
+        while len(per_text) <= text:
+            per_text.append({})
+        per_text[text][retriever] = cands
+        self.retrievers.add(retriever)
+
+    def __getitem__(self, table: str) -> list[dict[str, list[Candidate]]]:
+        return self._lists[table]
+
+    def of(self, table: str) -> list[dict[str, list[Candidate]]]:
+        """The table's lists per query text (one empty text when no retriever read the table)."""
+        return self._lists.get(table) or [{}]
 
 
 class Fallback(Exception):
@@ -48,20 +111,29 @@ class QueryContext:
     trace: QueryTrace = field(default_factory=QueryTrace)
     texts: list[str] = field(default_factory=list)  # BM25 query texts: the whole chunk, then segments
     dense_texts: list[str] = field(default_factory=list)  # what the embedding stage encodes
-    tokens: list[list[str]] = field(default_factory=list)  # per BM25 text
-    term_weights: dict[str, float] | None = None
-    vectors: Any = None
-    # table -> per text -> retriever name (bm25, embedding) -> its ranked list
-    lists: dict[str, list[dict[str, list[Candidate]]]] = field(default_factory=dict)
+    term_weights: dict[str, float] | None = None  # set with `tokens`: BM25 weights of the chunk's own names
+    lists: RankedLists = field(default_factory=RankedLists)  # parts `lists.bm25`, `lists.embedding`
     source_prefix: str = ""  # E labels its sources `profile:...`
-    facts: Any = None  # gdscript.GDScriptFacts (F)
-    resolution: Any = None  # resolve.Resolution (F)
-    version: Any = None  # version.VersionContext (F)
-    validation: Any = None  # validate.ValidationContext (F): the judge re-checks findings with it
     rejected: list[Candidate] = field(default_factory=list)
     cut: list[Candidate] = field(default_factory=list)  # accepted, then cut at k
-    _notes: dict[str, Any] = field(default_factory=dict)
+    _notes: dict[str, object] = field(default_factory=dict)
     _set_aside_ms: float = 0.0  # time inside the running stage that `log_extra` reports on its own
+
+    # The typed parts (not dataclass fields): each set by the one stage that provides it.
+    tokens = Part[list[list[str]]]()  # per BM25 text
+    vectors = Part[np.ndarray]()  # the encoded `dense_texts`
+    facts = Part["GDScriptFacts"]()  # parse (F)
+    resolution = Part["Resolution"]()  # resolve (F)
+    version = Part["VersionContext"]()  # version (F): final markers, the mappings' Godot 3 uses included
+    occurrences = Part["Occurrences"]()  # version (F): each api_mapping candidate's occurrences, decided
+    validation = Part["ValidationContext"]()  # validate (F): the judge re-checks findings with it
+
+    def provided(self, part: str) -> bool:
+        """Whether a part named in a stage contract is set (`lists.<retriever>` included)."""
+        if part.startswith("lists."):
+            return part.split(".", 1)[1] in self.lists.retrievers
+        attr = getattr(type(self), part, None)
+        return attr.is_set(self) if isinstance(attr, Part) else True
 
     def __post_init__(self):
         if not self.texts:
@@ -82,7 +154,7 @@ class QueryContext:
         self.trace.stages.append(StageLog(stage=stage, ms=round(ms, 3), info=info))
         self._set_aside_ms += ms
 
-    def load_step(self, label: str, loaded: bool, load: Callable[[], Any], **info) -> None:
+    def load_step(self, label: str, loaded: bool, load: Callable[[], object], **info) -> None:
         """Run `load` (a model, an index) as its own trace step `load:<label>`, never inside the
         query stage that first needs it; nothing when it is already loaded."""
         if not loaded:
@@ -107,3 +179,9 @@ class QueryContext:
 
 
 StageFn = Callable[[QueryContext, Pool], Pool]
+
+# Every part a stage contract may name: the typed parts above, and the parts that travel in the pool or
+# the query trace (`pool`: the candidates; `verdicts`: accept/reject on them; `cut`: the final cut;
+# `tsquery`: A's query and row counts; `texts`: the BM25 query texts, the chunk when no stage sets them).
+PARTS = tuple(n for n, v in vars(QueryContext).items() if isinstance(v, Part)) + (
+    "texts", "lists.bm25", "lists.embedding", "pool", "verdicts", "cut", "tsquery")

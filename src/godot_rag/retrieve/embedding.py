@@ -22,20 +22,22 @@ def run_embedding(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] 
     for table in ctx.tables:
         n = max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0))
         recs = ctx.retriever.records(table)
-        per_text = ctx.lists.setdefault(table, [{}])
-        for ti, vector in enumerate(ctx.vectors[: len(per_text)]):
+        # The whole chunk's vector only: `dense_texts` is one text (the chunk, or E's intent).
+        for ti, vector in enumerate(ctx.vectors[:1]):
             out = []
             for rank, (rid, cos) in enumerate(queries.vector_search(conn, table, vector, n,
                                                                     ctx.cfg.ef_search), 1):
                 c = Candidate.of_record(table, rid, recs[rid], float(cos), rank, "embedding")
                 c.add_stage("embedding", EmbeddingInfo(cosine=round(cos, 6), rank=rank))
                 out.append(c)
-            per_text[ti]["embedding"] = out
+            ctx.lists.put(table, ti, "embedding", out)
             if ti == 0:
                 ctx.record_ids(table, "embedding", out)
-        ctx.note(**{table: len(per_text[0].get("embedding", []))})
+        ctx.note(**{table: len(ctx.lists.of(table)[0].get("embedding", []))})
     return pool
 
 
-EMBED_QUERY = Stage("embed_query", run_embed_query, "encode the chunk with all-MiniLM-L6-v2 (mean of 256-piece windows)")
-EMBEDDING = Stage("embedding", run_embedding, "pgvector HNSW cosine search, N candidates per table")
+EMBED_QUERY = Stage("embed_query", run_embed_query, "encode the chunk with all-MiniLM-L6-v2 (mean of 256-piece windows)",
+                    provides=("vectors",))
+EMBEDDING = Stage("embedding", run_embedding, "pgvector HNSW cosine search, N candidates per table",
+                  requires=("vectors",), provides=("lists.embedding",))

@@ -1,6 +1,8 @@
 """The last stages: F's final score (the validator's confidence scales the score), and the cut at k."""
 from __future__ import annotations
 
+from typing import Literal
+
 from .context import Pool, QueryContext
 from .stage import Stage
 from .trace import CutInfo, ScoreInfo
@@ -14,7 +16,8 @@ def run_score(ctx: QueryContext, pool: Pool) -> Pool:
         scored = []
         for c in ctx.table_lists(pool, table):
             judge, validate = c.info("judge"), c.info("validate")
-            conf, source = (judge.confidence, "judge") if judge is not None else (validate.confidence, "validate")
+            source: Literal["judge", "validate"] = "judge" if judge is not None else "validate"
+            conf = judge.confidence if judge is not None else validate.confidence
             c = c.derive()
             before = c.score
             c.score = float(before) * (0.5 + 0.5 * float(conf))
@@ -76,6 +79,8 @@ def run_cut_validated(ctx: QueryContext, pool: Pool) -> Pool:
     return out
 
 
-SCORE = Stage("score", run_score, "final score = fused score x (0.5 + 0.5 x validator or judge confidence)")
-CUT = Stage("cut", run_cut, "the first k of each table")
-CUT_VALIDATED = Stage("cut", run_cut_validated, "accepted records by final score: k per table, docs as k guides + k_api API entries")
+SCORE = Stage("score", run_score, "final score = fused score x (0.5 + 0.5 x validator or judge confidence)",
+              requires=("verdicts",))
+CUT = Stage("cut", run_cut, "the first k of each table", requires=("pool",), provides=("cut",))
+CUT_VALIDATED = Stage("cut", run_cut_validated, "accepted records by final score: k per table, docs as k guides + k_api API entries",
+                      requires=("verdicts",), provides=("cut",))

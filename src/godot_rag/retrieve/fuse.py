@@ -58,14 +58,14 @@ def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weig
     floor = {name: (min(v.values()) if v else 0.0) for name, v in norm.items()} if method == "zscore" else {}
     out = []
     for cand in cands:
-        inputs = {}
+        inputs: dict[str, ListEntry] = {}
         for name, entry in cand.info("union").inputs.items():
             inputs[name] = entry if method == "rrf" else ListEntry(rank=entry.rank, score=entry.score,
                                                                    normalised=round(norm[name][cand.id], 6))
         if method == "rrf":
             fused = sum(weights.get(n, 1.0) / (rrf_k + e.rank) for n, e in inputs.items())
         else:
-            fused = sum(weights.get(n, 1.0) * (inputs[n].normalised if n in inputs else floor.get(n, 0.0)) for n in lists)
+            fused = sum(weights.get(n, 1.0) * (inputs[n].normalised or 0.0 if n in inputs else floor.get(n, 0.0)) for n in lists)
         out.append((float(fused), inputs))
     return out
 
@@ -73,7 +73,7 @@ def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weig
 def run_union(ctx: QueryContext, pool: Pool) -> Pool:
     out: Pool = {}
     for table in ctx.tables:
-        out[table] = [union(lists, ctx.source_prefix) for lists in ctx.lists.get(table, [{}])]
+        out[table] = [union(lists, ctx.source_prefix) for lists in ctx.lists.of(table)]
         ctx.record_ids(table, "union", out[table][0])
         ctx.note(**{table: {"union": len(out[table][0]), "texts": len(out[table])}})
     return out
@@ -143,6 +143,9 @@ def run_merge(ctx: QueryContext, pool: Pool) -> Pool:
     return out
 
 
-UNION = Stage("union", run_union, "one candidate per record, source bm25 / embedding / both")
-FUSE = Stage("fuse", run_fuse, "fused score: each list normalised by its best score (maxnorm), weighted, summed")
-MERGE = Stage("merge", run_merge, "per-segment lists merged by best rank, so each part's best evidence reaches the top")
+UNION = Stage("union", run_union, "one candidate per record, source bm25 / embedding / both",
+              requires=("lists",), provides=("pool",))
+FUSE = Stage("fuse", run_fuse, "fused score: each list normalised by its best score (maxnorm), weighted, summed",
+             requires=("pool", "lists"))
+MERGE = Stage("merge", run_merge, "per-segment lists merged by best rank, so each part's best evidence reaches the top",
+              requires=("pool",))

@@ -28,13 +28,15 @@ import json
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 from ..records import evidence_text, focused_text, model_text
 from ..store import calibration
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import JudgeInfo
+from .trace import JudgeInfo, Occurrence
 from .types import Candidate
 from .version import EVIDENCE_STATUSES, evidence_rank
 
@@ -72,22 +74,24 @@ def docs_question(c: Candidate, evidence: list[str]) -> str:
             "Question: does RECORD document the Godot API or the technique that SOURCE_CODE uses?")
 
 
-def occurrence_question(c: Candidate, occ: dict, line_text: str) -> str:
+def occurrence_question(c: Candidate, line: int, line_text: str) -> str:
     p = c.payload
     src, dst, change = p["source_api"], p["target_api"], p["change_type"].replace("_", " ")
     notes = (p.get("notes") or p.get("description") or "")[:300]
     return (f"MIGRATION RECORD: Godot 3 `{src}` became `{dst}` in Godot 4 ({change}). {notes}\n\n"
-            f"Line {occ['line']}: {line_text.strip()[:200]}\n\n"
-            f"Question: is `{src}` on line {occ['line']} the Godot 3 `{src}` that became `{dst}` (yes), "
+            f"Line {line}: {line_text.strip()[:200]}\n\n"
+            f"Question: is `{src}` on line {line} the Godot 3 `{src}` that became `{dst}` (yes), "
             f"or valid Godot 4 code as it stands (no)?")
 
 
-def question_of(c: Candidate, chunk: str, occ: dict | None, evidence: list[str]) -> tuple[str, str, bool]:
-    """(cache key, question, whether to ask for cited evidence): the same for F and for calibration."""
-    if occ is not None:
+def question_of(c: Candidate, chunk: str, at: tuple[int, int] | None, evidence: list[str]) -> tuple[str, str, bool]:
+    """(cache key, question, whether to ask for cited evidence): the same for F and for calibration. `at`:
+    the (line, column) of the occurrence a mapping's question is about; None for a docs question."""
+    if at is not None:
+        line_no, col = at
         lines = chunk.splitlines()
-        line = lines[occ["line"] - 1] if 0 < occ["line"] <= len(lines) else ""
-        return f"{c.table}:{c.id}@{occ['line']}:{occ['col']}", occurrence_question(c, occ, line), False
+        line = lines[line_no - 1] if 0 < line_no <= len(lines) else ""
+        return f"{c.table}:{c.id}@{line_no}:{col}", occurrence_question(c, line_no, line), False
     return f"{c.table}:{c.id}", docs_question(c, evidence), True
 
 
@@ -107,12 +111,13 @@ def prompt_id() -> str:
                                                              "change_type": "class_rename", "notes": "Renamed. " * 60})
     literals = [f"Viewport.new{i}" for i in range(12)] + ["play"]
     text = "\x00".join([_chatml(SYSTEM, prefix(chunk) + docs_question(doc, literals)),
-                        occurrence_question(rename, {"line": 4, "col": 10}, line), ANSWER_PREFIX])
+                        occurrence_question(rename, 4, line), ANSWER_PREFIX])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def check_cited(cited: list[str], chunk: str, record_text: str) -> tuple[list[str], list[str]]:
-    ok, bad = [], []
+    ok: list[str] = []
+    bad: list[str] = []
     for s in cited:
         s = s.strip()
         (ok if s and s in chunk and s in record_text else bad).append(s)
@@ -154,14 +159,14 @@ def table_calibration(cal: dict | None, table: str, override: float | None) -> d
 UNCALIBRATED_MAPPING_BAND = (0.0, 0.6)  # accepts that rest on weak occurrences (validate caps them at 0.6 and 0.5)
 
 
-def asked_occurrence(c: Candidate) -> dict | None:
+def asked_occurrence(c: Candidate) -> Occurrence | None:
     """The occurrence a mapping's question is about: the strongest Godot 3 use (a sure use in code, else
     an ambiguous one, else a node name). None for a rejected mapping (the judge never accepts what the
     deterministic layer rejected), and for one that rests only on comments (the question is about code)."""
     if c.verdict != "accept":
         return None
-    occ = [d for d in c.info("validate").occurrences or [] if d["status"] in EVIDENCE_STATUSES and d["region"] != "comment"]
-    return min(occ, key=evidence_rank, default=None)
+    occ = [d for d in c.info("validate").occurrences or [] if d.status in EVIDENCE_STATUSES and d.region != "comment"]
+    return min(occ, key=lambda d: evidence_rank({"status": d.status, "ambiguous": d.ambiguous}), default=None)
 
 
 def asks_mappings(hint: str, lean: str | None) -> bool:
@@ -184,9 +189,9 @@ def _inside(cands: list[Candidate], band: tuple[float, float] | None) -> list[Ca
     return [] if band is None else [c for c in cands if band[0] <= c.info("validate").confidence <= band[1]]
 
 
-def mapping_targets(ctx: QueryContext, mappings: list[Candidate], tcal: dict) -> list[tuple[Candidate, dict]]:
+def mapping_targets(ctx: QueryContext, mappings: list[Candidate], tcal: dict) -> list[tuple[Candidate, Occurrence]]:
     """Accepted mappings inside the calibrated band of deterministic confidence (uncalibrated: the ambiguous ones)."""
-    if not asks_mappings(ctx.cfg.godot_version, ctx.version.lean() if ctx.version is not None else None):
+    if not asks_mappings(ctx.cfg.godot_version, ctx.version.lean()):
         return []
     return [(c, occ) for c in _inside(mappings, band_of(tcal, UNCALIBRATED_MAPPING_BAND))
             if (occ := asked_occurrence(c)) is not None]
@@ -201,7 +206,8 @@ def docs_targets(ctx: QueryContext, docs: list[Candidate], tcal: dict) -> list[C
     return sorted(inside, key=lambda c: -c.score)[: ctx.cfg.validate_top]
 
 
-def _judged(c: Candidate, j: dict, tcal: dict, question: str, occ: dict | None, chunk: str, cited_asked: bool) -> Candidate:
+def _judged(c: Candidate, j: dict, tcal: dict, question: Literal["occurrence", "docs"], occ: Occurrence | dict | None, chunk: str,
+            cited_asked: bool) -> Candidate:
     det = c.info("validate")
     # Citations are checked against the whole record, not only the lines shown.
     whole = evidence_text(c.payload) if c.table == "docs_chunks" else model_text(c.table, c.payload)
@@ -226,11 +232,51 @@ def _judged(c: Candidate, j: dict, tcal: dict, question: str, occ: dict | None, 
         conf = round(p, 4) if accepted else 0.0
     else:
         conf = round(det.confidence * p, 4) if accepted else 0.0
-    c.add_stage("judge", JudgeInfo(model=j["model"], question=question, occurrence=occ, raw_answer=j["raw"],
+    occurrence = Occurrence.model_validate(occ) if isinstance(occ, dict) else occ
+    c.add_stage("judge", JudgeInfo(model=j["model"], question=question, occurrence=occurrence, raw_answer=j["raw"],
                                    answer=j["answer"], p_yes=p, p_yes_source=j["p_yes_source"], mode=tcal["mode"],
                                    threshold=thr, rule=rule, verdict_before=before, cited_verified=ok,
                                    cited_hallucinated=bad, cached=j["cached"], accepted=accepted, confidence=conf))
     return c
+
+
+@dataclass(frozen=True)
+class JudgeJob:
+    """One question for the judge: about a mapping's occurrence, or about a docs record."""
+    candidate: Candidate
+    question: Literal["occurrence", "docs"]
+    occurrence: Occurrence | None
+    key: str  # the cache key of the question
+    text: str
+    cite: bool  # ask for cited evidence
+
+
+def judge_jobs(ctx: QueryContext, occ_targets: list[tuple[Candidate, Occurrence]], doc_targets: list[Candidate],
+               tcal: dict) -> list[JudgeJob]:
+    """The questions, in order. Cited evidence only on request (judge_citations), and only where the judge decides:
+    generating it costs about 2 s per yes with the 1.5B on 2 cores, and the bundled models mostly make it up."""
+    def cite(c: Candidate, asks: bool) -> bool:
+        return asks and ctx.cfg.judge_citations and tcal[c.table]["mode"] == "decide"
+
+    jobs = []
+    for c, occ in occ_targets:
+        key, text, asks = question_of(c, ctx.chunk, (occ.line, occ.col), [])
+        jobs.append(JudgeJob(c, "occurrence", occ, key, text, cite(c, asks)))
+    for c in doc_targets:
+        key, text, asks = question_of(c, ctx.chunk, None, [e.literal for e in c.info("validate").evidence])
+        jobs.append(JudgeJob(c, "docs", None, key, text, cite(c, asks)))
+    return jobs
+
+
+def ask_all(llm, chunk: str, jobs: list[JudgeJob]) -> list[dict]:
+    """The answers, in the jobs' order; asked in parallel where the LLM serves several at once (a server)."""
+    def one(job: JudgeJob) -> dict:
+        return ask(llm, chunk, job.key, job.text, job.cite)
+
+    if getattr(llm, "parallel", 1) > 1 and len(jobs) > 1:
+        with ThreadPoolExecutor(min(llm.parallel, len(jobs))) as pool_ex:
+            return list(pool_ex.map(one, jobs))
+    return [one(j) for j in jobs]
 
 
 def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
@@ -274,28 +320,16 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
         ctx.ensure_loaded("llm", llm, model=ident["model"])
     except LLMError as e:
         return fallback(f"LLM unavailable ({e})")
-    jobs = [(c, "occurrence", occ, *question_of(c, ctx.chunk, occ, [])) for c, occ in occ_targets]
-    jobs += [(c, "docs", None, *question_of(c, ctx.chunk, None, [e["literal"] for e in c.info("validate").evidence]))
-             for c in doc_targets]
-    # Cited evidence only on request (judge_citations), and only where the judge decides: generating it
-    # costs about 2 s per yes with the 1.5B on 2 cores, and the bundled models mostly make it up.
-    jobs = [(*j[:5], j[5] and cfg.judge_citations and tcal[j[0].table]["mode"] == "decide") for j in jobs]
-
-    def one(job):
-        return ask(llm, ctx.chunk, job[3], job[4], job[5])
-
+    jobs = judge_jobs(ctx, occ_targets, doc_targets, tcal)
     try:
-        if getattr(llm, "parallel", 1) > 1 and len(jobs) > 1:
-            with ThreadPoolExecutor(min(llm.parallel, len(jobs))) as pool_ex:
-                answers = list(pool_ex.map(one, jobs))
-        else:
-            answers = [one(j) for j in jobs]
+        answers = ask_all(llm, ctx.chunk, jobs)
     except LLMError as e:
         return fallback(f"LLM unavailable ({e})")
     judged = {}
-    for (c, question, occ, _, _, cited_asked), j in zip(jobs, answers):
-        j = dict(j, model=ident["model"])
-        judged[(c.table, c.id)] = _judged(c, j, tcal[c.table], question, occ, ctx.chunk, cited_asked)
+    for job, j in zip(jobs, answers):
+        c = job.candidate
+        judged[(c.table, c.id)] = _judged(c, dict(j, model=ident["model"]), tcal[c.table], job.question, job.occurrence,
+                                          ctx.chunk, job.cite)
     changed = sum(judged[k].verdict != c.verdict for c in mappings + docs if (k := (c.table, c.id)) in judged)
     ctx.note(changed=changed)
     out = {t: [[judged.get((c.table, c.id), c) for c in ctx.table_lists(pool, t)]] for t in ctx.tables}
@@ -308,4 +342,5 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
 
 JUDGE = Stage("judge", run_judge,
               "optional Qwen judge (validator_llm): ambiguous migration occurrences and docs accepts in the calibrated "
-              "band; P(yes) against the model's calibrated threshold, JSON answers, cited literals checked")
+              "band; P(yes) against the model's calibrated threshold, JSON answers, cited literals checked",
+              requires=("verdicts", "validation", "version"))

@@ -2,6 +2,8 @@
 candidates that are shown (computed after the cut: explaining all N would cost more than scoring)."""
 from __future__ import annotations
 
+from functools import partial
+
 from . import bm25 as bm25_mod
 from .context import Pool, QueryContext
 from .stage import Stage
@@ -16,14 +18,11 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
         n = max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0))
         # Reading the cache (or building it) is not query time.
         ctx.load_step("bm25", ctx.retriever.bm25_loaded(table, tok),
-                      lambda: ctx.retriever.bm25_index(table, tok, ctx.cfg), table=table, tokenizer=tok.key())
+                      partial(ctx.retriever.bm25_index, table, tok, ctx.cfg), table=table, tokenizer=tok.key())
         index = ctx.retriever.bm25_index(table, tok, ctx.cfg)
         recs = ctx.retriever.records(table)
         # Segments only pay off for the docs; the other tables are matched on the whole chunk.
         texts = range(len(ctx.texts)) if table == "docs_chunks" else range(1)
-        per_text = ctx.lists.setdefault(table, [{} for _ in texts])
-        while len(per_text) < len(texts):
-            per_text.append({})
         all_scores = bm25_mod.score_many(index, [ctx.tokens[ti] for ti in texts], ctx.term_weights)
         for ti in texts:
             scores = all_scores[:, ti]
@@ -33,16 +32,17 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
                 c = Candidate.of_record(table, rid, recs[rid], float(scores[i]), rank, "bm25")
                 c.add_stage("bm25", Bm25Info(score=round(float(scores[i]), 4), rank=rank, text=ti))
                 out.append(c)
-            per_text[ti]["bm25"] = out
+            ctx.lists.put(table, ti, "bm25", out)
             if ti == 0:
                 ctx.record_ids(table, "bm25", out)
-        ctx.note(**{table: {"hits": [len(per_text[ti]["bm25"]) for ti in texts], "n": n, "n_docs": index.n_docs}})
+        hits = [len(ctx.lists[table][ti]["bm25"]) for ti in texts]
+        ctx.note(**{table: {"hits": hits, "n": n, "n_docs": index.n_docs}})
     return pool
 
 
 def run_explain(ctx: QueryContext, pool: Pool) -> Pool:
     """df, tf, idf, tfn and contribution of each matched term, for every shown candidate BM25 found."""
-    if not ctx.explain or not ctx.tokens:
+    if not ctx.explain or not ctx.tokens[0]:
         ctx.note(skipped="explain is off" if not ctx.explain else "no BM25 query")
         return pool
     tok = tokenizer_of(ctx.cfg)
@@ -63,5 +63,7 @@ def run_explain(ctx: QueryContext, pool: Pool) -> Pool:
     return pool
 
 
-BM25 = Stage("bm25", run_bm25, "BM25 (Lucene formula) over the code-aware tokens, N candidates per table and text")
-EXPLAIN = Stage("explain", run_explain, "per matched term of the shown candidates: df, tf, idf, tfn, contribution")
+BM25 = Stage("bm25", run_bm25, "BM25 (Lucene formula) over the code-aware tokens, N candidates per table and text",
+             requires=("tokens",), provides=("lists.bm25",))
+EXPLAIN = Stage("explain", run_explain, "per matched term of the shown candidates: df, tf, idf, tfn, contribution",
+                requires=("tokens", "cut"))

@@ -13,4 +13,5 @@ def run_parse(ctx: QueryContext, pool: Pool) -> Pool:
     return pool
 
 
-PARSE = Stage("parse", run_parse, "tree-sitter GDScript: code/comment/string regions, calls, chains, declarations, version markers")
+PARSE = Stage("parse", run_parse, "tree-sitter GDScript: code/comment/string regions, calls, chains, declarations, version markers",
+              provides=("facts",))

@@ -6,34 +6,28 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
 
-from ..chunk_text import ChunkTextError, check_chunk_text
+from ..chunk_text import check_chunk_text
 from ..classref import ClassReference
 from ..records import TABLES
 from ..store import queries
-from ..store.bm25_cache import load_counts, save_counts
-from ..store.db import Database, StoreError, StoreUnavailable
+from ..store.db import Database, StoreUnavailable
 from ..store.schema import get_meta
 from . import bm25 as bm25_mod
 from .api_source import build_api_index
-from .config import ConfigError, RetrieveConfig
-from .context import Fallback, Pool, QueryContext, freeze_loaded
+from .config import RetrieveConfig
+from .context import Fallback, QueryContext, freeze_loaded
+from .indexes import Bm25Indexes
+from .rerank import open_reranker
+from .stage import run_stages
 from .strategies import STRATEGIES, check_strategy
-from .tokenize import TokenizerConfig, tokenize, tokenizer_of
-from .trace import StageLog
+from .tokenize import TokenizerConfig, tokenizer_of
 from .types import Candidate, RetrieveResult
 from .version import CLASS_TYPES, version_names
-
-BM25_PARAM_SLOTS = 6  # k1/b variants kept at once (the counts are shared; only the weights differ)
-
-
-# The chunk's one check (chunk_text.py), under the names the library has exported so far.
-ChunkError = ChunkTextError
-check_chunk = check_chunk_text
 
 
 class Retriever:
@@ -50,14 +44,14 @@ class Retriever:
         self.cross_encoder_path = cross_encoder_path
         self._records: dict[str, dict[str, dict]] = {}
         self._texts: dict[str, list[tuple[str, str]]] = {}
-        self._bm25_counts: dict[tuple, bm25_mod.BM25Index] = {}
-        self._bm25: OrderedDict[tuple, bm25_mod.BM25Index] = OrderedDict()
+        self._bm25 = Bm25Indexes(self)
         self._rerankers: dict[str, object] = {}
         self._class_reference: ClassReference | None = None
         self._api_index: dict | None = None
         self._version_names: tuple[set[str], set[str]] | None = None
         self._class_renames: dict[str, str] | None = None
-        self._lock = threading.RLock()
+        self._has_records = False
+        self.lock = threading.RLock()  # the loaded resources
         self._local = threading.local()
 
     # -- resources (I/O at the edges) -------------------------------------------------
@@ -76,7 +70,7 @@ class Retriever:
 
     @property
     def embedder(self):
-        with self._lock:
+        with self.lock:
             if self._embedder is None:
                 from ..models.embedder import Embedder
 
@@ -86,7 +80,7 @@ class Retriever:
             return self._embedder
 
     def records(self, table: str) -> dict[str, dict]:
-        with self._lock:
+        with self.lock:
             if table not in self._records:
                 rows = queries.fetch_records(self.conn(), table)
                 self._records[table] = {rid: payload for rid, payload, _, _ in rows}
@@ -94,16 +88,21 @@ class Retriever:
                 freeze_loaded()
             return self._records[table]
 
+    def search_texts(self, table: str) -> list[tuple[str, str]]:
+        """(id, search_text) of every record: what BM25 indexes."""
+        self.records(table)
+        return self._texts[table]
+
     def class_reference(self) -> ClassReference:
         """The Godot 4 API that `load` stored beside the records (empty if the JSONL had none)."""
-        with self._lock:
+        with self.lock:
             if self._class_reference is None:
                 self._class_reference = ClassReference(get_meta(self.conn(), "class_reference") or {})
                 freeze_loaded()
             return self._class_reference
 
     def api_index(self) -> dict:
-        with self._lock:
+        with self.lock:
             if self._api_index is None:
                 self._api_index = build_api_index(self.records("docs_chunks"), self.class_reference())
                 freeze_loaded()
@@ -111,51 +110,24 @@ class Retriever:
 
     def version_names(self) -> tuple[set[str], set[str]]:
         """(Godot 3 names the converter renames, Godot 4 names they became), from the api_mapping records."""
-        with self._lock:
+        with self.lock:
             if self._version_names is None:
                 self._version_names = version_names(self.records("api_mapping").values(), self.class_reference())
             return self._version_names
 
     def class_renames(self) -> dict[str, str]:
         """The converter's class renames, Godot 3 name -> Godot 4 name (`Camera` -> `Camera3D`)."""
-        with self._lock:
+        with self.lock:
             if self._class_renames is None:
                 self._class_renames = {r["source_api"]: r["target_api"] for r in self.records("api_mapping").values()
                                        if r["change_type"] in CLASS_TYPES}
             return self._class_renames
 
     def bm25_loaded(self, table: str, tok: TokenizerConfig) -> bool:
-        return (table, tok.key()) in self._bm25_counts
+        return self._bm25.loaded(table, tok)
 
     def bm25_index(self, table: str, tok: TokenizerConfig, cfg: RetrieveConfig) -> bm25_mod.BM25Index:
-        """Counts built (or read from the cache) once per table and tokenizer; k1/b are applied on
-        top, and only the last few k1/b variants are kept (a client choosing them cannot grow memory)."""
-        params = bm25_mod.BM25Params(cfg.k1, cfg.b)
-        key = (table, tok.key(), params)
-        with self._lock:
-            if key in self._bm25:
-                self._bm25.move_to_end(key)
-                return self._bm25[key]
-            base = self._bm25_counts.get((table, tok.key()))
-            if base is None:
-                self.records(table)
-                texts = self._texts[table]
-                ids = [r for r, _ in texts]
-                digest = queries.table_digest(self.conn(), table)
-                cached = load_counts(self.cache_dir, table, digest, tok.key(), ids)
-                if cached is not None:
-                    vocab, tf, doc_len, df = cached
-                    base = bm25_mod.BM25Index(ids, vocab, tf, doc_len, df, params)
-                else:
-                    base = bm25_mod.build_index(ids, [tokenize(t, tok) for _, t in texts], params)
-                    save_counts(self.cache_dir, table, digest, tok.key(), ids, base.vocab, base.tf, base.doc_len, base.df)
-                self._bm25_counts[(table, tok.key())] = base
-                freeze_loaded()
-            index = base.with_params(params)
-            self._bm25[key] = index
-            while len(self._bm25) > BM25_PARAM_SLOTS:
-                self._bm25.popitem(last=False)
-            return index
+        return self._bm25.index(table, tok, cfg)
 
     def docs_idf(self, cfg: RetrieveConfig):
         """term -> idf in the docs (the default tokenizer): how rare a shared identifier is."""
@@ -163,33 +135,34 @@ class Retriever:
         return lambda term: float(bm25_mod.idf(index.n_docs, index.df_of(term.lower())))
 
     def reranker(self, name: str):
-        with self._lock:
+        with self.lock:
             if name not in self._rerankers:
-                from ..models import reranker as rr
-
-                if name == "nanoranker":
-                    self._rerankers[name] = rr.NanoRanker()
-                elif name == "cross-encoder":
-                    if not self.cross_encoder_path:
-                        raise ConfigError("reranker 'cross-encoder' needs --cross-encoder PATH (a local CrossEncoder directory)")
-                    self._rerankers[name] = rr.LocalCrossEncoder(self.cross_encoder_path)
-                elif name == "qwen":
-                    if self.llm is None:
-                        raise ConfigError("reranker 'qwen' needs an LLM: --llm-gguf, --llm-url or the bundled Qwen")
-                    self._rerankers[name] = rr.QwenPointwise(self.llm)
+                self._rerankers[name] = open_reranker(name, self.llm, self.cross_encoder_path)
             return self._rerankers[name]
 
-    def warm(self, cfg: RetrieveConfig | None = None, embed: bool = True) -> None:
-        cfg = cfg or RetrieveConfig()
+    def warm(self, cfg: RetrieveConfig | None = None, embed: bool = True, log: Callable[[str], None] | None = None) -> None:
+        """Load what every query needs (the BM25 indexes, the embedder), each step told to `log`."""
+        cfg, say = cfg or RetrieveConfig(), log or (lambda message: None)
         tok = tokenizer_of(cfg)
+        say(f"warm-up: database {self.db.describe()}")
         for table in TABLES:
-            self.bm25_index(table, tok, cfg)
+            t = time.perf_counter()
+            index = self.bm25_index(table, tok, cfg)
+            say(f"warm-up: BM25 index {table}: {index.n_docs} records ({time.perf_counter() - t:.1f} s)")
         if embed:
+            t = time.perf_counter()
             self.embedder.encode(["func _ready():\n\tpass"])
+            say(f"warm-up: embedder {self.embedder.key} ({time.perf_counter() - t:.1f} s)")
+
+    def require_records(self) -> None:
+        """Once per retriever (the records, once read, are kept): an empty database is an error saying what to run."""
+        if not self._has_records:
+            queries.require_records(self.conn(), self.db.describe())
+            self._has_records = True
 
     # -- the runner ----------------------------------------------------------------------
     def retrieve(self, chunk: str, strategy: str = "F", cfg: RetrieveConfig | None = None, explain: bool = True) -> RetrieveResult:
-        chunk = check_chunk(chunk)
+        chunk = check_chunk_text(chunk)
         strategy = check_strategy(strategy)
         cfg = cfg or RetrieveConfig()
         try:
@@ -203,9 +176,7 @@ class Retriever:
                 raise StoreUnavailable(f"the database is unreachable ({self.db.describe()}): {str(e).strip()}") from e
 
     def _retrieve(self, chunk: str, strategy: str, cfg: RetrieveConfig, explain: bool) -> RetrieveResult:
-        if not any(self.records(t) for t in cfg.tables):
-            raise StoreError("the database is empty: run `godot-rag ingest` and `load` (or `scripts/main.sh`); "
-                             f"it is the {self.db.describe()}")
+        self.require_records()
         t0 = time.perf_counter()
         ctx = QueryContext(chunk=chunk, strategy=strategy, cfg=cfg, retriever=self, explain=explain)
         ctx.trace.chunk_chars = len(chunk)
@@ -217,23 +188,10 @@ class Retriever:
             pool = run_stages(ctx, STRATEGIES[fb.strategy].stages)
         results = [c for t in cfg.tables for c in ctx.table_lists(pool, t)]
         ctx.trace.total_ms = round((time.perf_counter() - t0) * 1000, 3)
-        k = {t: cfg.k for t in cfg.tables} | ({"api_reference": cfg.k_api} if strategy == "F" else {})
+        k = STRATEGIES[strategy].k_of(cfg)
         return RetrieveResult(strategy=strategy, chunk_text=chunk, chunk_sha256=hashlib.sha256(chunk.encode()).hexdigest(),
                               k=k, config=cfg.to_dict(), results=results, rejected=ctx.rejected,
                               cut=ctx.cut if explain else [], trace=ctx.trace)
 
 
-def run_stages(ctx: QueryContext, stages) -> Pool:
-    """Each stage in order, timed, with its summary in the query trace."""
-    pool: Pool = {}
-    for stage in stages:
-        ctx.trace.stage_list.append(stage.name)
-        ctx._notes, ctx._set_aside_ms = {}, 0.0
-        t = time.perf_counter()
-        pool = stage.run(ctx, pool)
-        ms = (time.perf_counter() - t) * 1000 - ctx._set_aside_ms
-        ctx.trace.stages.append(StageLog(stage=stage.name, ms=round(ms, 3), info=ctx._notes))
-    return pool
-
-
-__all__ = ["Retriever", "ChunkError", "check_chunk", "Candidate", "RetrieveResult"]
+__all__ = ["Retriever", "run_stages", "Candidate", "RetrieveResult"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from ..gdscript import IDENT_RE
 from .context import Fallback, Pool, QueryContext
@@ -49,7 +50,7 @@ def parse_profile(text: str) -> tuple[dict, list[str]]:
     if not isinstance(obj, dict):
         problems.append("no JSON object in the answer")
         obj = {}
-    profile = {
+    profile: dict[str, Any] = {  # str search_intent, the rest lists of str
         "search_intent": obj.get("search_intent") if isinstance(obj.get("search_intent"), str) else "",
         "important_literals": [x for x in obj.get("important_literals", []) if isinstance(x, str)] if isinstance(obj.get("important_literals"), list) else [],
         "likely_doc_topics": [x for x in obj.get("likely_doc_topics", []) if isinstance(x, str)] if isinstance(obj.get("likely_doc_topics"), list) else [],
@@ -143,5 +144,7 @@ def run_profile_diff(ctx: QueryContext, pool: Pool) -> Pool:
     return pool
 
 
-PROFILE = Stage("profile", run_profile, "Qwen search profile: intent, literals (checked against the chunk), doc topics, migration signals")
-PROFILE_DIFF = Stage("profile_diff", run_profile_diff, "records that appeared or vanished against D on the raw chunk")
+PROFILE = Stage("profile", run_profile, "Qwen search profile: intent, literals (checked against the chunk), doc topics, migration signals",
+                provides=("texts",))
+PROFILE_DIFF = Stage("profile_diff", run_profile_diff, "records that appeared or vanished against D on the raw chunk",
+                     requires=("pool",))

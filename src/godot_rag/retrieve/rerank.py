@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..records import model_text
+from .config import ConfigError
 from .context import Pool, QueryContext
 from .stage import Stage
 from .trace import RerankInfo
@@ -44,6 +45,23 @@ def apply_rerank(candidates: list[Candidate], model_scores: list[float], backend
     return out
 
 
+def open_reranker(name: str, llm, cross_encoder_path: str | None):
+    """The reranker backend by name (loaded on first use); a backend without what it needs is a ConfigError."""
+    from ..models import reranker as rr
+
+    if name == "nanoranker":
+        return rr.NanoRanker()
+    if name == "cross-encoder":
+        if not cross_encoder_path:
+            raise ConfigError("reranker 'cross-encoder' needs --cross-encoder PATH (a local CrossEncoder directory)")
+        return rr.LocalCrossEncoder(cross_encoder_path)
+    if name == "qwen":
+        if llm is None:
+            raise ConfigError("reranker 'qwen' needs an LLM: --llm-gguf, --llm-url or the bundled Qwen")
+        return rr.QwenPointwise(llm)
+    raise ConfigError(f"unknown reranker {name!r}")
+
+
 def run_rerank(ctx: QueryContext, pool: Pool) -> Pool:
     cfg = ctx.cfg
     docs = ctx.table_lists(pool, "docs_chunks")
@@ -61,4 +79,5 @@ def run_rerank(ctx: QueryContext, pool: Pool) -> Pool:
     return out
 
 
-RERANK = Stage("rerank", run_rerank, "optional model re-score of the first rerank_top docs (nanoranker, qwen, cross-encoder)")
+RERANK = Stage("rerank", run_rerank, "optional model re-score of the first rerank_top docs (nanoranker, qwen, cross-encoder)",
+               requires=("pool",))

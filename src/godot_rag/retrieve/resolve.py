@@ -17,6 +17,7 @@ there, which is what the migration validator needs (`get_tree().change_scene(...
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from ..classref import ClassReference
@@ -107,7 +108,7 @@ def _infer_owners(names: list[str], ref: ClassReference, share: float = 0.95) ->
     candidates = set(maps[0])
     for m in maps[1:]:
         candidates &= set(m)
-    out = {}
+    out: dict[str, tuple[str, float]] = {}
     if not candidates:
         return out
     for n, m in zip(names, maps):
@@ -141,7 +142,18 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
         seen.add(key)
         res.uses.append(ApiUse(f"{api_cls}.{member}", api_cls, member, info_kind, line, col, text, via))
 
-    # Bare calls: the script's own methods, or global functions.
+    call_types = _resolve_bare_calls(facts, ref, res, own, inferred, add)
+    _resolve_chains(facts, ref, res, own, call_types, max_hops, add)
+    res.uses.sort(key=lambda u: (u.line, u.col))
+    return res
+
+
+AddUse = Callable[[str, str, str, int, int, str, str], None]  # (class, member, kind, line, col, code, via)
+
+
+def _resolve_bare_calls(facts: GDScriptFacts, ref: ClassReference, res: Resolution, own: str | None,
+                        inferred: dict[str, tuple[str, float]], add: AddUse) -> dict[int, str | None]:
+    """Bare calls: the script's own methods, or global functions. Returns call start offset -> documented return type."""
     call_types: dict[int, str | None] = {}  # call start offset -> documented return type
     for call in facts.calls:
         n = call.name
@@ -168,6 +180,12 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
                   else "no `extends` to resolve a bare call against")
         res.unresolved.append(Unresolved(n, call.line, call.col, f"{n}()", reason))
 
+    return call_types
+
+
+def _resolve_chains(facts: GDScriptFacts, ref: ClassReference, res: Resolution, own: str | None,
+                    call_types: dict[int, str | None], max_hops: int, add: AddUse) -> None:
+    """Call chains, from a class, a typed local, a call's return type or `self`, through documented return types."""
     for chain in facts.chains:
         typ, via, hops = None, "", 0
         if chain.root_kind == "identifier":
@@ -220,8 +238,6 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
             if nxt is None or hops >= max_hops:
                 break
             typ, hops = nxt, hops + 1
-    res.uses.sort(key=lambda u: (u.line, u.col))
-    return res
 
 
 def run_resolve(ctx, pool):
@@ -233,4 +249,5 @@ def run_resolve(ctx, pool):
     return pool
 
 
-RESOLVE = Stage("resolve", run_resolve, "receivers and calls resolved to Godot 4 class members (extends, locals, return types)")
+RESOLVE = Stage("resolve", run_resolve, "receivers and calls resolved to Godot 4 class members (extends, locals, return types)",
+                requires=("facts",), provides=("resolution",))

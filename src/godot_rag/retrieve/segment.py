@@ -65,4 +65,5 @@ def run_segment(ctx, pool):
     return pool
 
 
-SEGMENT = Stage("segment", run_segment, "split a chunk touching several topics into blocks; each gets its own BM25 list")
+SEGMENT = Stage("segment", run_segment, "split a chunk touching several topics into blocks; each gets its own BM25 list",
+                provides=("texts",))

@@ -1,12 +1,14 @@
-"""The six strategies, as data: each is a list of stages, run in order by `Retriever.retrieve`.
-The web page, `retrieve --explain` and `godot-rag strategies` take their stage columns from here."""
+"""The six strategies, as data: each is a list of stages, run in order by `Retriever.retrieve`, and
+checked when it is built: each stage's required parts come from an earlier stage, no part from two
+(`stage.check_contract`). The web page, `retrieve --explain` and `godot-rag strategies` take their stage
+columns from here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .api_source import API, SHORTLIST
 from .codematch import CODEMATCH
-from .config import ConfigError, clip
+from .config import ConfigError, RetrieveConfig, clip
 from .embedding import EMBED_QUERY, EMBEDDING
 from .final import CUT, CUT_VALIDATED, SCORE
 from .fuse import FUSE, MERGE, UNION
@@ -17,11 +19,12 @@ from .profile import PROFILE, PROFILE_DIFF
 from .rerank import RERANK
 from .resolve import RESOLVE
 from .segment import SEGMENT
-from .stage import Stage
+from .stage import Stage, check_contract
 from .tokenize import TOKENIZE
+from .trace import STAGE_COLUMNS
 from .tsquery import DIAGNOSE, TSQUERY
 from .validate import VALIDATE
-from .version import VERSION
+from .version_stage import VERSION
 
 # F reads more api_mapping candidates from both lists: a chunk can use several renamed names, each with its own record.
 F_MIN_CANDIDATES = {"api_mapping": 200}
@@ -34,11 +37,23 @@ class Strategy:
     name: str
     about: str
     stages: list[Stage]
-    needs: str | None = None  # what must be configured for it to run
+    needs: str | None = None  # what must be configured for it to run (an LLM)
+    api_group: bool = False  # its docs come as guides, then the `api_reference` group of k_api member entries
+
+    def __post_init__(self) -> None:
+        check_contract(self.name, self.stages)
 
     @property
     def stage_names(self) -> list[str]:
         return [s.name for s in self.stages]
+
+    @property
+    def needs_llm(self) -> bool:
+        return self.needs is not None
+
+    def k_of(self, cfg: RetrieveConfig) -> dict[str, int]:
+        """How many records each table (and group) returns at most."""
+        return {t: cfg.k for t in cfg.tables} | ({"api_reference": cfg.k_api} if self.api_group else {})
 
 
 STRATEGIES: dict[str, Strategy] = {s.name: s for s in [
@@ -56,7 +71,7 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in [
     Strategy("F", "parse + resolve API uses -> BM25 + embedding + api member entries -> reranker -> "
                   "version-aware direct-evidence validator (recommended)",
              [PARSE, RESOLVE, SEGMENT, TOKENIZE, EMBED_QUERY, BM25_WIDE, EMBEDDING_WIDE, UNION, FUSE, CODEMATCH, MERGE,
-              RERANK, SHORTLIST, API, VERSION, VALIDATE, JUDGE, SCORE, CUT_VALIDATED, EXPLAIN]),
+              RERANK, SHORTLIST, API, VERSION, VALIDATE, JUDGE, SCORE, CUT_VALIDATED, EXPLAIN], api_group=True),
 ]}
 
 
@@ -67,8 +82,25 @@ def check_strategy(name: str) -> str:
     return up
 
 
+def llm_user(names: list[str], cfg: RetrieveConfig) -> str | None:
+    """What needs an LLM among these strategies with these settings (None: nothing does), as a message names it."""
+    for name in names:
+        if STRATEGIES[name].needs_llm:
+            return f"strategy {name}"
+    if cfg.validator_llm:
+        return "the Qwen judge"
+    return "the qwen reranker" if cfg.reranker == "qwen" else None
+
+
+def _column(stage: str) -> dict | None:
+    column = STAGE_COLUMNS.get(stage)
+    return column.model_dump() if column is not None else None
+
+
 def describe() -> dict[str, dict]:
-    """Each strategy's description and stage list, for `godot-rag strategies` and GET /api/strategies."""
+    """Each strategy's description and stage list, for `godot-rag strategies` and GET /api/strategies: each
+    stage with its contract and, for a stage that says something about each record, the page's column."""
     return {name: {"about": s.about, "needs": s.needs,
-                   "stages": [{"name": st.name, "about": st.about} for st in s.stages]}
+                   "stages": [{"name": st.name, "about": st.about, "requires": list(st.requires),
+                               "provides": list(st.provides), "column": _column(st.name)} for st in s.stages]}
             for name, s in STRATEGIES.items()}

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from .stage import Stage
 
 from ..gdscript import CHAIN_RE, IDENT, IDENT_RE
+from .stage import Stage
+
 CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+[A-Za-z]*")
 
 
@@ -110,4 +111,5 @@ def run_tokenize(ctx, pool):
     return pool
 
 
-TOKENIZE = Stage("tokenize", run_tokenize, "code-aware tokens: identifiers whole and lowercased, string literals as code")
+TOKENIZE = Stage("tokenize", run_tokenize, "code-aware tokens: identifiers whole and lowercased, string literals as code",
+                 provides=("tokens",))

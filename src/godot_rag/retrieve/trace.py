@@ -6,13 +6,85 @@ Field names are the JSON the CLI, the HTTP API and the web page read.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class StageInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class Compact(StageInfo):
+    """A verdict item whose optional fields (default None) are left out of the JSON while unset, so that
+    each kind of item carries only its own fields."""
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        fields = type(self).model_fields
+        return {k: v for k, v in handler(self).items() if v is not None or k not in fields or fields[k].default is not None
+                or fields[k].is_required()}
+
+
+# Where an occurrence of a name is in the chunk, and what the version decisions made of it (version.py):
+# the first three statuses are Godot 3 use (the last two weak evidence), the others are not.
+Region = Literal["code", "comment", "string", "node_path"]
+OccurrenceStatus = Literal["godot3", "godot3_node", "godot3_comment", "valid_godot4", "ambiguous", "ignored"]
+
+
+class Occurrence(Compact):
+    """One literal occurrence of a mapping's source_api in the chunk, decided."""
+    line: int
+    col: int
+    region: Region
+    status: OccurrenceStatus
+    why: str
+    start: int
+    end: int
+    ambiguous: bool = False  # decided by the chunk's version markers and the hint
+    literal: str | None = None  # a syntax change: the text its pattern matched
+
+
+DocsEvidenceKind = Literal["resolved_api", "api_symbol", "call", "method_call", "code_line", "string", "identifier"]
+
+
+class DocsEvidence(Compact):
+    """A literal a docs record shares with the chunk's code, weighted (retrieve/docs_evidence.py)."""
+    literal: str
+    kind: DocsEvidenceKind
+    weight: float
+    chunk_line: int | None
+
+
+class MappingEvidence(Compact):
+    """An api_mapping's evidence: its strongest occurrence of Godot 3 use."""
+    literal: str
+    kind: Literal["source_api"]
+    chunk_line: int
+    col: int
+    region: Region
+    occurrences: int  # how many occurrences are Godot 3 use
+
+
+class RuleEvidence(Compact):
+    """A label prototype's evidence: where its must_match rule matched (a migration finding: at its mapping)."""
+    literal: str
+    kind: Literal["must_match"]
+    chunk_line: int
+    col: int | None = None
+    mapping_id: str | None = None
+
+
+EvidenceItem = Annotated[DocsEvidence | MappingEvidence | RuleEvidence, Field(discriminator="kind")]
+
+
+class Contradiction(Compact):
+    """A name of the record that the chunk writes with other digits (`Vector3` where the chunk has `Vector2`)."""
+    literal: str
+    near_miss_of: str
+    weight: float
+    api: bool  # both names are Godot 4 classes
+    in_code: bool  # in the record's code, not only its prose
 
 
 class TsqueryInfo(StageInfo):
@@ -102,10 +174,11 @@ class ValidateInfo(StageInfo):
     verdict: Literal["accept", "reject"]
     accepted: bool
     confidence: float
-    evidence: list[dict[str, Any]]
-    contradictions: list[Any]
+    evidence: list[EvidenceItem]
+    contradictions: list[Contradiction]
     reasons: list[str]
-    occurrences: list[dict[str, Any]] | None = None  # api_mapping: each use of the old name, decided
+    rules: list[str] | None = None  # docs_chunks: the named rules that rejected it (retrieve/docs_evidence.py)
+    occurrences: list[Occurrence] | None = None  # api_mapping: each use of the old name, decided
     support: float | None = None  # docs_chunks: weighted evidence for and against
     against: float | None = None
     strong: int | None = None
@@ -118,7 +191,7 @@ class ValidateInfo(StageInfo):
 class JudgeInfo(StageInfo):
     model: str
     question: Literal["docs", "occurrence", "follows_mapping"]
-    occurrence: dict[str, Any] | None = None  # the ambiguous occurrence asked about (api_mapping)
+    occurrence: Occurrence | None = None  # the ambiguous occurrence asked about (api_mapping)
     raw_answer: str = ""
     answer: str | None = None
     p_yes: float | None = None
@@ -164,6 +237,37 @@ STAGE_INFO: dict[str, type[StageInfo]] = {
     "tsquery": TsqueryInfo, "bm25": Bm25Info, "embedding": EmbeddingInfo, "union": UnionInfo, "fuse": FuseInfo,
     "codematch": CodematchInfo, "merge": MergeInfo, "rerank": RerankInfo, "api": ApiInfo, "validate": ValidateInfo,
     "judge": JudgeInfo, "score": ScoreInfo, "cut": CutInfo, "explain": ExplainInfo,
+}
+
+
+class Column(BaseModel):
+    """How the web page shows a stage that says something about each record: one column of its matrix."""
+    model_config = ConfigDict(frozen=True)
+    label: str  # the column header
+    unit: str = ""  # under the header; `{name}` is a field of the stage's log (`{method}`: maxnorm)
+    score: str | None = None  # the info field a cell's number and bar show
+    unit_scale: bool = False  # the score lies in [0, 1]: bars against 1, not against the column's best
+    lossy: bool = False  # a record can be gone after this stage (a reject, a cut)
+    source: bool = False  # a list of its own: a record missing here was not found by it
+
+
+# The record stages' columns, for the page (GET /api/strategies names each stage's column); a stage without
+# one is query-level (its log is shown, not a column).
+STAGE_COLUMNS: dict[str, Column] = {
+    "tsquery": Column(label="tsquery", unit="rank·score", score="ts_rank_cd", source=True),
+    "bm25": Column(label="bm25", unit="rank·score", score="score", source=True),
+    "embedding": Column(label="embed", unit="cosine", score="cosine", unit_scale=True, source=True),
+    "union": Column(label="union", unit="source"),
+    "fuse": Column(label="fuse", unit="{method}", score="score"),
+    "codematch": Column(label="clone", unit="ratio", score="ratio", unit_scale=True),
+    "merge": Column(label="merge", unit="segments", score="score"),
+    "rerank": Column(label="rerank", unit="{backend}", score="score"),
+    "shortlist": Column(label="short", unit="top {kept}", lossy=True),
+    "api": Column(label="api", score="score", source=True),
+    "validate": Column(label="validate", unit="verdict", score="confidence", unit_scale=True, lossy=True),
+    "judge": Column(label="judge", score="confidence", unit_scale=True, lossy=True),
+    "score": Column(label="score", unit="×conf", score="score"),
+    "cut": Column(label="final", unit="rank", lossy=True),
 }
 
 

@@ -39,5 +39,7 @@ def run_diagnose(ctx: QueryContext, pool: Pool) -> Pool:
     return pool
 
 
-TSQUERY = Stage("tsquery", run_tsquery, "plainto_tsquery('simple', chunk) against search_tsv, ranked by ts_rank_cd")
-DIAGNOSE = Stage("diagnose", run_diagnose, "on zero rows: rows per token and the largest token set one row holds")
+TSQUERY = Stage("tsquery", run_tsquery, "plainto_tsquery('simple', chunk) against search_tsv, ranked by ts_rank_cd",
+                provides=("pool", "tsquery"))
+DIAGNOSE = Stage("diagnose", run_diagnose, "on zero rows: rows per token and the largest token set one row holds",
+                 requires=("tsquery",))

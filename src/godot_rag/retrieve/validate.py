@@ -33,39 +33,50 @@ Acceptance rules:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
+from typing import Literal
 
 from ..classref import ClassReference
-from ..gdscript import CHAIN_RE, DIGITS_RE, IDENT, IDENT_RE, GDScriptFacts, shape
-from ..records import evidence_text, record_code
-from .codematch import clone_match, numbered_code_lines
-from .resolve import Resolution
+from ..gdscript import IDENT_RE, GDScriptFacts
 from .codematch import renameable_names
 from .context import Pool, QueryContext
+from .docs_evidence import DOCS_EVIDENCE, DocsEvidenceSettings, copied_page_overrules, docs_evidence
+from .resolve import Resolution
 from .stage import Stage
-from .trace import JudgeInfo, ValidateInfo
+from .trace import JudgeInfo, Occurrence, ValidateInfo
 from .types import Candidate
 from .version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionContext, classify_occurrence, decide_ambiguous, evidence_rank
 
-METHOD_CALL_RE = re.compile(rf"\.({IDENT})\s*\(")
+__all__ = ["ChunkScope", "ValidationContext", "Occurrences", "validate", "docs_evidence", "copied_page_overrules",
+           "mapping_occurrences", "mapping_evidence", "prototype_evidence", "follow_mappings", "VALIDATE"]
+LITERALS_SHOWN = 8  # evidence literals an accept's reason names
+
+# api_mapping candidate id -> each occurrence of its source_api, with the version decision (the version stage's)
+Occurrences = dict[str, list[Occurrence]]
 
 
 @dataclass
-class ValidationContext:
-    """What the validator knows about the chunk, computed once per request."""
+class ChunkScope:
+    """The chunk as the occurrence decisions read it: its facts, its resolved uses, the Godot 4 API."""
     facts: GDScriptFacts
     resolution: Resolution
     ref: ClassReference
-    version: VersionContext
+    renamed_classes: dict[str, str] = field(default_factory=dict)  # Godot 3 class name -> Godot 4 name
+
+
+@dataclass(kw_only=True)
+class ValidationContext(ChunkScope):
+    """What the validator knows about the chunk, computed once per request."""
+    version: VersionContext  # final: the mappings' Godot 3 uses included (the version stage)
     idf: Callable[[str], float]
     class_of_page: dict[str, str]  # classes/class_scenetree -> SceneTree
     renameable: frozenset[str] = frozenset()
     min_idf: float = 5.0
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
-    renamed_classes: dict[str, str] = field(default_factory=dict)  # Godot 3 class name -> Godot 4 name
+    docs: DocsEvidenceSettings = DOCS_EVIDENCE
 
     @cached_property
     def call_pairs(self) -> set[str]:
@@ -78,148 +89,6 @@ class ValidationContext:
                 if calls[i]:
                     out.add(f"{names[i - 1]}.{names[i]}")
         return out
-
-
-def _pairs(chains: list[str]) -> set[str]:
-    out = set()
-    for ch in chains:
-        parts = ch.split(".")
-        out.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]))
-    return out
-
-
-def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
-    facts, idf, min_idf = v.facts, v.idf, v.min_idf
-    text = evidence_text(c.payload)
-    symbols = set(c.payload.get("api_symbols") or [])
-    if c.payload.get("symbol"):
-        symbols.add(c.payload["symbol"])
-    rec_idents = set(IDENT_RE.findall(text))
-    rec_pairs = _pairs(CHAIN_RE.findall(text))
-    chains = facts.chain_texts
-    items: list[dict] = []
-    seen: set[str] = set()
-
-    def add(literal: str, kind: str, weight: float, line: int | None = None) -> None:
-        if literal in seen:
-            return
-        seen.add(literal)
-        items.append({"literal": literal, "kind": kind, "weight": round(weight, 3),
-                      "chunk_line": line if line is not None else facts.line_of(literal.split(".")[0].strip("."))})
-
-    page = c.page or ""
-    cls = v.class_of_page.get(page)
-    if cls is not None:
-        # A class-reference record that documents a member the chunk resolves to: the strongest evidence.
-        for use in v.resolution.uses:
-            if use.api in symbols or (use.member == "new" and use.cls == cls):
-                add(use.api, "resolved_api", 6.0, use.line)
-    for sym in sorted(symbols):
-        if "." in sym and any(sym == ch or ch.endswith("." + sym) or ch.startswith(sym + ".") or ("." + sym) in ("." + ch) for ch in chains):
-            add(sym, "api_symbol", 3.0 + idf(sym.split(".")[-1]))
-        elif "." not in sym and sym in facts.identifiers and idf(sym) >= min_idf:
-            add(sym, "api_symbol", 1.0 + idf(sym))
-    for pair in sorted(v.call_pairs):
-        if pair not in seen and pair in rec_pairs:
-            add(pair, "call", 2.0 + idf(pair.split(".")[-1]))
-    rec_methods = set(METHOD_CALL_RE.findall(text))
-    for m in sorted(facts.method_calls & rec_methods):
-        if m not in seen and f".{m}" not in {i["literal"][-len(m) - 1:] for i in items} and idf(m.lower()) >= min_idf - 1:
-            add(f".{m}()", "method_call", 1.0 + idf(m.lower()))
-    ratio, lines = clone_match(facts.text, record_code(c.payload), v.renameable)
-    tokens_of = dict(numbered_code_lines(facts.text)) if lines else {}
-    for n in lines[:6]:
-        add(" ".join(tokens_of[n]), "code_line", 2.0 + 4.0 * ratio, n)
-    for lit in sorted(facts.string_values):
-        if len(lit) >= 3 and IDENT_RE.fullmatch(lit) and lit in rec_idents and idf(lit.lower()) >= min_idf:
-            add(f'"{lit}"', "string", idf(lit.lower()))
-    for ident in sorted(facts.identifiers):
-        if ident in seen or len(ident) < 3 or ident not in rec_idents or idf(ident.lower()) < min_idf:
-            continue
-        add(ident, "identifier", idf(ident.lower()))
-    contra: list[dict] = []
-    rec_code_idents = set(IDENT_RE.findall(record_code(c.payload)))
-    for ident in sorted(rec_idents | {s for sym in symbols for s in sym.split(".")}):
-        if ident in facts.identifiers or not DIGITS_RE.search(ident):
-            continue
-        twins = facts.shapes.get(shape(ident))
-        if twins and not (twins & rec_idents):
-            api = v.ref.has_class(ident) and all(v.ref.has_class(t) for t in twins)
-            contra.append({"literal": ident, "near_miss_of": sorted(twins)[0], "weight": round(max(idf(ident.lower()), 1.0), 3),
-                           "api": api, "in_code": ident in rec_code_idents})
-    support = sum(i["weight"] for i in items)
-    against = sum(i["weight"] for i in contra)
-    confidence = support / (support + 1.5 * against + 4.0) if support else 0.0
-    strong = [i for i in items if i["kind"] in ("resolved_api", "api_symbol", "call", "code_line")
-              or (i["kind"] == "method_call" and i["weight"] >= 1.0 + min_idf)]
-    info = {"evidence": items, "contradictions": contra, "support": round(support, 3), "against": round(against, 3),
-            "confidence": round(confidence, 4), "strong": len(strong)}
-    reasons = []
-    if len(items) < v.min_direct_evidence:
-        reasons.append("no direct evidence shared with the chunk")
-    elif not strong:
-        reasons.append("only weak evidence (no shared API call or symbol)")
-    api_contra = [x for x in contra if x["api"] and x["in_code"]]
-    if api_contra and not any(i["kind"] == "resolved_api" for i in items):
-        x = api_contra[0]
-        reasons.append(f"contradiction: the record's code uses {x['literal']} where the chunk uses {x['near_miss_of']}")
-    if cls is not None and cls not in v.resolution.classes:
-        used = sorted(v.resolution.classes)
-        reasons.append(f"class reference for {cls}, which the chunk does not use"
-                       + (f" (it uses {', '.join(used[:6])})" if used else " (no Godot API use of the chunk resolves)"))
-    if confidence < 0.5 and not reasons:
-        reasons.append(f"confidence {confidence:.2f} < 0.5 (contradicting evidence)")
-    info["page_class"] = cls
-    info["clone_lines"] = lines
-    info["accepted"] = not reasons
-    info["reasons"] = reasons
-    return info
-
-
-def _shown_names(info: dict) -> set[str]:
-    """The names and strings of the chunk that a docs record's evidence shows (code lines apart)."""
-    out: set[str] = set()
-    for i in info["evidence"]:
-        if i["kind"] == "string":
-            out.add(i["literal"])
-        elif i["kind"] != "code_line":
-            out.update(IDENT_RE.findall(i["literal"]))
-    return out
-
-
-def copied_page_overrules(v: ValidationContext, docs: list[tuple[Candidate, dict]]) -> None:
-    """A chunk copied from a guide page has that page as its evidence. A page is a copied one when its
-    accepted records match, up to renaming, at least 3 of the chunk's code lines holding `copy_source_share`
-    of its code tokens. Another guide record that shows nothing of the chunk a copied page does not
-    already show (every code line it matches, every name and string it shares) is then rejected: it is
-    the same evidence again, from a page the chunk did not come from. Class-reference entries are kept:
-    they document the members themselves. Changes `docs`' infos in place."""
-    sizes = {n: len(toks) for n, toks in numbered_code_lines(v.facts.text)}
-    total = sum(sizes.values())
-    if not total or not v.copy_source_share:
-        return
-    # Each accepted guide with its page, the chunk lines it matches and the names it shows.
-    guides = [(c.page or c.id, info, set(info["clone_lines"]), _shown_names(info)) for c, info in docs
-              if info["accepted"] and info["page_class"] is None]
-    lines: dict[str, set[int]] = {}
-    names: dict[str, set[str]] = {}
-    for page, _, matched, shown in guides:
-        lines.setdefault(page, set()).update(matched)
-        names.setdefault(page, set()).update(shown)
-    share = {p: sum(sizes[n] for n in ls) / total for p, ls in lines.items()}
-    copied = sorted((p for p, ls in lines.items() if len(ls) >= 3 and share[p] >= v.copy_source_share),
-                    key=lambda p: (-share[p], p))
-    for page, info, matched, shown in guides:
-        if page in copied:
-            info["copy_source"] = True
-            continue
-        source = next((p for p in copied if matched <= lines[p] and shown <= names[p]), None)
-        if source is None:
-            continue
-        info["accepted"] = False
-        info["copied_from"] = source
-        info["reasons"].append(f"the chunk copies {source} ({len(lines[source])} of its {len(sizes)} code lines); "
-                               "this record shows nothing of the chunk that page does not")
 
 
 def _regex_hits(facts: GDScriptFacts, patterns: list[str]) -> list[dict]:
@@ -249,10 +118,10 @@ def _overrides_virtual(p: dict, facts: GDScriptFacts, d: dict) -> bool:
             and p["source_api"] in facts.functions)
 
 
-def mapping_occurrences(v: ValidationContext, c: Candidate) -> dict:
+def mapping_occurrences(v: ChunkScope, c: Candidate) -> dict:
     """Every literal occurrence of the mapping's source, each with its version decision (pass 1)."""
     facts, p = v.facts, c.payload
-    src, change = p["source_api"], p["change_type"]
+    src = p["source_api"]
     regex_terms = [t[3:] for t in p.get("match_terms") or [] if t.startswith("re:")]
     decisions = []
     if regex_terms:
@@ -336,9 +205,10 @@ def prototype_evidence(v: ValidationContext, c: Candidate, accepted_mappings: di
             reasons.append("the finding's rule does not match where the accepted mapping occurs")
     else:
         for rx in rules.get("must_match", []):
-            m = re.search(rx, facts.no_comments)
-            if m:
-                evidence.append({"literal": m.group(0)[:80], "kind": "must_match", "chunk_line": facts.line_of_offset(m.start())})
+            match = re.search(rx, facts.no_comments)
+            if match:
+                evidence.append({"literal": match.group(0)[:80], "kind": "must_match",
+                                 "chunk_line": facts.line_of_offset(match.start())})
             else:
                 reasons.append("a must_match rule does not match the chunk's code")
     for rx in rules.get("must_not_match", []):
@@ -349,16 +219,12 @@ def prototype_evidence(v: ValidationContext, c: Candidate, accepted_mappings: di
             "accepted": accepted, "reasons": reasons}
 
 
-def validate(v: ValidationContext, candidates: list[Candidate], stage: str = "validate") -> list[Candidate]:
-    """Adds a `validate` explanation and a verdict to every candidate (pure: no I/O)."""
+def validate(v: ValidationContext, candidates: list[Candidate], occurrences: Occurrences,
+             stage: str = "validate") -> list[Candidate]:
+    """Adds a `validate` explanation and a verdict to every candidate (pure: no I/O, nothing shared changed).
+    `occurrences`: the version stage's decisions for the api_mapping candidates (`decide_occurrences`)."""
     out = []
-    mappings = [c for c in candidates if c.table == "api_mapping"]
-    pass1 = {c.id: mapping_occurrences(v, c) for c in mappings}
-    # Unambiguous Godot 3 use of one mapping is a version marker for the ambiguous occurrences of others.
-    for c in mappings:
-        hits = [d for d in pass1[c.id]["occurrences"] if d["status"] == "godot3"]
-        if hits and not c.payload["change_type"].startswith("csharp"):
-            v.version.godot3.append(f"line {hits[0]['line']}: {c.payload['source_api']} ({hits[0]['why'].split(': ', 1)[-1]})")
+    pass1 = {cid: {"occurrences": [o.model_dump() for o in occ]} for cid, occ in occurrences.items()}
     docs = [(c, docs_evidence(v, c)) for c in candidates if c.table == "docs_chunks"]
     copied_page_overrules(v, docs)
     infos = {id(c): info for c, info in docs}
@@ -380,24 +246,28 @@ def validate(v: ValidationContext, candidates: list[Candidate], stage: str = "va
 def _verdict(c: Candidate, info: dict, stage: str) -> Candidate:
     c = c.derive()
     c.verdict = "accept" if info["accepted"] else "reject"
-    lits = ", ".join(i["literal"] for i in info["evidence"][:8])
-    c.reason = (f"direct evidence = {lits}" if info["accepted"] else "; ".join(info["reasons"]))
-    c.add_stage(stage, ValidateInfo(**info, verdict=c.verdict))
+    typed = ValidateInfo(**info, verdict=c.verdict)
+    c.reason = _reason(typed)
+    c.add_stage(stage, typed)
     return c
+
+
+def _reason(info: ValidateInfo) -> str:
+    if info.accepted:
+        return "direct evidence = " + ", ".join(i.literal for i in info.evidence[:LITERALS_SHOWN])
+    return "; ".join(info.reasons)
 
 
 def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     """Every candidate that reached this point gets a verdict, its direct evidence and a confidence."""
     r = ctx.retriever
-    old_names, new_names = r.version_names()
     ref = r.class_reference()
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
                              renamed_classes=r.class_renames())
     ctx.validation = vctx
-    judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)])
-    ctx.trace.version = ctx.version.to_trace()  # with the Godot 3 uses the validator found
+    judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)], ctx.occurrences)
     for t in ctx.tables:  # the accepted ids, in the order they came in (the web page's "lost at")
         ctx.record_ids(t, "validate", [c for c in judged if c.table == t and c.verdict == "accept"])
     ctx.note(layer="deterministic", judged=len(judged), accepted=sum(c.verdict == "accept" for c in judged))
@@ -414,20 +284,20 @@ def follow_mappings(ctx: QueryContext, pool: Pool) -> list[Candidate]:
         info = c.info("validate").model_dump()
         j = c.info("judge")
         if j is not None and j.occurrence is not None:
-            info["occurrences"] = [dict(d, status="godot3") if (d["line"], d["col"]) == (j.occurrence["line"], j.occurrence["col"])
-                                   else d for d in info["occurrences"]]
+            at = (j.occurrence.line, j.occurrence.col)
+            info["occurrences"] = [dict(d, status="godot3") if (d["line"], d["col"]) == at else d for d in info["occurrences"]]
         accepted[c.id] = info
     out = []
     for c in ctx.table_lists(pool, "label_prototypes"):
         info = prototype_evidence(ctx.validation, c, accepted)
-        verdict = "accept" if info["accepted"] else "reject"
+        verdict: Literal["accept", "reject"] = "accept" if info["accepted"] else "reject"
         if verdict == c.verdict:
             out.append(c)
             continue
         c = c.derive()
         before, c.verdict = c.verdict, verdict
-        c.reason = ("direct evidence = " + ", ".join(i["literal"] for i in info["evidence"][:8]) if info["accepted"]
-                    else "; ".join(info["reasons"]))
+        c.reason = ("direct evidence = " + ", ".join(i["literal"] for i in info["evidence"][:LITERALS_SHOWN])
+                    if info["accepted"] else "; ".join(info["reasons"]))
         c.add_stage("judge", JudgeInfo(model="-", question="follows_mapping", rule="follows the mappings the judge decided",
                                        verdict_before=before, accepted=info["accepted"], confidence=info["confidence"]))
         out.append(c)
@@ -435,4 +305,5 @@ def follow_mappings(ctx: QueryContext, pool: Pool) -> list[Candidate]:
 
 
 VALIDATE = Stage("validate", run_validate,
-                 "direct evidence: shared literals in code, API contradictions, version decisions per occurrence; accept or reject with reasons")
+                 "direct evidence: shared literals in code, API contradictions, version decisions per occurrence; accept or reject with reasons",
+                 requires=("pool", "facts", "resolution", "version", "occurrences"), provides=("validation", "verdicts"))

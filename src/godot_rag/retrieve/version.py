@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
 from .resolve import Resolution
-from .stage import Stage
 
 # Change types whose Godot 3 use is a string literal (a setting path, an action, a theme key, a signal name).
 STRING_TYPES = {"project_setting_rename", "input_map_rename", "theme_override_rename", "signal_rename",
@@ -442,13 +441,3 @@ def comment_reference_overruled(ctx: VersionContext) -> str | None:
 # The weak evidence statuses, each with what overrules it on the chunk's version markers and the hint.
 WEAK_OVERRULES = {"godot3_node": node_name_overruled, "godot3_comment": comment_reference_overruled}
 
-
-def run_version(ctx, pool):
-    """The version stage: which Godot version each part of the chunk is written for, from its markers."""
-    old_names, new_names = ctx.retriever.version_names()
-    ctx.version = version_context(ctx.facts, ctx.resolution, new_names, old_names, ctx.cfg.godot_version)
-    ctx.note(**ctx.version.to_trace())
-    return pool
-
-
-VERSION = Stage("version", run_version, "Godot 3 / Godot 4 markers of the chunk; the godot_version hint decides only ambiguous cases")

@@ -1,12 +1,10 @@
 """Server-side project folders a client may have scanned: only under the directories the server
-was given (`--allow-path DIR`, env GODOT_RAG_SCAN_ALLOW_PATH, os.pathsep-separated). Used by
-`POST /api/scan` and the MCP `scan` tool."""
+was given (`serve`/`mcp --allow-path DIR`). Used by `POST /api/scan` and the MCP `scan` tool."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-ALLOW_ENV = "GODOT_RAG_SCAN_ALLOW_PATH"
 MAX_PATH_CHARS = 4096
 MALFORMED_PATH = "malformed path: give an absolute folder path on the server, as text without NUL or control characters"
 OUTSIDE_PATH = "the path is not under a directory the server allows (--allow-path)"
@@ -18,11 +16,6 @@ class PathNotAllowed(ValueError):
     def __init__(self, message: str, status: int):
         super().__init__(message)
         self.status = status
-
-
-def allowed_roots() -> list[Path]:
-    raw = os.environ.get(ALLOW_ENV, "")
-    return [Path(p).resolve() for p in raw.split(os.pathsep) if p.strip()]
 
 
 def allowed_folder(raw: str, roots: list[Path], enable: str) -> Path:

@@ -22,7 +22,7 @@ from typing import Callable
 
 from tqdm import tqdm
 
-from ..retrieve.stage import RESULTS_VERSION
+from ..retrieve.fingerprint import results_version
 from ..store.db import database_workers
 from ..store.scan_files import check_out_dir, git_changed_files, read_script, write_json, write_jsonl, write_text
 from .chunking import DEFAULT_MAX_CHARS, EXTENDS_RE, chunk_text
@@ -87,7 +87,7 @@ def default_out(root: Path) -> Path:
 
 def cache_key(text: str, strategy: str, cfg: dict, db_digest: str) -> str:
     chunk_sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    conf = hashlib.sha256(json.dumps([SCAN_FORMAT, RESULTS_VERSION, strategy, cfg], sort_keys=True, default=str).encode()).hexdigest()
+    conf = hashlib.sha256(json.dumps([SCAN_FORMAT, results_version(), strategy, cfg], sort_keys=True, default=str).encode()).hexdigest()
     return f"{chunk_sha}:{db_digest}:{conf[:24]}"
 
 
@@ -110,13 +110,13 @@ def compact_result(d: dict) -> dict:
 
 
 def retrieve_compact(retriever, text: str, strategy: str, cfg_dict: dict) -> dict:
+    from ..chunk_text import ChunkTextError
     from ..retrieve.config import RetrieveConfig
-    from ..retrieve.pipeline import ChunkError
     from ..store.db import StoreError
 
     try:
         result = retriever.retrieve(text, strategy, RetrieveConfig.from_mapping(cfg_dict), explain=False)
-    except ChunkError as e:
+    except ChunkTextError as e:
         return {"error": str(e), "cacheable": True}
     except StoreError:
         raise
@@ -174,14 +174,14 @@ def _quiet_models() -> None:
 # -- the scan -------------------------------------------------------------------------------------
 def check_options(opts: ScanOptions) -> tuple[str, dict]:
     from ..retrieve.config import ConfigError, RetrieveConfig
-    from ..retrieve.strategies import check_strategy
+    from ..retrieve.strategies import check_strategy, llm_user
 
     try:
         strategy = check_strategy(opts.strategy)
         cfg = RetrieveConfig.from_mapping(dict(opts.settings or {}))
     except ConfigError as e:
         raise ScanError(str(e)) from None
-    if cfg.validator_llm or cfg.reranker == "qwen" or strategy == "E":
+    if llm_user([strategy], cfg) is not None:
         raise ScanError("scan runs without an LLM: strategy E, validator_llm and the qwen reranker are not available here")
     bad = [f for f in opts.formats if f not in FORMATS]
     if bad:
@@ -299,18 +299,13 @@ def _database_state(db) -> str:
     import psycopg
 
     from ..store.db import StoreError
+    from ..store.queries import require_records
     from ..store.scan_cache import database_digest
 
     try:
         with db.connect(autocommit=True) as conn:
-            n = conn.execute("SELECT (SELECT count(*) FROM docs_chunks) + (SELECT count(*) FROM label_prototypes)").fetchone()[0]
-            if not n:
-                raise StoreError("the database is empty: run `godot-rag ingest` and `load` "
-                                 f"(or `scripts/main.sh`); it is the {db.describe()}")
+            require_records(conn, db.describe())
             return database_digest(conn)
-    except psycopg.errors.UndefinedTable:
-        raise StoreError("the database has no godot-rag tables: run `godot-rag ingest` and `load`; "
-                         f"it is the {db.describe()}") from None
     except psycopg.Error as e:
         raise StoreError(f"database error ({db.describe()}): {str(e).strip().splitlines()[0]}") from None
 

@@ -7,11 +7,9 @@ otherwise the user's own (written by `godot-rag judge calibrate`), then the one 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 SHIPPED = Path(__file__).with_name("judge_calibration.json")
-ENV = "GODOT_RAG_JUDGE_CALIBRATION"
 
 
 class CalibrationError(ValueError):
@@ -34,10 +32,10 @@ def read(path: Path) -> list[dict]:
     entries = data.get("calibrations") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise CalibrationError(f"{path}: field 'calibrations' must be a list")
-    for i, e in enumerate(entries):
-        if not isinstance(e, dict) or not isinstance(e.get("model"), str) or not isinstance(e.get("tables"), dict):
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("model"), str) or not isinstance(entry.get("tables"), dict):
             raise CalibrationError(f"{path}: calibrations[{i}] needs 'model' (text) and 'tables' (object)")
-        for table, t in e["tables"].items():
+        for table, t in entry["tables"].items():
             where = f"{path}: calibrations[{i}].tables.{table}"
             if not isinstance(t, dict):
                 raise CalibrationError(f"{where} must be an object")
@@ -69,7 +67,6 @@ def find(identity: dict, path: Path | None = None, prompt: str | None = None) ->
     P(yes) depends on the question as much as on the weights: an entry measured with another prompt
     (`prompt` differs) is skipped and named in `skipped`; an entry without one (written by hand) holds
     for any prompt."""
-    path = path or (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
     skipped = []
     for source in ([path] if path else [user_path(), SHIPPED]):
         for e in read(source):

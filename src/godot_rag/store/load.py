@@ -24,10 +24,11 @@ class LoadStats:
 def read_jsonl(path: Path, table: str) -> list[dict]:
     if not path.exists():
         raise StoreError(f"{path}: file not found (run `godot-rag ingest` first)")
-    records, seen = [], {}
+    records: list[dict] = []
+    seen: dict[str, int] = {}
     key = SCHEMA[table]["key"]
-    for n, rec in iter_jsonl(path, lambda n, msg: RecordError(str(path), n, None, msg)):
-        validate_record(table, rec, str(path), n)
+    for n, raw in iter_jsonl(path, lambda n, msg: RecordError(str(path), n, None, msg)):
+        rec = validate_record(table, raw, str(path), n)
         if rec[key] in seen:
             raise RecordError(str(path), n, key, f"duplicate id {rec[key]!r} (first on line {seen[rec[key]]})")
         seen[rec[key]] = n

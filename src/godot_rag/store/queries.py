@@ -10,6 +10,14 @@ from ..records import SCHEMA
 from .schema import columns
 
 
+def one(cur: psycopg.Cursor) -> tuple:
+    """The one row an aggregate query returns."""
+    row = cur.fetchone()
+    if row is None:
+        raise psycopg.DataError("an aggregate query returned no row")
+    return row
+
+
 def fetch_records(conn: psycopg.Connection, table: str) -> list[tuple[str, dict, str, str]]:
     """(id, payload, search_text, text_hash) for every row, ordered by id."""
     cols = columns(table)
@@ -24,22 +32,20 @@ def fetch_records(conn: psycopg.Connection, table: str) -> list[tuple[str, dict,
 
 def table_digest(conn: psycopg.Connection, table: str) -> str:
     key = SCHEMA[table]["key"]
-    row = conn.execute(f"SELECT md5(string_agg({key} || ':' || text_hash, ',' ORDER BY {key})), count(*) FROM {table}").fetchone()
+    row = one(conn.execute(f"SELECT md5(string_agg({key} || ':' || text_hash, ',' ORDER BY {key})), count(*) FROM {table}"))
     return f"{row[0]}:{row[1]}"
 
 
 def tsquery_search(conn: psycopg.Connection, table: str, chunk: str, limit: int) -> dict:
     """Today's method, faithfully: plainto_tsquery('simple', chunk) -> @@ -> ts_rank_cd."""
     key = SCHEMA[table]["key"]
-    tsq = conn.execute("SELECT plainto_tsquery('simple', %s)::text", (chunk,)).fetchone()[0]
+    tsq = one(conn.execute("SELECT plainto_tsquery('simple', %s)::text", (chunk,)))[0]
     rows = conn.execute(
         f"SELECT {key}, ts_rank_cd(search_tsv, q) AS rank FROM {table}, plainto_tsquery('simple', %s) q "
         f"WHERE search_tsv @@ q ORDER BY rank DESC, {key} LIMIT %s",
         (chunk, limit),
     ).fetchall()
-    total = conn.execute(
-        f"SELECT count(*) FROM {table}, plainto_tsquery('simple', %s) q WHERE search_tsv @@ q", (chunk,)
-    ).fetchone()[0]
+    total = one(conn.execute(f"SELECT count(*) FROM {table}, plainto_tsquery('simple', %s) q WHERE search_tsv @@ q", (chunk,)))[0]
     return {"tsquery": tsq, "tokens": tsquery_tokens(tsq), "rows": [(r[0], float(r[1])) for r in rows], "row_count": total}
 
 
@@ -86,9 +92,20 @@ def vector_search(conn: psycopg.Connection, table: str, vector: np.ndarray, limi
 def counts(conn: psycopg.Connection) -> dict:
     out = {}
     for table in SCHEMA:
-        row = conn.execute(
-            f"SELECT count(*), count(embedding), pg_total_relation_size('{table}') FROM {table}"
-        ).fetchone()
+        row = one(conn.execute(f"SELECT count(*), count(embedding), pg_total_relation_size('{table}') FROM {table}"))
         idx = [r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s ORDER BY 1", (table,))]
         out[table] = {"rows": row[0], "embedded": row[1], "bytes": row[2], "indexes": idx}
     return out
+
+
+def require_records(conn: psycopg.Connection, where: str) -> None:
+    """Raise StoreError unless some table holds a record: the one check of an empty or unloaded database
+    (`where`: the database, as the message names it)."""
+    from .db import StoreError
+
+    try:
+        n = one(conn.execute("SELECT " + " + ".join(f"(SELECT count(*) FROM {t})" for t in SCHEMA)))[0]
+    except psycopg.errors.UndefinedTable:
+        raise StoreError(f"the database has no godot-rag tables: run `godot-rag ingest` and `load`; it is the {where}") from None
+    if not n:
+        raise StoreError(f"the database is empty: run `godot-rag ingest` and `load` (or `scripts/main.sh`); it is the {where}")

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 
 from ..records import SCHEMA
-from .queries import table_digest
+from .queries import one, table_digest
 from .schema import columns, get_meta
 
 CACHE_FILE = "scan-cache.sqlite3"
@@ -66,7 +66,7 @@ def database_digest(conn: psycopg.Connection) -> str:
     h = hashlib.sha256()
     for table in SCHEMA:
         h.update(table_digest(conn, table).encode())
-        n = conn.execute(f"SELECT count(embedding) FROM {table}").fetchone()[0]
+        n = one(conn.execute(f"SELECT count(embedding) FROM {table}"))[0]
         h.update(f"|{table}:{n}".encode())
     for key in ("loaded_digest", "embedding", "schema_version"):
         h.update(json.dumps(get_meta(conn, key), sort_keys=True, default=str).encode())

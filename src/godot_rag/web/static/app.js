@@ -375,7 +375,7 @@ function renderMatrix(journey) {
   tbl.append(cg);
   const hr = el("tr", {}, el("th", { class: "lab", scope: "col", text: `record (${journey.records.length})` }));
   for (const c of cols) {
-    const label = c.name === "cut" ? "final" : c.name === "embedding" ? "embed" : c.name === "codematch" ? "clone" : c.name === "shortlist" ? "short" : c.name;
+    const label = c.column.label;
     hr.append(el("th", { scope: "col", class: "st" + (c.off ? " off" : ""), title: `${c.name}: ${c.about}` + (c.off ? " (off for this run)" : "") + (c.ms != null ? ` · ${c.ms} ms` : ""), dataset: { stage: c.name } },
       el("span", { class: "sn", text: label }), el("small", { text: c.off ? "off" : subtitle(c) })));
   }
@@ -410,19 +410,11 @@ function renderMatrix(journey) {
 }
 
 function subtitle(c) {
-  const i = c.info || {};
-  if (c.name === "fuse") return i.method || "";
-  if (c.name === "bm25" || c.name === "tsquery") return "rank·score";
-  if (c.name === "embedding") return "cosine";
-  if (c.name === "union") return "source";
-  if (c.name === "codematch") return "ratio";
-  if (c.name === "merge") return "segments";
-  if (c.name === "rerank") return i.backend || "";
-  if (c.name === "shortlist") return i.kept != null ? "top " + i.kept : "";
-  if (c.name === "validate") return "verdict";
-  if (c.name === "score") return "×conf";
-  if (c.name === "cut") return "rank";
-  return "";
+  // The column's unit from the schema; `{name}` is a field of the stage's log, and a missing one leaves it blank.
+  const info = c.info || {};
+  let missing = false;
+  const text = c.column.unit.replace(/\{(\w+)\}/g, (_, name) => { if (info[name] == null) missing = true; return info[name] ?? ""; });
+  return missing ? "" : text;
 }
 
 function row(rec, cols) {

@@ -3,12 +3,9 @@
 import { pageOf } from "./dom.js";
 
 export const TABLES = ["docs_chunks", "api_mapping", "label_prototypes"];
-// Stages that say something about each record (a column of the matrix); the others are query-level.
-export const RECORD_STAGES = new Set(["tsquery", "bm25", "embedding", "union", "fuse", "codematch", "merge", "rerank",
-  "shortlist", "api", "validate", "judge", "score", "cut"]);
-// Stages after which a record can be gone.
-const LOSSY = new Set(["shortlist", "validate", "judge", "cut"]);
-const SOURCES = new Set(["tsquery", "bm25", "embedding", "api"]);  // a record absent here was simply not found by it
+// Which stages say something about each record (a column of the matrix), and how: each stage's `column` in
+// GET /api/strategies (label, unit, score field, unit_scale, lossy: a record can be gone after it, source: a
+// record absent here was simply not found by it). A stage without one is query-level.
 
 export const OUTCOME = { returned: 0, cut: 1, rejected: 2, lost: 3, unseen: 4 };
 
@@ -19,14 +16,14 @@ function unique(list) { return [...new Set(list)]; }
 /** The strategy's stage columns, in order, with each stage's log (ms, summary). */
 export function stagesOf(result, stageLists) {
   const t = result.trace || {};
-  const about = {};
-  for (const s of ((stageLists || {})[result.strategy] || {}).stages || []) about[s.name] = s.about;
+  const about = {}, column = {};
+  for (const s of ((stageLists || {})[result.strategy] || {}).stages || []) { about[s.name] = s.about; column[s.name] = s.column || null; }
   const logs = {};
   for (const s of t.stages || []) logs[s.stage] = s;
   const names = unique(t.stage_list && t.stage_list.length ? t.stage_list : Object.keys(about));
   return names.map((name) => ({
     name, about: about[name] || "", ms: logs[name] ? logs[name].ms : null, info: logs[name] ? logs[name].info : {},
-    record: RECORD_STAGES.has(name),
+    record: !!column[name], column: column[name] || null,
   }));
 }
 
@@ -70,7 +67,7 @@ export function buildJourney(result, stageLists) {
 function columnMaxima(records, columns) {
   const out = {};
   for (const col of columns) {
-    if (["embedding", "codematch", "validate", "judge"].includes(col.name)) { out[col.name] = 1; continue; }
+    if (col.column.unit_scale) { out[col.name] = 1; continue; }
     let m = 0;
     for (const r of records) { const c = r.cells[col.name]; if (c && c.score != null) m = Math.max(m, Math.abs(c.score)); }
     out[col.name] = m;
@@ -85,7 +82,8 @@ function compareRecords(a, b) {
   return (a.sortRank ?? 1e9) - (b.sortRank ?? 1e9) || (a.id < b.id ? -1 : 1);
 }
 
-function cellOf(stage, info, listRank, cand) {
+function cellOf(col, info, listRank, cand) {
+  const stage = col.name;
   // {present, rank, score, text, title, badge, verdict}
   if (!info && listRank == null) return { present: false };
   const cell = { present: true, rank: info && info.rank != null ? info.rank : listRank, score: null, title: "" };
@@ -110,7 +108,9 @@ function cellOf(stage, info, listRank, cand) {
       cell.title = `judge ${info.answer} P(yes) ${info.p_yes}`; break;
     case "score": cell.score = info.score; cell.title = `${info.score_before} × (0.5 + 0.5 × ${info.confidence}) = ${info.score}`; break;
     case "cut": cell.rank = info.kept ? info.rank : null; cell.title = info.kept ? `kept: rank ${info.rank}${info.group ? " (" + info.group + ")" : ""}` : `cut: position ${info.position} > k ${info.k}`; break;
-    default: break;
+    default:  // a stage the page has no words for: its score field, and its info as the title
+      if (col.column.score) cell.score = info[col.column.score];
+      cell.title = Object.entries(info).filter(([, v]) => typeof v !== "object").map(([k, v]) => `${k} ${v}`).join(" · ");
   }
   return cell;
 }
@@ -124,7 +124,7 @@ function journeyOf(table, id, placed, lists, rankIn, columns, result) {
     const stage = col.name;
     const listRank = rankIn[stage] ? rankIn[stage].get(id) ?? null : null;
     const info = trace[stage] || null;
-    const cell = cellOf(stage, info, listRank, cand);
+    const cell = cellOf(col, info, listRank, cand);
     // "present" = the record passed this stage; a verdict of reject, or a cut, is a loss at this stage
     let passed = cell.present;
     if (stage === "validate" || stage === "judge") {
@@ -136,9 +136,9 @@ function journeyOf(table, id, placed, lists, rankIn, columns, result) {
     if (cell.present && (stage === "codematch" || stage === "merge") && prevRank != null && cell.rank != null) cell.move = prevRank - cell.rank;
     if (cell.rank != null && ["fuse", "codematch", "merge", "rerank"].includes(stage)) prevRank = cell.rank;
     if (passed) {
-      if (lost && SOURCES.has(stage)) { reentered = stage; lost = null; lostIndex = -1; }  // e.g. back through the api source
+      if (lost && col.column.source) { reentered = stage; lost = null; lostIndex = -1; }  // e.g. back through the api source
       seen = true;
-    } else if (seen && !lost && LOSSY.has(stage) && (cell.present || rankIn[stage] || info)) {
+    } else if (seen && !lost && col.column.lossy && (cell.present || rankIn[stage] || info)) {
       lost = stage; lostIndex = ci;
     }
     cells[stage] = cell;

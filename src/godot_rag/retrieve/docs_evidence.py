@@ -1,0 +1,315 @@
+"""The docs-evidence rules of the validator, as tables: what a docs record shares with the chunk's code
+(`EVIDENCE_RULES`, each adding weighted items of its kind), and why a record is rejected
+(`REJECT_RULES`, in order; the trace names the rules that fired). Weights and thresholds are the
+named settings of `DocsEvidenceSettings`.
+
+An item's weight is its kind's base plus the idf (in the docs) of its name; a record is accepted on at
+least `min_direct_evidence` items, one of them strong, with no API contradiction in its code, for a
+class the chunk uses when it is a class-reference record, and with
+confidence = support / (support + against_factor * against + prior) >= min_confidence."""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..gdscript import CHAIN_RE, DIGITS_RE, IDENT, IDENT_RE, shape
+from ..records import evidence_text, record_code
+from .codematch import clone_match, numbered_code_lines
+from .trace import Contradiction, DocsEvidence, DocsEvidenceKind
+from .types import Candidate
+
+if TYPE_CHECKING:
+    from .validate import ValidationContext
+
+METHOD_CALL_RE = re.compile(rf"\.({IDENT})\s*\(")
+WEIGHT_DIGITS, CONFIDENCE_DIGITS = 3, 4  # as the trace shows them
+CLASSES_SHOWN = 6  # the chunk's classes a class-page rejection names
+
+
+@dataclass(frozen=True)
+class DocsEvidenceSettings:
+    """The docs-evidence weights and thresholds, by name."""
+    resolved_api: float = 6.0  # a class-reference record that documents a member the chunk resolves to
+    chain_symbol: float = 3.0  # + idf: an API symbol of the record written in one of the chunk's call chains
+    bare_symbol: float = 1.0  # + idf: a rare API symbol of the record that the chunk names
+    call: float = 2.0  # + idf: an `Owner.member` call the chunk and the record share
+    method_call: float = 1.0  # + idf: a rare method the chunk and the record both call
+    method_call_idf_slack: float = 1.0  # a method call counts from idf min_idf - this
+    code_line: float = 2.0  # + code_line_per_clone x clone ratio: a code line of the chunk in the record's code
+    code_line_per_clone: float = 4.0
+    code_lines_shown: int = 6  # code lines taken as items
+    min_name_chars: int = 3  # shorter strings and identifiers are no evidence
+    min_contradiction: float = 1.0  # a contradiction weighs its idf, at least this
+    against_factor: float = 1.5  # how much a contradiction outweighs support, in the confidence
+    prior: float = 4.0  # support needed for a confidence of one half, without contradictions
+    min_confidence: float = 0.5
+    min_copied_lines: int = 3  # a page the chunk copies matches at least this many of its code lines
+
+
+DOCS_EVIDENCE = DocsEvidenceSettings()
+STRONG_KINDS = ("resolved_api", "api_symbol", "call", "code_line")  # plus a method call of a rare enough name
+
+
+def _pairs(chains: list[str]) -> set[str]:
+    out: set[str] = set()
+    for ch in chains:
+        parts = ch.split(".")
+        out.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]))
+    return out
+
+
+@dataclass
+class DocsCase:
+    """One docs record against the chunk: what both hold, and the items found so far (a rule sees the
+    items of the rules before it: a literal counts once, under the first rule that finds it)."""
+    v: ValidationContext
+    c: Candidate
+    text: str
+    symbols: set[str]
+    page_class: str | None
+    items: list[DocsEvidence] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    contradictions: list[Contradiction] = field(default_factory=list)
+    clone_lines: list[int] = field(default_factory=list)
+
+    @property
+    def s(self) -> DocsEvidenceSettings:
+        return self.v.docs
+
+    def rare(self, name: str, slack: float = 0.0) -> bool:
+        return self.v.idf(name) >= self.v.min_idf - slack
+
+    @property
+    def strong(self) -> list[DocsEvidence]:
+        rare_call = self.s.method_call + self.v.min_idf
+        return [i for i in self.items if i.kind in STRONG_KINDS or (i.kind == "method_call" and i.weight >= rare_call)]
+
+    @property
+    def support(self) -> float:
+        return sum(i.weight for i in self.items)
+
+    @property
+    def against(self) -> float:
+        return sum(x.weight for x in self.contradictions)
+
+    @property
+    def confidence(self) -> float:
+        s = self.support
+        return s / (s + self.s.against_factor * self.against + self.s.prior) if s else 0.0
+
+
+Found = tuple[str, float, int | None]  # (literal, weight, chunk line: None to look it up by name)
+
+
+def _resolved_api(d: DocsCase) -> Iterator[Found]:
+    """The record documents a member the chunk resolves to (or the class of a `Class.new()`)."""
+    if d.page_class is not None:
+        for use in d.v.resolution.uses:
+            if use.api in d.symbols or (use.member == "new" and use.cls == d.page_class):
+                yield use.api, d.s.resolved_api, use.line
+
+
+def _api_symbol(d: DocsCase) -> Iterator[Found]:
+    chains, idf = d.v.facts.chain_texts, d.v.idf
+    for sym in sorted(d.symbols):
+        if "." in sym and any(sym == ch or ch.endswith("." + sym) or ch.startswith(sym + ".") or ("." + sym) in ("." + ch)
+                              for ch in chains):
+            yield sym, d.s.chain_symbol + idf(sym.split(".")[-1]), None
+        elif "." not in sym and sym in d.v.facts.identifiers and d.rare(sym):
+            yield sym, d.s.bare_symbol + idf(sym), None
+
+
+def _call(d: DocsCase) -> Iterator[Found]:
+    rec_pairs = _pairs(CHAIN_RE.findall(d.text))
+    for pair in sorted(d.v.call_pairs):
+        if pair not in d.seen and pair in rec_pairs:
+            yield pair, d.s.call + d.v.idf(pair.split(".")[-1]), None
+
+
+def _method_call(d: DocsCase) -> Iterator[Found]:
+    for m in sorted(d.v.facts.method_calls & set(METHOD_CALL_RE.findall(d.text))):
+        shown = {i.literal[-len(m) - 1:] for i in d.items}
+        if m not in d.seen and f".{m}" not in shown and d.rare(m.lower(), d.s.method_call_idf_slack):
+            yield f".{m}()", d.s.method_call + d.v.idf(m.lower()), None
+
+
+def _code_line(d: DocsCase) -> Iterator[Found]:
+    ratio, lines = clone_match(d.v.facts.text, record_code(d.c.payload), d.v.renameable)
+    d.clone_lines = lines
+    tokens_of = dict(numbered_code_lines(d.v.facts.text)) if lines else {}
+    for n in lines[: d.s.code_lines_shown]:
+        yield " ".join(tokens_of[n]), d.s.code_line + d.s.code_line_per_clone * ratio, n
+
+
+def _long_shared(d: DocsCase, names: set[str], rec_idents: set[str]) -> Iterator[str]:
+    for name in sorted(names):
+        if len(name) >= d.s.min_name_chars and name in rec_idents and d.rare(name.lower()):
+            yield name
+
+
+def _string(d: DocsCase) -> Iterator[Found]:
+    rec_idents = set(IDENT_RE.findall(d.text))
+    idents = {s for s in d.v.facts.string_values if IDENT_RE.fullmatch(s)}
+    for lit in _long_shared(d, idents, rec_idents):
+        yield f'"{lit}"', d.v.idf(lit.lower()), None
+
+
+def _identifier(d: DocsCase) -> Iterator[Found]:
+    rec_idents = set(IDENT_RE.findall(d.text))
+    for ident in _long_shared(d, d.v.facts.identifiers - d.seen, rec_idents):
+        yield ident, d.v.idf(ident.lower()), None
+
+
+@dataclass(frozen=True)
+class EvidenceRule:
+    kind: DocsEvidenceKind
+    find: Callable[[DocsCase], Iterator[Found]]
+
+
+# In order: a literal found by an earlier rule is not counted again by a later one.
+EVIDENCE_RULES = (
+    EvidenceRule("resolved_api", _resolved_api),
+    EvidenceRule("api_symbol", _api_symbol),
+    EvidenceRule("call", _call),
+    EvidenceRule("method_call", _method_call),
+    EvidenceRule("code_line", _code_line),
+    EvidenceRule("string", _string),
+    EvidenceRule("identifier", _identifier),
+)
+
+
+def _contradictions(d: DocsCase) -> Iterator[Contradiction]:
+    """Names of the record equal to one of the chunk's once digit runs are masked, where neither side
+    writes the other's spelling."""
+    facts, rec_idents = d.v.facts, set(IDENT_RE.findall(d.text))
+    rec_code_idents = set(IDENT_RE.findall(record_code(d.c.payload)))
+    for ident in sorted(rec_idents | {s for sym in d.symbols for s in sym.split(".")}):
+        if ident in facts.identifiers or not DIGITS_RE.search(ident):
+            continue
+        twins = facts.shapes.get(shape(ident))
+        if twins and not (twins & rec_idents):
+            api = d.v.ref.has_class(ident) and all(d.v.ref.has_class(t) for t in twins)
+            weight = round(max(d.v.idf(ident.lower()), d.s.min_contradiction), WEIGHT_DIGITS)
+            yield Contradiction(literal=ident, near_miss_of=sorted(twins)[0], weight=weight, api=api,
+                                in_code=ident in rec_code_idents)
+
+
+def _no_evidence(d: DocsCase, reasons: list[str]) -> str | None:
+    return "no direct evidence shared with the chunk" if len(d.items) < d.v.min_direct_evidence else None
+
+
+def _weak_only(d: DocsCase, reasons: list[str]) -> str | None:
+    weak = len(d.items) >= d.v.min_direct_evidence and not d.strong
+    return "only weak evidence (no shared API call or symbol)" if weak else None
+
+
+def _api_contradiction(d: DocsCase, reasons: list[str]) -> str | None:
+    found = [x for x in d.contradictions if x.api and x.in_code]
+    if not found or any(i.kind == "resolved_api" for i in d.items):
+        return None
+    return f"contradiction: the record's code uses {found[0].literal} where the chunk uses {found[0].near_miss_of}"
+
+
+def _unused_class_page(d: DocsCase, reasons: list[str]) -> str | None:
+    if d.page_class is None or d.page_class in d.v.resolution.classes:
+        return None
+    used = sorted(d.v.resolution.classes)
+    return (f"class reference for {d.page_class}, which the chunk does not use"
+            + (f" (it uses {', '.join(used[:CLASSES_SHOWN])})" if used else " (no Godot API use of the chunk resolves)"))
+
+
+def _low_confidence(d: DocsCase, reasons: list[str]) -> str | None:
+    conf = d.confidence
+    if reasons or conf >= d.s.min_confidence:
+        return None
+    return f"confidence {conf:.2f} < {d.s.min_confidence} (contradicting evidence)"
+
+
+@dataclass(frozen=True)
+class RejectRule:
+    name: str
+    test: Callable[[DocsCase, list[str]], str | None]  # the reason, given the reasons of the rules before it
+
+
+REJECT_RULES = (
+    RejectRule("no_evidence", _no_evidence),
+    RejectRule("weak_only", _weak_only),
+    RejectRule("api_contradiction", _api_contradiction),
+    RejectRule("unused_class_page", _unused_class_page),
+    RejectRule("low_confidence", _low_confidence),
+)
+
+
+def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
+    """The record's evidence, contradictions, confidence and verdict (the validate info's fields)."""
+    symbols = set(c.payload.get("api_symbols") or [])
+    if c.payload.get("symbol"):
+        symbols.add(c.payload["symbol"])
+    d = DocsCase(v, c, evidence_text(c.payload), symbols, v.class_of_page.get(c.page or ""))
+    for rule in EVIDENCE_RULES:
+        for literal, weight, line in rule.find(d):  # lazily: a rule sees the items added before
+            if literal in d.seen:
+                continue
+            d.seen.add(literal)
+            at = line if line is not None else v.facts.line_of(literal.split(".")[0].strip("."))
+            d.items.append(DocsEvidence(literal=literal, kind=rule.kind, weight=round(weight, WEIGHT_DIGITS), chunk_line=at))
+    d.contradictions = list(_contradictions(d))
+    reasons: list[str] = []
+    fired: list[str] = []
+    for reject in REJECT_RULES:
+        if (why := reject.test(d, reasons)) is not None:
+            reasons.append(why)
+            fired.append(reject.name)
+    return {"evidence": d.items, "contradictions": d.contradictions, "support": round(d.support, WEIGHT_DIGITS),
+            "against": round(d.against, WEIGHT_DIGITS), "confidence": round(d.confidence, CONFIDENCE_DIGITS),
+            "strong": len(d.strong), "page_class": d.page_class, "clone_lines": d.clone_lines,
+            "accepted": not reasons, "reasons": reasons, "rules": fired}
+
+
+def _shown_names(info: dict) -> set[str]:
+    """The names and strings of the chunk that a docs record's evidence shows (code lines apart)."""
+    out: set[str] = set()
+    for i in info["evidence"]:
+        if i.kind == "string":
+            out.add(i.literal)
+        elif i.kind != "code_line":
+            out.update(IDENT_RE.findall(i.literal))
+    return out
+
+
+def copied_page_overrules(v: ValidationContext, docs: list[tuple[Candidate, dict]]) -> None:
+    """A chunk copied from a guide page has that page as its evidence. A page is a copied one when its
+    accepted records match, up to renaming, at least `min_copied_lines` of the chunk's code lines holding
+    `copy_source_share` of its code tokens. Another guide record that shows nothing of the chunk a copied
+    page does not already show (every code line it matches, every name and string it shares) is then
+    rejected (rule `copied_page`): it is the same evidence again, from a page the chunk did not come from.
+    Class-reference entries are kept: they document the members themselves. Changes `docs`' infos in place."""
+    sizes = {n: len(toks) for n, toks in numbered_code_lines(v.facts.text)}
+    total = sum(sizes.values())
+    if not total or not v.copy_source_share:
+        return
+    # Each accepted guide with its page, the chunk lines it matches and the names it shows.
+    guides = [(c.page or c.id, info, set(info["clone_lines"]), _shown_names(info)) for c, info in docs
+              if info["accepted"] and info["page_class"] is None]
+    lines: dict[str, set[int]] = {}
+    names: dict[str, set[str]] = {}
+    for page, _, matched, shown in guides:
+        lines.setdefault(page, set()).update(matched)
+        names.setdefault(page, set()).update(shown)
+    share = {p: sum(sizes[n] for n in ls) / total for p, ls in lines.items()}
+    copied = sorted((p for p, ls in lines.items() if len(ls) >= v.docs.min_copied_lines and share[p] >= v.copy_source_share),
+                    key=lambda p: (-share[p], p))
+    for page, info, matched, shown in guides:
+        if page in copied:
+            info["copy_source"] = True
+            continue
+        source = next((p for p in copied if matched <= lines[p] and shown <= names[p]), None)
+        if source is None:
+            continue
+        info["accepted"] = False
+        info["copied_from"] = source
+        info["rules"] = [*info.get("rules", []), "copied_page"]
+        info["reasons"].append(f"the chunk copies {source} ({len(lines[source])} of its {len(sizes)} code lines); "
+                               "this record shows nothing of the chunk that page does not")

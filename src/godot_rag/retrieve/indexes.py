@@ -1,0 +1,59 @@
+"""The BM25 indexes of one database: term counts per (table, tokenizer), built once or read from the
+cache beside the data (store/bm25_cache.py); k1/b are applied on top, and only the last few k1/b variants
+are kept, so a client choosing them cannot grow memory."""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from ..store import queries
+from ..store.bm25_cache import load_counts, save_counts
+from . import bm25 as bm25_mod
+from .config import RetrieveConfig
+from .context import freeze_loaded
+from .tokenize import TokenizerConfig, tokenize
+
+if TYPE_CHECKING:
+    from .pipeline import Retriever
+
+BM25_PARAM_SLOTS = 6  # k1/b variants kept at once (the counts are shared; only the weights differ)
+
+
+class Bm25Indexes:
+    def __init__(self, retriever: Retriever):
+        self._r = retriever
+        self._counts: dict[tuple[str, str], bm25_mod.BM25Index] = {}
+        self._weighted: OrderedDict[tuple[str, str, bm25_mod.BM25Params], bm25_mod.BM25Index] = OrderedDict()
+
+    def loaded(self, table: str, tok: TokenizerConfig) -> bool:
+        return (table, tok.key()) in self._counts
+
+    def index(self, table: str, tok: TokenizerConfig, cfg: RetrieveConfig) -> bm25_mod.BM25Index:
+        params = bm25_mod.BM25Params(cfg.k1, cfg.b)
+        key = (table, tok.key(), params)
+        with self._r.lock:
+            if key in self._weighted:
+                self._weighted.move_to_end(key)
+                return self._weighted[key]
+            base = self._counts.get((table, tok.key()))
+            if base is None:
+                base = self._build(table, tok, params)
+                self._counts[(table, tok.key())] = base
+                freeze_loaded()
+            index = base.with_params(params)
+            self._weighted[key] = index
+            while len(self._weighted) > BM25_PARAM_SLOTS:
+                self._weighted.popitem(last=False)
+            return index
+
+    def _build(self, table: str, tok: TokenizerConfig, params: bm25_mod.BM25Params) -> bm25_mod.BM25Index:
+        texts = self._r.search_texts(table)
+        ids = [r for r, _ in texts]
+        digest = queries.table_digest(self._r.conn(), table)
+        cached = load_counts(self._r.cache_dir, table, digest, tok.key(), ids)
+        if cached is not None:
+            vocab, tf, doc_len, df = cached
+            return bm25_mod.BM25Index(ids, vocab, tf, doc_len, df, params)
+        base = bm25_mod.build_index(ids, [tokenize(t, tok) for _, t in texts], params)
+        save_counts(self._r.cache_dir, table, digest, tok.key(), ids, base.vocab, base.tf, base.doc_len, base.df)
+        return base

@@ -1,0 +1,50 @@
+"""The version stage (F): which Godot version the chunk is written for, and what each occurrence of
+an api_mapping candidate's source name is (`version.classify_occurrence`). Both are final here: the
+validator reads them and changes neither.
+
+The chunk's markers (`version.version_context`) gain the mappings' unambiguous Godot 3 uses: one
+mapping's sure Godot 3 use is a marker for the ambiguous occurrences of the others."""
+from __future__ import annotations
+
+from .context import Pool, QueryContext
+from .stage import Stage
+from .trace import Occurrence
+from .types import Candidate
+from .validate import ChunkScope, Occurrences, mapping_occurrences
+from .version import version_context
+
+
+def decide_occurrences(scope: ChunkScope, mappings: list[Candidate]) -> Occurrences:
+    """Each mapping's occurrences with their version decision (before the markers weigh the ambiguous ones)."""
+    return {c.id: [Occurrence(**d) for d in mapping_occurrences(scope, c)["occurrences"]] for c in mappings}
+
+
+def mapping_markers(mappings: list[Candidate], occurrences: Occurrences) -> list[str]:
+    """A marker for each mapping with an unambiguous Godot 3 use in the chunk (C#-only changes say nothing
+    of GDScript)."""
+    out = []
+    for c in mappings:
+        hits = [d for d in occurrences[c.id] if d.status == "godot3"]
+        if hits and not c.payload["change_type"].startswith("csharp"):
+            out.append(f"line {hits[0].line}: {c.payload['source_api']} ({hits[0].why.split(': ', 1)[-1]})")
+    return out
+
+
+def run_version(ctx: QueryContext, pool: Pool) -> Pool:
+    """The chunk's Godot 3 / Godot 4 markers and the occurrence decisions of the api_mapping candidates."""
+    r = ctx.retriever
+    old_names, new_names = r.version_names()
+    version = version_context(ctx.facts, ctx.resolution, new_names, old_names, ctx.cfg.godot_version)
+    scope = ChunkScope(ctx.facts, ctx.resolution, r.class_reference(), r.class_renames())
+    mappings = ctx.table_lists(pool, "api_mapping")
+    ctx.occurrences = decide_occurrences(scope, mappings)
+    version.godot3 += mapping_markers(mappings, ctx.occurrences)
+    ctx.version = version
+    ctx.trace.version = version.to_trace()
+    ctx.note(**ctx.trace.version)
+    return pool
+
+
+VERSION = Stage("version", run_version, "Godot 3 / Godot 4 markers of the chunk (its own, and the candidate mappings' "
+                "sure Godot 3 uses); the godot_version hint decides only ambiguous cases",
+                requires=("pool", "facts", "resolution"), provides=("version", "occurrences"))
