@@ -62,7 +62,7 @@ def layout(tmp_path, monkeypatch, app):
     (game / "nested" / "inner.gd").write_text(GD)
     (tmp_path / "allowed" / "out_link").symlink_to(outside)
     (tmp_path / "allowed" / "dangling").symlink_to(tmp_path / "nowhere")
-    monkeypatch.setattr(app.state, "scan_allowed", [(tmp_path / "allowed").resolve()])  # serve --allow-path
+    monkeypatch.setattr(app.state, "scan_allowed", [(tmp_path / "allowed").resolve()], raising=False)  # serve --allow-path
     return tmp_path
 
 
