@@ -52,10 +52,11 @@ def read_batch(path: Path) -> list[BatchItem]:
         given = rec.get("id") if isinstance(rec, dict) else None
         cid = given if _id_ok(given) else None  # a bad id is not echoed: the line number names the line
         extra = {"line": n} | ({"id": cid} if cid is not None else {})
-        if problem is None:
+        if problem is None and isinstance(rec, dict):
             items.append((n, cid, rec.get("chunkText", rec.get("chunk_text")), None))
         else:
-            items.append((n, cid, None, error_line(problem[0], problem[1], n if cid is None else cid, extra)))
+            message, status = problem or ("a line must be a JSON object", 422)
+            items.append((n, cid, None, error_line(message, status, n if cid is None else cid, extra)))
     return items
 
 
@@ -127,10 +128,10 @@ def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet
               llm_spec: dict | None = None, cross_encoder: str | None = None, strict: bool = False,
               fmt: str = "records", prompt_budget: int | None = None) -> dict:
     items = read_batch(path)
-    bad = [item for item in items if item[3] is not None]
+    bad = [(item[0], item[3]) for item in items if item[3] is not None]
     if strict and bad:
         raise BadBatch(f"{path}: {len(bad)} bad line(s); --strict runs none of the batch: "
-                       + "; ".join(f"{path}:{n}: {json.loads(line)['error']}" for n, _, _, line in bad))
+                       + "; ".join(f"{path}:{n}: {json.loads(line)['error']}" for n, line in bad))
     good = [item for item in items if item[3] is None]
     t0 = time.perf_counter()
     if workers <= 1 or not good:

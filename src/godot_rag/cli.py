@@ -438,7 +438,11 @@ def mcp(http, host, port, allow_paths, no_warm, rargs, llm, dsn, data_dir):
         if not no_warm:
             warm = warm_in_background(retriever, cfg)
         if http:
-            serve_http(server, host, port, lambda url: (click.echo(f"godot-rag mcp serving on {url}"), sys.stdout.flush()))
+            def ready(url: str) -> None:
+                click.echo(f"godot-rag mcp serving on {url}")
+                sys.stdout.flush()
+
+            serve_http(server, host, port, ready)
         else:
             serve_stdio(server)
     except SystemExit as e:

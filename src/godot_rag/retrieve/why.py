@@ -7,11 +7,12 @@ so the cut records come back) and `trace.candidate_ids` (table -> stage -> ranke
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from ..records import TABLES
+from .trace import CutInfo
 from .types import Candidate, RetrieveResult
 
 # Stages that say something about each record (a column of the page's matrix); the others are query-level.
@@ -22,9 +23,12 @@ SOURCES = {"tsquery", "bm25", "embedding", "api"}  # a record absent here was si
 Outcome = Literal["returned", "cut", "rejected", "lost", "unseen"]
 
 
+StepStatus = Literal["reached", "lost here", "absent", "off"]
+
+
 class WhyStep(BaseModel):
     stage: str
-    status: Literal["reached", "lost here", "absent", "off"]
+    status: StepStatus
     rank: int | None = None
     score: float | None = None
     detail: str = ""
@@ -105,7 +109,7 @@ def _journey(table: str, rid: str, placed: tuple[Candidate, str] | None, lists: 
                 passed = cell["verdict"] == "accept"
             elif stage == "validate" and "validate" in rank_in:
                 passed = list_rank is not None
-        if stage == "cut" and info is not None:
+        if stage == "cut" and isinstance(info, CutInfo):
             passed = info.kept
         if stage == "cut" and info is None and "cut" in rank_in:
             passed = list_rank is not None
@@ -116,11 +120,12 @@ def _journey(table: str, rid: str, placed: tuple[Candidate, str] | None, lists: 
         elif seen and not lost and stage in LOSSY and (cell["present"] or stage in rank_in or info is not None):
             lost = stage
         cells[stage] = cell
-    rec = {"cells": cells, "cand": cand}
+    rec: dict[str, Any] = {"cells": cells, "cand": cand}
     if where == "returned":
         rec.update(outcome="returned", lost=None)
     elif lost == "cut" or where == "cut":
         ci = trace.get("cut")
+        ci = ci if isinstance(ci, CutInfo) else None
         reason = (f"accepted, but position {ci.position}{' in ' + ci.group if ci.group else ''} > k {ci.k}" if ci else
                   f"not among the first k ({result.k.get(table, result.config.get('k'))}) at the cut")
         rec.update(outcome="cut", lost="cut", reason=reason)
@@ -196,7 +201,8 @@ def why(result: RetrieveResult, record: str) -> list[WhyRecord]:
         for s in columns:
             cell = j["cells"][s]
             lost_here = j["lost"] == s and j["outcome"] != "returned"
-            status = "off" if s in off else "lost here" if lost_here else "reached" if cell["present"] else "absent"
+            status: StepStatus = ("off" if s in off else "lost here" if lost_here else "reached" if cell["present"]
+                                  else "absent")
             steps.append(WhyStep(stage=s, status=status, rank=cell.get("rank") if cell["present"] else None,
                                  score=cell.get("score") if cell["present"] else None,
                                  detail=(cell.get("detail") or "") if cell["present"] else ""))

@@ -236,7 +236,7 @@ def _tree_chunks(root, data: bytes, lines: list[str], max_chars: int) -> list[Ch
 def _line_chunks(lines: list[str], max_chars: int) -> list[Chunk]:
     """For a file whose top level does not parse: a chunk starts at each top-level func/class line
     (with the comment and annotation lines directly above it)."""
-    starts = []
+    starts: list[int] = []
     for i, line in enumerate(lines):
         if FUNC_LINE_RE.match(line):
             j = i

@@ -13,6 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..store.scan_files import read_small_text
 
@@ -91,7 +92,7 @@ def _gitignore(dir_: Path, root: Path):
     return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
 
 
-def _ignored(specs: list[tuple[Path, object]], path: Path, is_dir: bool) -> bool:
+def _ignored(specs: list[tuple[Path, Any]], path: Path, is_dir: bool) -> bool:
     """git's rule: the deepest .gitignore that has an opinion wins; within one file, the last matching line."""
     verdict = False
     for base, spec in specs:

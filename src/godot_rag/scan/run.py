@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from tqdm import tqdm
 
@@ -27,7 +27,7 @@ from ..store.db import database_workers
 from ..store.scan_files import check_out_dir, git_changed_files, read_script, write_json, write_jsonl, write_text
 from .chunking import DEFAULT_MAX_CHARS, EXTENDS_RE, chunk_text
 from .findings import SEVERITIES, chunk_findings, fails, summarize
-from .project import discover, inside
+from .project import Discovery, Script, discover, inside
 
 SCAN_FORMAT = 1  # bump when the cached value's shape changes
 FORMATS = ("jsonl", "sarif", "html", "md")
@@ -195,7 +195,7 @@ def check_options(opts: ScanOptions) -> tuple[str, dict]:
     return strategy, cfg.to_dict()
 
 
-def plan(opts: ScanOptions, strategy: str, base_cfg: dict) -> tuple[object, list[dict], list]:
+def plan(opts: ScanOptions, strategy: str, base_cfg: dict) -> tuple[Discovery, list[dict], list[Script]]:
     """Projects, scripts and chunks: every file entry with its chunks and their settings."""
     root = Path(opts.root)
     if not root.exists():
@@ -220,14 +220,16 @@ def plan(opts: ScanOptions, strategy: str, base_cfg: dict) -> tuple[object, list
     files = []
     for s in scripts:
         version = opts.godot_version or s.project.godot_version
-        entry = {"file": s.rel, "project": s.project.rel, "godot_version": version,
+        entry: dict[str, Any] = {"file": s.rel, "project": s.project.rel, "godot_version": version,
                  "version_source": "--godot-version" if opts.godot_version else s.project.source,
                  "chunker": None, "parse_error_lines": [], "error": None, "extends": None, "chunks": []}
+        text: str | None
+        err: str | None
         if s.outside or not inside(disc.root, s.path):  # checked again just before the read: it may have changed
             text, err = None, "a link to a file outside the scanned folder: not read"
         else:
             text, err = read_script(s.path)
-        if err is not None:
+        if err is not None or text is None:
             entry["error"] = err
             files.append(entry)
             continue

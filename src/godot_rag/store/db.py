@@ -72,13 +72,13 @@ class Database:
 
     def describe_public(self) -> str:
         """`describe()` for an answer to a client: the embedded server without its data directory."""
-        return "embedded PostgreSQL" if self.embedded else "PostgreSQL at " + mask_dsn(self.dsn)
+        return "embedded PostgreSQL" if self.embedded else "PostgreSQL at " + mask_dsn(self.dsn or "")
 
     def hide_paths(self, text: str) -> str:
         """A message for a client: the server's own paths (the data directory and the folder it is in,
         where the caches live) replaced by what they are."""
         text = text.replace(self.describe(), self.describe_public())
-        if not self.embedded:
+        if self.dsn is not None:
             return text.replace(self.dsn, mask_dsn(self.dsn))
         for path, shown in ((self.data_dir, "(the data directory)"), (self.data_dir.parent, "(the database folder)")):
             for form in {str(path.resolve()), str(path.absolute())} - {"/"}:
