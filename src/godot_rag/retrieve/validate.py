@@ -41,6 +41,7 @@ from ..classref import ClassReference
 from ..gdscript import CHAIN_RE, DIGITS_RE, IDENT, IDENT_RE, GDScriptFacts, shape
 from ..records import evidence_text, record_code
 from .codematch import clone_match, numbered_code_lines
+from .docs_features import decide_guide
 from .resolve import Resolution
 from .codematch import renameable_names
 from .context import Pool, QueryContext
@@ -66,6 +67,7 @@ class ValidationContext:
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
     renamed_classes: dict[str, str] = field(default_factory=dict)  # Godot 3 class name -> Godot 4 name
+    guide_model: tuple | None = None  # (GuideModel, DocsApiStats): the fitted decision for guides (docs_features.py)
 
     @cached_property
     def call_pairs(self) -> set[str]:
@@ -169,6 +171,10 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
                        + (f" (it uses {', '.join(used[:6])})" if used else " (no Godot API use of the chunk resolves)"))
     if confidence < 0.5 and not reasons:
         reasons.append(f"confidence {confidence:.2f} < 0.5 (contradicting evidence)")
+    if cls is None and v.guide_model is not None:  # a guide: contradictions stay rules, the fitted model decides the rest
+        info["model"], ruled = decide_guide(*v.guide_model, v.resolution, facts, c, ratio)
+        reasons = [r for r in reasons if r.startswith("contradiction")] + ruled
+        info["confidence"] = info["model"]["p"]
     info["page_class"] = cls
     info["clone_lines"] = lines
     info["accepted"] = not reasons
@@ -394,7 +400,8 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
-                             renamed_classes=r.class_renames())
+                             renamed_classes=r.class_renames(),
+                             guide_model=r.guide_model() if ctx.cfg.guide_model and r.guide_model()[0] else None)
     ctx.validation = vctx
     judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)])
     ctx.trace.version = ctx.version.to_trace()  # with the Godot 3 uses the validator found
