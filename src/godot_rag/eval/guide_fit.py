@@ -69,6 +69,24 @@ def page_rates(per_chunk: dict[str, dict]) -> tuple[Counter, int]:
     return counts, len(per_chunk)
 
 
+# Evidence features may only count for a guide, damping features only against it: a weight fitted with the
+# other sign (noise on a small pool) is set to 0 and the rest refitted, so the arithmetic stays readable.
+SIGNS = {"api_code": 1, "api_prose": 1, "shared_class": 1, "incompatible": -1, "hub_rate": -1}
+
+
+def fit_signed(X: np.ndarray, y: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, float]:
+    """fit_logistic with the SIGNS constraints, by dropping a wrong-signed feature and refitting."""
+    keep = list(range(X.shape[1]))
+    while True:
+        w, b = fit_logistic(X[:, keep], y, l2)
+        full = np.zeros(X.shape[1])
+        full[keep] = w
+        wrong = [i for i in keep if SIGNS.get(FEATURES[i], 0) * full[i] < 0]
+        if not wrong:
+            return full, b
+        keep.remove(min(wrong, key=lambda i: SIGNS[FEATURES[i]] * full[i]))
+
+
 def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 50) -> tuple[np.ndarray, float]:
     """Weights and bias by Newton's method on the L2-penalised log loss (the bias is not penalised)."""
     n, d = X.shape
@@ -155,11 +173,11 @@ def fit(retriever, queries_path: Path, judged_path: Path, *, folds: int = 5, l2:
     oof = np.zeros(len(data))
     for k in range(folds):
         test = np.array([fold_of[d["query_id"]] == k for d in data])
-        w, b = fit_logistic(X[~test], y[~test], l2)
+        w, b = fit_signed(X[~test], y[~test], l2)
         oof[test] = 1.0 / (1.0 + np.exp(-(X[test] @ w + b)))
     points = curve(oof, g)
     chosen = choose_threshold(points, precision, share0)
-    w, b = fit_logistic(X, y, l2)
+    w, b = fit_signed(X, y, l2)
     rules = np.array([d["accepted_by_rules"] for d in data])
     before = {"accepted": int(rules.sum()), "precision": round(float((g[rules] == 2).mean()), 4) if rules.any() else None,
               "share0": round(float((g[rules] == 0).mean()), 4) if rules.any() else None,

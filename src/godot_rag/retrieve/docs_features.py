@@ -21,10 +21,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..classref import ClassReference
+from ..gdscript import IDENT
 from ..ingest.record_api import record_api
+from ..records import record_code
 
 FEATURES = ("api_code", "api_prose", "shared_class", "incompatible", "hub_rate", "clone", "bm25_rank", "cosine")
 GENERIC_DESCENDANTS = 20  # a class with this many descendants is a hub of the hierarchy, not a family
+DOTTED_RE = re.compile(rf"\.({IDENT})\b")
+GENERIC_MEMBER_SHARE = 0.25  # what a member of a hub class keeps of its specificity
 CAMEL_HEAD_RE = re.compile(r"^[A-Z][a-z]+|^[A-Z]+(?=[A-Z][a-z]|\d|$)")
 
 
@@ -55,7 +59,9 @@ class DocsApiStats:
 
     def member_specificity(self, api: str) -> float:
         chunk = 1.0 - min(1.0, 4.0 * self.chunk_share.get(api, 0.0))  # used by a quarter of real chunks: nothing
-        return round(self._idf(self.member_records.get(api, 0)) * chunk, 4)
+        # A member of a hub class (Node, Object, CanvasItem) is shared by every script of its kind.
+        hub = GENERIC_MEMBER_SHARE if self.generic(api.split(".", 1)[0]) else 1.0
+        return round(self._idf(self.member_records.get(api, 0)) * chunk * hub, 4)
 
     def class_specificity(self, cls: str) -> float:
         return 0.0 if self.generic(cls) else round(self._idf(self.class_records.get(cls, 0)), 4)
@@ -96,8 +102,19 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     chunk_api = {u.api for u in resolution.uses if u.member not in declared}
     rec_code = set(api["code_uses"])
     rec_prose = {m for m in api["mentions"] if "." in m}
-    shared_code = sorted(chunk_api & rec_code)
-    shared_prose = sorted((chunk_api & rec_prose) - rec_code)
+    mine = chunk_classes(resolution, facts, stats.ref)
+    rec_classes = set(api["code_classes"]) | {m for m in api["mentions"] if "." not in m}
+    # One side resolves `X.m`; the other writes `.m` on a receiver it does not type, in code about X's
+    # lineage (`event.button_index` after `if event is InputEventMouseButton`): the same API.
+    rec_dotted = set(DOTTED_RE.findall(record_code(rec)))
+    chunk_dotted = set(DOTTED_RE.findall(facts.code)) - declared
+    inferred = {a for a in chunk_api - rec_code if a.split(".", 1)[1] in rec_dotted
+                and any(stats.ref.related(a.split(".", 1)[0], c) for c in rec_classes)}
+    inferred |= {a for a in rec_code - chunk_api if a.split(".", 1)[1] in chunk_dotted
+                 and any(stats.ref.related(a.split(".", 1)[0], c) for c in mine)}
+    shared_code = sorted((chunk_api & rec_code) | inferred)
+    shared_prose = sorted((chunk_api & rec_prose) - set(shared_code))
+    shared_names = {a.split(".", 1)[1] for a in shared_code + shared_prose}
     # Clash: the record uses a member of the chunk's name on a class unrelated to the chunk's, and never the chunk's own.
     clashes = []
     by_name: dict[str, set[str]] = {}
@@ -106,11 +123,9 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     for r in sorted(rec_code | rec_prose):
         cls, name = r.split(".", 1)
         owners = by_name.get(name)
-        if owners and r not in chunk_api and not any(stats.ref.related(cls, o) for o in owners) \
+        if owners and r not in chunk_api and name not in shared_names and not any(stats.ref.related(cls, o) for o in owners) \
                 and not any(f"{o}.{name}" in rec_code | rec_prose for o in owners):
             clashes.append({"record": r, "chunk": f"{sorted(owners)[0]}.{name}"})
-    mine = chunk_classes(resolution, facts, stats.ref)
-    rec_classes = set(api["code_classes"]) | {m for m in api["mentions"] if "." not in m}
     shared_classes = sorted(c for c in mine & rec_classes if not stats.generic(c))
     topic = sorted(c for c in rec_classes if not stats.generic(c))
     specific_mine = [c for c in mine if not stats.generic(c)]
@@ -170,15 +185,21 @@ class GuideModel:
                 "p": round(p, 4), "threshold": self.threshold, "accepted": p >= self.threshold}
 
 
-def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, clone: float) -> tuple[dict, list[str]]:
+def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, clone: float,
+                 copy_share: float = 0.5) -> tuple[dict, list[str]]:
     """The model's verdict on one guide candidate: its trace (each feature's value and contribution, the
-    shared API it rests on) and the reasons to reject it (contradictions first; empty when accepted)."""
+    shared API it rests on) and the reasons to reject it (contradictions first; empty when accepted).
+    A record whose code holds `copy_share` of the chunk's code lines (up to renaming) is the code the chunk
+    copies: evidence by fact, whatever the model says (the model is fitted on real code, which copies little)."""
     bm25, emb = c.info("bm25"), c.info("embedding")
     values, basis = guide_features(stats, resolution, facts, c.payload, clone=clone,
                                    bm25_rank=bm25.rank if bm25 is not None else None,
                                    cosine=emb.cosine if emb is not None else None,
                                    hub_rate=model.page_accept_rate.get(c.page or "", 0.0))
     out = model.decide(values) | basis
+    if copy_share and clone >= copy_share:
+        out["accepted"], out["copied_code"] = True, True
+    out["confidence"] = max(out["p"], round(clone, 4)) if out.get("copied_code") else out["p"]
     reasons = contradictions(basis)
     if not out["accepted"]:
         top = sorted(((v, f) for f, v in out["contributions"].items() if v), reverse=True)[:3]
