@@ -161,3 +161,10 @@ def test_records_resolve_their_code_like_a_chunk(out):
     api = code_api("extends Node\n\nfunc _ready():\n    pass\n\nfunc _on_hit(body):\n    pass\n", node)
     assert api["code_callbacks"] == ["_ready"] and api["code_declares"] == ["_on_hit", "body"]
     assert api["code_classes"] == ["Node"]
+    # Global functions and annotations are API no class owns.
+    scopes = ClassReference({"classes": {"@GDScript": {"inherits": None, "page": "classes/class_@gdscript",
+                                                       "members": {"@rpc": {"kind": "annotation", "type": ""}}},
+                                         "@GlobalScope": {"inherits": None, "page": "classes/class_@globalscope",
+                                                          "members": {"randf": {"kind": "method", "type": "float"}}}}})
+    api = code_api("@rpc(\"call_local\")\nfunc roll():\n    return randf()\n", scopes)
+    assert api["code_globals"] == ["@GDScript.@rpc", "@GlobalScope.randf"]

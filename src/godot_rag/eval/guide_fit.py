@@ -24,6 +24,7 @@ from tqdm import tqdm
 from ..gdscript import parse_chunk
 from ..retrieve.config import RetrieveConfig
 from ..retrieve.docs_features import FEATURES, DocsApiStats, guide_features
+from ..ingest.record_api import global_uses
 from ..retrieve.resolve import resolve_uses
 from .judged import read_judged
 from .queries import read_queries
@@ -59,7 +60,9 @@ def collect(retriever, queries, quiet: bool = False) -> tuple[list[dict], dict[s
 def chunk_shares(queries, ref) -> dict[str, float]:
     counts: Counter = Counter()
     for q in queries:
-        counts.update(set(resolve_uses(parse_chunk(q.chunk_text), ref).apis))
+        facts = parse_chunk(q.chunk_text)
+        res = resolve_uses(facts, ref)
+        counts.update(set(res.apis) | set(global_uses(facts, res, ref)))
     n = max(1, len(queries))
     return {a: round(c / n, 4) for a, c in sorted(counts.items()) if c / n >= CHUNK_SHARE_MIN}
 
@@ -71,7 +74,7 @@ def page_rates(per_chunk: dict[str, dict]) -> tuple[Counter, int]:
 
 # Evidence features may only count for a guide, damping features only against it: a weight fitted with the
 # other sign (noise on a small pool) is set to 0 and the rest refitted, so the arithmetic stays readable.
-SIGNS = {"api_code": 1, "api_prose": 1, "shared_class": 1, "incompatible": -1, "hub_rate": -1}
+SIGNS = {"api_code": 1, "api_prose": 1, "shared_global": 1, "shared_class": 1, "incompatible": -1, "hub_rate": -1}
 
 
 def fit_signed(X: np.ndarray, y: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, float]:
@@ -120,12 +123,20 @@ def curve(p: np.ndarray, grades: np.ndarray) -> list[dict]:
     return out
 
 
-def choose_threshold(points: list[dict], precision: float, share0: float) -> dict:
-    """The lowest threshold (most recall) at which the accepts meet both targets; else the most precise."""
-    ok = [c for c in points if c["precision"] >= precision and c["share0"] <= share0 and c["accepted"] >= 5]
+MIN_RECALL = 0.2  # a threshold that keeps fewer of the grade-2 pairs is noise on a pool this size
+
+
+def choose_threshold(points: list[dict], precision: float, share0: float, min_recall: float = MIN_RECALL) -> dict:
+    """The lowest threshold (most recall) at which the accepts meet both targets and keep `min_recall` of the
+    grade-2 pairs. Where none does, the misleading share decides: the lowest threshold whose accepts hold at
+    most `share0` graded 0 (the precision target is then reported as missed)."""
+    ok = [c for c in points if c["precision"] >= precision and c["share0"] <= share0 and c["recall"] >= min_recall]
     if ok:
-        return min(ok, key=lambda c: c["threshold"])
-    return max(points, key=lambda c: (c["precision"] - c["share0"], c["recall"]))
+        return min(ok, key=lambda c: c["threshold"]) | {"met": ["precision", "share0"]}
+    safe = [c for c in points if c["share0"] <= share0 and c["accepted"] >= 5]
+    if safe:
+        return min(safe, key=lambda c: c["threshold"]) | {"met": ["share0"]}
+    return max(points, key=lambda c: (c["precision"] - c["share0"], c["recall"])) | {"met": []}
 
 
 def fit(retriever, queries_path: Path, judged_path: Path, *, folds: int = 5, l2: float = 1.0, precision: float = 0.75,

@@ -6,6 +6,7 @@ same resolver (`retrieve/resolve.py`) as the chunk. Stored in the record's `meta
 - `code_uses`: the `Class.member` its code uses, resolved through the class reference;
 - `code_classes`: the classes its code uses (resolved owners, types written in the code, constructors);
 - `code_callbacks`: the functions it defines that override a documented method (`_ready`, `_physics_process`);
+- `code_globals`: the global functions and annotations its code uses (`@GlobalScope.randf`, `@GDScript.@rpc`);
 - `code_declares`: the names its code declares itself (functions, variables, signals, classes, parameters):
   the author's choices, never evidence;
 - `mentions`: classes and `Class.member` its prose names: inline code and links to class pages.
@@ -22,7 +23,7 @@ INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
 MENTION_RE = re.compile(rf"(?<![A-Za-z0-9_.])({IDENT})(?:\.({IDENT}))?")
 CLASS_PAGE_RE = re.compile(r"(?:^|/)classes(?:__|/)class_([a-z0-9_]+?)(?:__[0-9a-f]{8})?(?:\.md|\.html)?(?:#.*)?$")
 EXTENDS_RE = re.compile(rf"^extends\s+({IDENT})", re.M)
-API_FIELDS = ("code_uses", "code_classes", "code_callbacks", "code_declares", "mentions")
+API_FIELDS = ("code_uses", "code_classes", "code_callbacks", "code_declares", "code_globals", "mentions")
 
 
 def class_of_link(target: str, page_class: dict[str, str]) -> str | None:
@@ -37,7 +38,7 @@ def code_api(code: str, ref: ClassReference, extends_hint: str | None = None) ->
     from ..retrieve.resolve import resolve_uses  # the chunk's resolver (retrieve/ imports nothing from ingest/)
 
     if not code.strip() or not ref:
-        return {"code_uses": [], "code_classes": [], "code_callbacks": [], "code_declares": []}
+        return {"code_uses": [], "code_classes": [], "code_callbacks": [], "code_declares": [], "code_globals": []}
     facts = parse_chunk(code)
     res = resolve_uses(facts, ref, extends_hint)
     classes = set(res.classes)
@@ -49,7 +50,20 @@ def code_api(code: str, ref: ClassReference, extends_hint: str | None = None) ->
     callbacks = sorted(f for f in facts.functions if f.startswith("_") and (ref.member(own, f) or ref.named_owners.get(f)))
     declares = sorted((facts.declared | facts.functions) - set(callbacks))
     return {"code_uses": sorted(set(res.apis)), "code_classes": sorted(classes), "code_callbacks": callbacks,
-            "code_declares": declares}
+            "code_declares": declares, "code_globals": global_uses(facts, res, ref)}
+
+
+def global_uses(facts, resolution, ref: ClassReference) -> list[str]:
+    """The global functions and annotations the code uses, as the class reference names them
+    (`@GlobalScope.randf`, `@GDScript.@rpc`): API too, though no class owns it."""
+    out = set()
+    for name in resolution.globals:
+        if (found := ref.global_member(name)) is not None:
+            out.add(f"{found[0]}.{name}")
+    for name, _ in facts.annotations:
+        if (found := ref.global_member("@" + name)) is not None:
+            out.add(f"{found[0]}.@{name}")
+    return sorted(out)
 
 
 def prose_mentions(content: str, links: list[str], ref: ClassReference, page_class: dict[str, str]) -> list[str]:

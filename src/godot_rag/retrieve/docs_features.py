@@ -22,10 +22,10 @@ from functools import cached_property
 
 from ..classref import ClassReference
 from ..gdscript import IDENT
-from ..ingest.record_api import record_api
+from ..ingest.record_api import global_uses, record_api
 from ..records import record_code
 
-FEATURES = ("api_code", "api_prose", "shared_class", "incompatible", "hub_rate", "clone", "bm25_rank", "cosine")
+FEATURES = ("api_code", "api_prose", "shared_global", "shared_class", "incompatible", "hub_rate", "clone", "bm25_rank", "cosine")
 GENERIC_DESCENDANTS = 20  # a class with this many descendants is a hub of the hierarchy, not a family
 DOTTED_RE = re.compile(rf"\.({IDENT})\b")
 GENERIC_MEMBER_SHARE = 0.25  # what a member of a hub class keeps of its specificity
@@ -47,7 +47,7 @@ class DocsApiStats:
         classes: dict[str, int] = {}
         for rec in docs.values():
             api = record_api(rec)
-            for m in set(api["code_uses"]) | {x for x in api["mentions"] if "." in x}:
+            for m in set(api["code_uses"]) | set(api["code_globals"]) | {x for x in api["mentions"] if "." in x}:
                 members[m] = members.get(m, 0) + 1
             for c in set(api["code_classes"]) | {x for x in api["mentions"] if "." not in x}:
                 classes[c] = classes.get(c, 0) + 1
@@ -60,7 +60,7 @@ class DocsApiStats:
     def member_specificity(self, api: str) -> float:
         chunk = 1.0 - min(1.0, 4.0 * self.chunk_share.get(api, 0.0))  # used by a quarter of real chunks: nothing
         # A member of a hub class (Node, Object, CanvasItem) is shared by every script of its kind.
-        hub = GENERIC_MEMBER_SHARE if self.generic(api.split(".", 1)[0]) else 1.0
+        hub = GENERIC_MEMBER_SHARE if not api.startswith("@") and self.generic(api.split(".", 1)[0]) else 1.0
         return round(self._idf(self.member_records.get(api, 0)) * chunk * hub, 4)
 
     def class_specificity(self, cls: str) -> float:
@@ -115,6 +115,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     shared_code = sorted((chunk_api & rec_code) | inferred)
     shared_prose = sorted((chunk_api & rec_prose) - set(shared_code))
     shared_names = {a.split(".", 1)[1] for a in shared_code + shared_prose}
+    shared_globals = sorted(set(global_uses(facts, resolution, stats.ref)) & set(api["code_globals"]))
     # Clash: the record uses a member of the chunk's name on a class unrelated to the chunk's, and never the chunk's own.
     clashes = []
     by_name: dict[str, set[str]] = {}
@@ -137,6 +138,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     values = {
         "api_code": round(sum(stats.member_specificity(a) for a in shared_code), 4),
         "api_prose": round(sum(stats.member_specificity(a) for a in shared_prose), 4),
+        "shared_global": round(sum(stats.member_specificity(a) for a in shared_globals), 4),
         "shared_class": round(sum(stats.class_specificity(c) for c in shared_classes), 4),
         "incompatible": round(len(strangers) / len(topic), 4) if topic and specific_mine else 0.0,
         "hub_rate": round(hub_rate, 4),
@@ -146,6 +148,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     }
     basis = {"shared_api": [{"api": a, "specificity": stats.member_specificity(a), "from": "code"} for a in shared_code]
              + [{"api": a, "specificity": stats.member_specificity(a), "from": "prose"} for a in shared_prose],
+             "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
              "shared_classes": shared_classes, "strangers": strangers[:8], "clashes": clashes[:8], "rivals": rivals[:8]}
     return values, basis
 
