@@ -202,7 +202,6 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
     out = model.decide(values) | basis
     if copy_share and clone >= copy_share:
         out["accepted"], out["copied_code"] = True, True
-    out["confidence"] = max(out["p"], round(clone, 4)) if out.get("copied_code") else out["p"]
     reasons = contradictions(basis)
     if not out["accepted"]:
         top = sorted(((v, f) for f, v in out["contributions"].items() if v), reverse=True)[:3]

@@ -174,7 +174,6 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
     if cls is None and v.guide_model is not None:  # a guide: contradictions stay rules, the fitted model decides the rest
         info["model"], ruled = decide_guide(*v.guide_model, v.resolution, facts, c, ratio, v.copy_source_share)
         reasons = [r for r in reasons if r.startswith("contradiction")] + ruled
-        info["confidence"] = info["model"]["confidence"]
     info["page_class"] = cls
     info["clone_lines"] = lines
     info["accepted"] = not reasons
