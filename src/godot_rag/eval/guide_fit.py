@@ -203,6 +203,7 @@ def fit(retriever, queries_path: Path, judged_path: Path, *, folds: int = 5, l2:
                                                          "pool_chunks": len(pool_chunks), "chunks_run": n_chunks},
         "n": {"pairs": len(data), "grade2": int((g == 2).sum()), "grade0": int((g == 0).sum())},
         "cv": {"folds": folds, "by": "chunk", "l2": l2, "target_precision": precision, "target_share0": share0,
-               "chosen": chosen, "rules_on_the_same_pairs": before},
+               "chosen": chosen, "rules_on_the_same_pairs": before,
+               "curve": points[:: max(1, len(points) // 20)]},  # out of fold, every few thresholds
     }
     return {"model": model, "curve": points, "rows": data}
