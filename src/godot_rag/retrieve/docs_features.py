@@ -24,6 +24,8 @@ from ..classref import ClassReference
 from ..gdscript import IDENT
 from ..ingest.record_api import global_uses, record_api
 from ..records import record_code
+from .codematch import clone_match
+from .segment import split_segments
 
 FEATURES = ("api_code", "api_prose", "shared_global", "shared_class", "incompatible", "hub_rate", "clone", "bm25_rank", "cosine")
 GENERIC_DESCENDANTS = 20  # a class with this many descendants is a hub of the hierarchy, not a family
@@ -154,14 +156,27 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
 
 
 def contradictions(basis: dict) -> list[str]:
-    """The facts that reject a guide whatever the model says."""
+    """The facts that reject a guide whatever the model says. (`rivals`, classes of one feature that are not
+    one family, stay a trace note: by name alone `Input` and `InputEventMouseButton` would be rivals.)"""
     out = []
     if basis["clashes"] and not basis["shared_api"]:
         x = basis["clashes"][0]
         out.append(f"contradiction: the record uses {x['record']} where the chunk uses {x['chunk']}")
-    if basis["rivals"] and not basis["shared_api"]:
-        out.append(f"contradiction: the record is about {basis['rivals'][0]} (different classes of one feature)")
     return out
+
+
+def copied_share(chunk: str, code: str, renameable, min_lines: int = 3) -> float:
+    """The largest share of one block of the chunk (the whole chunk, or a top-level block of it with at least
+    `min_lines` code lines) that the record's code holds up to renaming: a chunk made of two pages' code
+    copies each of them in one of its blocks."""
+    best, _ = clone_match(chunk, code, renameable)
+    blocks = split_segments(chunk)
+    if len(blocks) > 1:
+        for block in blocks:
+            ratio, lines = clone_match(block, code, renameable)
+            if len(lines) >= min_lines:
+                best = max(best, ratio)
+    return best
 
 
 @dataclass(frozen=True)
@@ -189,7 +204,7 @@ class GuideModel:
 
 
 def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, clone: float,
-                 copy_share: float = 0.5) -> tuple[dict, list[str]]:
+                 copy_share: float = 0.5, renameable=frozenset()) -> tuple[dict, list[str]]:
     """The model's verdict on one guide candidate: its trace (each feature's value and contribution, the
     shared API it rests on) and the reasons to reject it (contradictions first; empty when accepted).
     A record whose code holds `copy_share` of the chunk's code lines (up to renaming) is the code the chunk
@@ -200,7 +215,7 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
                                    cosine=emb.cosine if emb is not None else None,
                                    hub_rate=model.page_accept_rate.get(c.page or "", 0.0))
     out = model.decide(values) | basis
-    if copy_share and clone >= copy_share:
+    if copy_share and (clone >= copy_share or copied_share(facts.text, record_code(c.payload), renameable) >= copy_share):
         out["accepted"], out["copied_code"] = True, True
     reasons = contradictions(basis)
     if not out["accepted"]:

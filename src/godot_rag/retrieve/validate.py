@@ -172,7 +172,8 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
     if confidence < 0.5 and not reasons:
         reasons.append(f"confidence {confidence:.2f} < 0.5 (contradicting evidence)")
     if cls is None and v.guide_model is not None:  # a guide: contradictions stay rules, the fitted model decides the rest
-        info["model"], ruled = decide_guide(*v.guide_model, v.resolution, facts, c, ratio, v.copy_source_share)
+        info["model"], ruled = decide_guide(*v.guide_model, v.resolution, facts, c, ratio, v.copy_source_share,
+                                             v.renameable)
         reasons = [r for r in reasons if r.startswith("contradiction")] + ruled
     info["page_class"] = cls
     info["clone_lines"] = lines
