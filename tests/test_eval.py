@@ -193,3 +193,28 @@ def test_failures_name_every_occurrence_a_wrong_mapping_was_accepted_on():
     entry = wrong_mapping(Query("rc3:a.gd#0", "x", {}, [], file="rc3.jsonl"), "F", c, "accepted without being in the gold")
     assert entry["occurrences"] == [{"line": 4, "col": 24, "region": "node_path", "status": "godot3_node",
                                      "why": "line 4:24: a scene node ..."}]
+
+
+def test_eval_reads_judged_pairs_beside_the_queries(retriever, tmp_path):
+    """A judged_docs file beside the queries is read as grades (never as queries): per group, the share of
+    accepts graded 2 and 0, the ungraded ones, and a failure per accepted grade-0 record."""
+    import shutil
+
+    shutil.copy(FIXTURES / "queries.jsonl", tmp_path / "queries.jsonl")
+    q = json.loads((FIXTURES / "queries.jsonl").read_text().splitlines()[0])
+    docs = retriever.retrieve(q["chunk_text"], "F", RetrieveConfig()).by_table("docs_chunks")
+    assert len(docs) >= 2
+    lines = [{"query_id": q["id"], "record_id": docs[0].id, "grade": 2, "why": "x"},
+             {"query_id": q["id"], "record_id": docs[1].id, "grade": 0, "why": "y"}]
+    (tmp_path / "judged_docs.queries.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+    out = tmp_path / "out"
+    report = run_eval(retriever, [tmp_path / "queries.jsonl", tmp_path / "judged_docs.queries.jsonl"], ["F"],
+                      RetrieveConfig(), out_dir=out, quiet=True)
+    run = next(r for r in report["runs"] if r["variant"] == "all")
+    assert run["judged_chunks"] == 1 and run["judged_chunks_with_grade2"] == 1.0
+    groups = ("guides", "api_reference")
+    graded = sum(run[f"judged_{g}_accepted"] - run[f"judged_{g}_ungraded"] for g in groups)
+    assert graded == 2 and sum(run[f"judged_{g}_ungraded"] for g in groups) == len(docs) - 2
+    bad = [json.loads(l) for l in open(out / "failures.jsonl") if "accepted_grade0" in l]
+    assert [f["accepted_grade0"] for f in bad] == [docs[1].id]
+    assert "| judged_chunks_with_grade2 |" in (out / "report.md").read_text()

@@ -135,3 +135,36 @@ def test_prototype_patterns_do_not_depend_on_the_hash_seed():
     out = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": str(seed)},
                           capture_output=True, text=True, check=True).stdout for seed in range(6)}
     assert len(out) == 1 and out.pop().startswith("(?<![A-Za-z0-9_])(?:Spatial|AStar|Joint|Light|Shape|YSort|Area|Path|Tabs)")
+
+
+def test_records_resolve_their_code_like_a_chunk(out):
+    """Each docs record stores what its code uses (resolved through the class reference), what it declares,
+    and what its prose names; metadata.links does not survive into the file."""
+    from godot_rag.ingest.record_api import code_api, prose_mentions
+    from godot_rag.classref import ClassReference
+
+    chunks = read(out / "docs_chunks.jsonl")
+    rec = next(c for c in chunks if c["metadata"]["page_path"] == "tutorials/demo3d/player_movement" and "move_and_slide" in c["content"])
+    meta = rec["metadata"]
+    assert {"Input.is_action_pressed", "Vector3.ZERO"} <= set(meta["code_uses"])  # CharacterBody3D has no page here
+    assert {"Input", "Vector3"} <= set(meta["code_classes"])
+    assert {"speed", "direction", "delta"} <= set(meta["code_declares"])
+    assert "Input.is_action_pressed" in meta["mentions"] and "Input" in meta["mentions"]
+    assert all("links" not in c["metadata"] for c in chunks)
+    ref = ClassReference(json.load(open(out / "class_reference.json")))
+    page_class = {i["page"]: c for c, i in ref.classes.items()}
+    assert prose_mentions("Use a `Vector2.ZERO` here.", ["classes__class_input__d4e5f6a7.md", "https://x.org/a.html"],
+                          ref, page_class) == ["Input", "Vector2", "Vector2.ZERO"]
+    # A function that overrides a documented method is a callback, not a name the record chose.
+    node = ClassReference({"classes": {"Node": {"inherits": None, "page": "classes/class_node",
+                                                "members": {"_ready": {"kind": "method", "type": "void"}}}}})
+    api = code_api("extends Node\n\nfunc _ready():\n    pass\n\nfunc _on_hit(body):\n    pass\n", node)
+    assert api["code_callbacks"] == ["_ready"] and api["code_declares"] == ["_on_hit", "body"]
+    assert api["code_classes"] == ["Node"]
+    # Global functions and annotations are API no class owns.
+    scopes = ClassReference({"classes": {"@GDScript": {"inherits": None, "page": "classes/class_@gdscript",
+                                                       "members": {"@rpc": {"kind": "annotation", "type": ""}}},
+                                         "@GlobalScope": {"inherits": None, "page": "classes/class_@globalscope",
+                                                          "members": {"randf": {"kind": "method", "type": "float"}}}}})
+    api = code_api("@rpc(\"call_local\")\nfunc roll():\n    return randf()\n", scopes)
+    assert api["code_globals"] == ["@GDScript.@rpc", "@GlobalScope.randf"]

@@ -310,6 +310,50 @@ def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_remo
     click.echo(json.dumps(entry, indent=2))
 
 
+@main.command(name="fit-guides")
+@click.option("--queries", "queries_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The chunks the judged pool grades (realcode_godot4.dev.jsonl): F runs on all of them (page rates).")
+@click.option("--judged", "judged_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The judged pool (judged_docs.*.jsonl).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where the model goes (default: the one shipped, store/guide_model.json).")
+@click.option("--curve", "curve_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the out-of-fold precision/recall curve and the pairs' features (JSON).")
+@click.option("--rows-cache", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Keep F's candidates here and reuse them on the next fit (a refit without rerunning F).")
+@click.option("--folds", default=5, show_default=True, type=click.IntRange(2, 20))
+@click.option("--hub-every", default=3, show_default=True, type=click.IntRange(1),
+              help="Page acceptance rates from every Nth chunk of --queries (and all judged chunks).")
+@click.option("--l2", default=1.0, show_default=True, type=click.FloatRange(0, 1000))
+@click.option("--quiet", is_flag=True)
+@with_db
+def fit_guides(queries_file, judged_file, out, curve_out, rows_cache, folds, hub_every, l2, quiet, dsn, data_dir):
+    """Fit F's guide model (a logistic regression over named features) on a judged pool, with cross-validation by
+    chunk; the threshold is the lowest that meets the precision target out of fold. The summary goes to stdout."""
+    from .eval.guide_fit import fit
+    from .eval.queries import QueryFileError
+    from .retrieve.pipeline import Retriever
+    from .store import guide_model
+    from .store.db import StoreError
+
+    retriever = Retriever(make_db(dsn, data_dir))
+    try:
+        result = fit(retriever, queries_file, judged_file, folds=folds, l2=l2, quiet=quiet, rows_cache=rows_cache,
+                     hub_every=hub_every)
+    except (QueryFileError, StoreError) as e:
+        fail(str(e))
+    finally:
+        retriever.db.stop()
+    try:
+        guide_model.write(result["model"], out or guide_model.SHIPPED)
+        if curve_out:
+            curve_out.write_text(json.dumps({"curve": result["curve"], "pairs": result["rows"]}, indent=1) + "\n")
+    except OSError as e:
+        fail(f"{e.filename}: cannot write ({e.strerror or e})")
+    m = result["model"]
+    click.echo(json.dumps({k: m[k] for k in ("weights", "bias", "threshold", "n", "cv", "data_digest")}, indent=2))
+
+
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="The table as JSON.")
 def strategies(as_json):
@@ -467,11 +511,13 @@ def mcp(http, host, port, allow_paths, no_warm, rargs, llm, dsn, data_dir):
 @click.option("--strategies", "strategy_list", default="A,B,C,D,F", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write metrics, report, TREC runs, failures, plots.")
 @click.option("--limit", type=int, default=None, help="First N queries of each file.")
+@click.option("--judged", "judged", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Graded (chunk, docs record) pairs (judged_docs format); any judged_docs.*.jsonl beside the queries is read too.")
 @with_output
 @with_retrieve
 @with_llm
 @with_db
-def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs, llm, dsn, data_dir):
+def eval_cmd(more_queries, query_files, strategy_list, out, limit, judged, output, rargs, llm, dsn, data_dir):
     """Compare strategies on the same queries: recall@k, MRR, nDCG@10, mapping P/R, latency."""
     from .eval.queries import QueryFileError
     from .eval.runner import run_eval
@@ -488,7 +534,7 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs
         retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder,
                               judge_calibration=llm.judge_calibration)
         report = run_eval(retriever, list(query_files) + list(more_queries), names, cfg, out_dir=out, limit=limit,
-                          quiet=output.quiet)
+                          quiet=output.quiet, judged=list(judged))
     except (QueryFileError, ConfigError, StoreError) as e:
         fail(str(e))
     if output.as_json:

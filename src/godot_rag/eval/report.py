@@ -9,7 +9,10 @@ METRICS = ["recall@1", "recall@5", "recall@10", "all_relevant@1", "all_relevant@
            "mapping_precision_by_table", "mapping_precision_port_removed", "mapping_recall_port_removed", "prose_mapping_precision", "prose_mappings_judged", "prose_mappings_accepted", "false_migration_rate", "false_migration_any_rate", "false_migration_by_table",
            "migration_finding_rate", "api_page_coverage", "api_page_any", "member_coverage", "classref_precision",
            "no_docs_rate", "classref_vs_tutorial", "demoted_ok_rate", "zero_result_rate", "latency_ms_p50",
-           "latency_ms_p95"]
+           "latency_ms_p95", "judged_chunks", "judged_guides_accepted", "judged_guides_share2", "judged_guides_share0",
+           "judged_guides_ungraded", "judged_api_reference_accepted", "judged_api_reference_share2",
+           "judged_api_reference_share0", "judged_api_reference_ungraded", "judged_chunks_with_grade2",
+           "judged_pool_grade2_recall"]
 
 
 def _fmt(v) -> str:

@@ -5,6 +5,7 @@ import json
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from tqdm import tqdm
 
 from ..retrieve.pipeline import Retriever
 from ..retrieve.version import EVIDENCE_STATUSES
+from .judged import JUDGED_GLOB, grades_of, is_judged_file, judged_metrics
 from .metrics import dedupe_pages, mapping_counts, page_of, percentile, score_queries
 from .port_rule import PortTrees
 from .queries import Query, read_queries
@@ -187,8 +189,37 @@ def migration_flags(q: Query, result) -> dict:
             "false_migration": "class_renames" in tables, "migration_finding": bool(findings)}
 
 
+def judged_files(files: list[Path], judged: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(query files, judged files): a `judged_docs.*.jsonl` named among the queries is a judged file, and so is
+    every one beside the query files; `judged` (named with --judged) come last and win on a pair graded twice."""
+    queries = [Path(f) for f in files if not is_judged_file(Path(f))]
+    found = [Path(f) for f in files if is_judged_file(Path(f))]
+    for d in dict.fromkeys(Path(f).resolve().parent for f in queries):
+        found += sorted(d.glob(JUDGED_GLOB))
+    found += [Path(j) for j in judged]
+    return queries, list(dict.fromkeys(p.resolve() for p in found))
+
+
+def judged_row(q: Query, strategy: str, result, grades: dict) -> tuple[dict, list[dict]]:
+    """The accepted docs records of a judged chunk by group, and a failure per accepted record graded 0."""
+    accepted: dict[str, list[str]] = defaultdict(list)
+    failures = []
+    for c in result.by_table("docs_chunks"):
+        group = c.group or "guides"
+        accepted[group].append(c.id)
+        if grades.get((q.id, c.id)) == 0:
+            v = c.info("validate")
+            failures.append({"query": q.id, "file": q.file, "strategy": strategy, "accepted_grade0": c.id, "group": group,
+                             "reason": c.reason, "model": (v.model if v else None),
+                             "evidence": [i["literal"] for i in (v.evidence if v else [])][:8]})
+    return dict(accepted), failures
+
+
 def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg, *, out_dir: Path | None = None,
-             limit: int | None = None, quiet: bool = False) -> dict:
+             limit: int | None = None, quiet: bool = False, judged: Sequence[Path] = ()) -> dict:
+    files, judged = judged_files(files, list(judged))
+    grades = grades_of(judged)
+    judged_chunks = {q for q, _ in grades}
     query_sets = {Path(f).name: read_queries(Path(f), limit) for f in files}
     trees = {Path(f).name: PortTrees.beside(Path(f)) for f in files}
     per_query: list[dict] = []
@@ -237,6 +268,9 @@ def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg
                     row.update(migration_flags(q, result))
                 if q.relevant_api_pages or q.variant in ("godot3", "godot4"):
                     row.update(api_metrics(q, result))
+                if q.id in judged_chunks:
+                    row["judged_accepted"], bad = judged_row(q, strategy, result, grades)
+                    failures += bad
                 per_query.append(row)
                 found = diagnose(q, strategy, result, 10)
                 for f in found:  # outside the gold, but a name Godot 4 lacks that the port removed by a rewrite
@@ -250,9 +284,24 @@ def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg
     for row in per_query:
         row.update(scored.get((row["file"], row["strategy"]), {}).get(row["query"], {}))
     runs = aggregate(per_query, query_sets, strategies)
-    report: dict[str, Any] = {"runs": runs}
+    for run in runs:
+        rows = [r for r in per_query if r["file"] == run["queries"] and r["strategy"] == run["strategy"]
+                and (run["variant"] == "all" or r["variant"] == run["variant"]) and "judged_accepted" in r]
+        if rows:
+            run.update(flat_judged(judged_metrics({r["query"]: r["judged_accepted"] for r in rows}, grades)))
+    report: dict[str, Any] = {"runs": runs, "judged_files": [str(p) for p in judged]}
     report["markdown"] = write_outputs(out_dir, runs, per_query, failures, runs_trec) if out_dir else _markdown(runs)
     return report
+
+
+def flat_judged(m: dict) -> dict:
+    """The judged metrics as run columns (`judged_guides_share2`, ...)."""
+    out = {"judged_chunks": m["chunks"], "judged_chunks_with_grade2": m["chunks_with_grade2"],
+           "judged_pool_grade2_recall": m["pool_grade2_recall"]}
+    for group in ("guides", "api_reference"):
+        for k in ("accepted", "share2", "share0", "ungraded"):
+            out[f"judged_{group}_{k}"] = m[group][k]
+    return out
 
 
 def _stage_ms(result) -> dict[str, float]:

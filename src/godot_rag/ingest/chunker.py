@@ -225,6 +225,7 @@ def chunk_page(
         inline = [m.group(1) for u in units for b in u.blocks if b.kind == "text" for m in INLINE_CODE_RE.finditer(b.text)]
         gd_code = [b.text for b in code if b.language in ("gdscript", "gd", "text", "")]
         api_symbols = extract_api_symbols(gd_code + inline, vocab)
+        links = [t for u in units for b in u.blocks if b.kind == "text" for t in strip_links(b.text)[1]]
         members = [seg.member for seg, _ in pieces if seg.member]
         symbol = None
         if class_page:
@@ -258,6 +259,7 @@ def chunk_page(
                 "line_start": min(lines) if lines else seg0.first_line,
                 "line_end": max(lines) if lines else seg0.first_line,
                 "content_sha256": hashlib.sha256(content.encode()).hexdigest(),
+                "links": links,  # read by record_api.add_record_api, which turns them into `mentions`
             },
         })
     for i, rec in enumerate(records):

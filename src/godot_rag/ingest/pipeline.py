@@ -16,6 +16,7 @@ from .classref import build_class_reference
 from .mappings import build_mappings, read_renames
 from .markdown import PAGE_NAME_RE, Page, parse_page
 from .prototypes import build_prototypes
+from .record_api import add_record_api
 from .symbols import build_vocabulary
 
 CLASS_REFERENCE_FILE = "class_reference.json"  # the Godot 4 API, for the resolve stage and the validator
@@ -102,6 +103,7 @@ def run_ingest(pages_dir: Path, renames_path: Path | None, out_dir: Path, *, tar
             entry["status"] = "warning"
         entry["ms"] = round((time.perf_counter() - t) * 1000, 2)
     class_reference = build_class_reference([p for p, _, _ in pages])
+    add_record_api(chunks, class_reference)  # what each record's code uses and declares, resolved once here
     mappings: list[dict] = []
     mapping_warnings: list[str] = []
     if renames_path is not None:

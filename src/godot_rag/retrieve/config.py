@@ -61,6 +61,8 @@ class RetrieveConfig(BaseModel):
         None, description="override the calibrated P(yes) threshold per table (the judge then decides)")
     judge_citations: StrictBool = Field(False, description="a deciding judge also cites the literals it relies on (about 2 s "
                                         "per yes with the 1.5B on 2 cores; checked, and mostly hallucinated by the bundled models)")
+    guide_model: StrictBool = Field(True, description="F: the fitted model (store/guide_model.json) decides guides; "
+                                    "false: the evidence rules decide them as for class-reference records")
     min_direct_evidence: int = Field(1, ge=0, le=50, strict=True)
     copy_source_share: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False, strict=True,
                                      description="F: a guide page whose code holds this share of the chunk's code is the "

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ..gdscript import CHAIN_RE, DIGITS_RE, IDENT, IDENT_RE, shape
 from ..records import evidence_text, record_code
 from .codematch import clone_match, numbered_code_lines
+from .docs_features import decide_guide
 from .trace import Contradiction, DocsEvidence, DocsEvidenceKind
 from .types import Candidate
 
@@ -73,6 +74,7 @@ class DocsCase:
     seen: set[str] = field(default_factory=set)
     contradictions: list[Contradiction] = field(default_factory=list)
     clone_lines: list[int] = field(default_factory=list)
+    clone_ratio: float = 0.0
 
     @property
     def s(self) -> DocsEvidenceSettings:
@@ -137,7 +139,7 @@ def _method_call(d: DocsCase) -> Iterator[Found]:
 
 def _code_line(d: DocsCase) -> Iterator[Found]:
     ratio, lines = clone_match(d.v.facts.text, record_code(d.c.payload), d.v.renameable)
-    d.clone_lines = lines
+    d.clone_lines, d.clone_ratio = lines, ratio
     tokens_of = dict(numbered_code_lines(d.v.facts.text)) if lines else {}
     for n in lines[: d.s.code_lines_shown]:
         yield " ".join(tokens_of[n]), d.s.code_line + d.s.code_line_per_clone * ratio, n
@@ -233,6 +235,9 @@ class RejectRule:
     test: Callable[[DocsCase, list[str]], str | None]  # the reason, given the reasons of the rules before it
 
 
+# Reject rules that are facts, not guesses: they hold for a guide whatever the fitted model says.
+FACT_RULES = {"api_contradiction"}
+
 REJECT_RULES = (
     RejectRule("no_evidence", _no_evidence),
     RejectRule("weak_only", _weak_only),
@@ -262,10 +267,18 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
         if (why := reject.test(d, reasons)) is not None:
             reasons.append(why)
             fired.append(reject.name)
+    model = None
+    if d.page_class is None and v.guide_model is not None:
+        # A guide: contradictions stay rules; the fitted model (docs_features.py) decides the rest.
+        model, ruled = decide_guide(*v.guide_model, v.resolution, v.facts, c, d.clone_ratio, v.copy_source_share,
+                                    v.renameable)
+        kept = [(name, why) for name, why in zip(fired, reasons) if name in FACT_RULES]
+        fired = [name for name, _ in kept] + (["guide_model"] if ruled else [])
+        reasons = [why for _, why in kept] + ruled
     return {"evidence": d.items, "contradictions": d.contradictions, "support": round(d.support, WEIGHT_DIGITS),
             "against": round(d.against, WEIGHT_DIGITS), "confidence": round(d.confidence, CONFIDENCE_DIGITS),
             "strong": len(d.strong), "page_class": d.page_class, "clone_lines": d.clone_lines,
-            "accepted": not reasons, "reasons": reasons, "rules": fired}
+            "accepted": not reasons, "reasons": reasons, "rules": fired, "model": model}
 
 
 def _shown_names(info: dict) -> set[str]:

@@ -48,6 +48,7 @@ class Retriever:
         self._rerankers: dict[str, object] = {}
         self._class_reference: ClassReference | None = None
         self._api_index: dict | None = None
+        self._guide_model: tuple | None = None
         self._version_names: tuple[set[str], set[str]] | None = None
         self._class_renames: dict[str, str] | None = None
         self._has_records = False
@@ -107,6 +108,21 @@ class Retriever:
                 self._api_index = build_api_index(self.records("docs_chunks"), self.class_reference())
                 freeze_loaded()
             return self._api_index
+
+    def guide_model(self):
+        """(the fitted guide model, the corpus's API use counts), or (None, None) without a model file."""
+        with self.lock:
+            if self._guide_model is None:
+                from ..store.guide_model import read
+                from .docs_features import DocsApiStats, GuideModel
+
+                data = read()
+                model = GuideModel.from_dict(data) if data else None
+                stats = DocsApiStats.build(self.records("docs_chunks"), self.class_reference(),
+                                           model.chunk_share if model else None) if model else None
+                self._guide_model = (model, stats)
+                freeze_loaded()
+            return self._guide_model
 
     def version_names(self) -> tuple[set[str], set[str]]:
         """(Godot 3 names the converter renames, Godot 4 names they became), from the api_mapping records."""

@@ -186,6 +186,7 @@ class ValidateInfo(StageInfo):
     clone_lines: list[int] | None = None  # docs_chunks: the chunk's lines (1-based) the record's code matches
     copy_source: bool | None = None  # docs_chunks: the record's page is one the chunk copies
     copied_from: str | None = None  # docs_chunks: the page the chunk copies, which already shows this record's evidence
+    model: dict[str, Any] | None = None  # guides: the fitted model's features, contributions, P(direct) and threshold
 
 
 class JudgeInfo(StageInfo):

@@ -43,6 +43,7 @@ from ..gdscript import IDENT_RE, GDScriptFacts
 from .codematch import renameable_names
 from .context import Pool, QueryContext
 from .docs_evidence import DOCS_EVIDENCE, DocsEvidenceSettings, copied_page_overrules, docs_evidence
+from .docs_features import DocsApiStats, GuideModel
 from .resolve import Resolution
 from .stage import Stage
 from .trace import JudgeInfo, Occurrence, ValidateInfo
@@ -77,6 +78,7 @@ class ValidationContext(ChunkScope):
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
     docs: DocsEvidenceSettings = DOCS_EVIDENCE
+    guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (docs_features.py)
 
     @cached_property
     def call_pairs(self) -> set[str]:
@@ -265,7 +267,8 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
-                             renamed_classes=r.class_renames())
+                             renamed_classes=r.class_renames(),
+                             guide_model=r.guide_model() if ctx.cfg.guide_model and r.guide_model()[0] else None)
     ctx.validation = vctx
     judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)], ctx.occurrences)
     for t in ctx.tables:  # the accepted ids, in the order they came in (the web page's "lost at")

@@ -1,0 +1,208 @@
+"""Fit the guide model (`retrieve/docs_features.py`) on a judged pool: `godot-rag fit-guides`.
+
+1. F runs, with the evidence rules deciding guides, over the judged chunks and every `hub_every`-th other chunk
+   of the queries file (one run per chunk takes a while on a small machine): each guide
+   candidate that reaches the validator is kept with its clone ratio, BM25 rank and cosine, and each
+   page's acceptance rate is counted (hub damping), as well as how many chunks use each member.
+2. Each guide candidate of a judged chunk gets its features; graded ones are the training data
+   (label: graded 2). The page rate of a chunk's own candidates leaves that chunk out.
+3. A logistic regression (L2, Newton steps; a handful of weights) is fitted with cross-validation by
+   chunk: the out-of-fold P(direct) gives the precision/recall curve, and the threshold is the lowest
+   one whose out-of-fold accepts reach the target precision. The final weights come from all chunks.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from ..gdscript import parse_chunk
+from ..ingest.record_api import global_uses
+from ..retrieve.config import RetrieveConfig
+from ..retrieve.docs_features import FEATURES, DocsApiStats, guide_features
+from ..retrieve.resolve import resolve_uses
+from .judged import read_judged
+from .queries import read_queries
+
+CHUNK_SHARE_MIN = 0.01  # members used by fewer chunks are stored as unused (the file stays small)
+PAGE_RATE_MIN = 0.01
+
+
+def is_guide(record_id: str) -> bool:
+    return not record_id.startswith("classes/class_")
+
+
+def collect(retriever, queries, quiet: bool = False) -> tuple[list[dict], dict[str, dict]]:
+    """F with the rules deciding guides: per chunk, its guide candidates and the pages it accepted."""
+    cfg = RetrieveConfig(k=RetrieveConfig().rerank_top, k_api=100, guide_model=False)  # every shortlisted guide comes back
+    rows, per_chunk = [], {}
+    for q in tqdm(queries, desc="run F", disable=quiet, unit="chunk"):
+        res = retriever.retrieve(q.chunk_text, "F", cfg, explain=False)
+        accepted_pages = {c.page for c in res.by_table("docs_chunks") if is_guide(c.id)}
+        per_chunk[q.id] = {"pages": sorted(accepted_pages)}
+        seen = set()
+        for c in res.results + res.rejected + res.cut:
+            if c.table != "docs_chunks" or not is_guide(c.id) or c.id in seen:
+                continue
+            seen.add(c.id)
+            cm, bm, em = c.info("codematch"), c.info("bm25"), c.info("embedding")
+            rows.append({"query_id": q.id, "record_id": c.id, "page": c.page, "accepted_by_rules": c.verdict == "accept",
+                         "clone": cm.ratio if cm else 0.0, "bm25_rank": bm.rank if bm else None,
+                         "cosine": em.cosine if em else None})
+    return rows, per_chunk
+
+
+def chunk_shares(queries, ref) -> dict[str, float]:
+    counts: Counter = Counter()
+    for q in queries:
+        facts = parse_chunk(q.chunk_text)
+        res = resolve_uses(facts, ref)
+        counts.update(set(res.apis) | set(global_uses(facts, res, ref)))
+    n = max(1, len(queries))
+    return {a: round(c / n, 4) for a, c in sorted(counts.items()) if c / n >= CHUNK_SHARE_MIN}
+
+
+def page_rates(per_chunk: dict[str, dict]) -> tuple[Counter, int]:
+    counts: Counter = Counter(p for v in per_chunk.values() for p in v["pages"])
+    return counts, len(per_chunk)
+
+
+# Evidence features may only count for a guide, damping features only against it: a weight fitted with the
+# other sign (noise on a small pool) is set to 0 and the rest refitted, so the arithmetic stays readable.
+SIGNS = {"api_code": 1, "api_prose": 1, "shared_global": 1, "shared_class": 1, "incompatible": -1, "hub_rate": -1}
+
+
+def fit_signed(X: np.ndarray, y: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, float]:
+    """fit_logistic with the SIGNS constraints, by dropping a wrong-signed feature and refitting."""
+    keep = list(range(X.shape[1]))
+    while True:
+        w, b = fit_logistic(X[:, keep], y, l2)
+        full = np.zeros(X.shape[1])
+        full[keep] = w
+        wrong = [i for i in keep if SIGNS.get(FEATURES[i], 0) * full[i] < 0]
+        if not wrong:
+            return full, b
+        keep.remove(min(wrong, key=lambda i: SIGNS[FEATURES[i]] * full[i]))
+
+
+def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 50) -> tuple[np.ndarray, float]:
+    """Weights and bias by Newton's method on the L2-penalised log loss (the bias is not penalised)."""
+    n, d = X.shape
+    A = np.hstack([X, np.ones((n, 1))])
+    w = np.zeros(d + 1)
+    penalty = np.full(d + 1, l2)
+    penalty[-1] = 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-np.clip(A @ w, -50, 50)))
+        grad = A.T @ (p - y) + penalty * w
+        H = A.T @ (A * (p * (1 - p))[:, None]) + np.diag(penalty) + 1e-9 * np.eye(d + 1)
+        step = np.linalg.solve(H, grad)
+        w -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return w[:-1], float(w[-1])
+
+
+def curve(p: np.ndarray, grades: np.ndarray) -> list[dict]:
+    """Precision (share graded 2), share graded 0 and recall of the grade-2 pairs, at each threshold."""
+    out = []
+    total2 = int((grades == 2).sum())
+    for t in sorted(set(np.round(p, 3).tolist()) | {0.0}, reverse=True):
+        acc = p >= t
+        n = int(acc.sum())
+        if not n:
+            continue
+        out.append({"threshold": round(float(t), 3), "accepted": n, "precision": round(float((grades[acc] == 2).mean()), 4),
+                    "share0": round(float((grades[acc] == 0).mean()), 4),
+                    "recall": round(float((grades[acc] == 2).sum() / max(1, total2)), 4)})
+    return out
+
+
+MIN_RECALL = 0.2  # a threshold that keeps fewer of the grade-2 pairs is noise on a pool this size
+
+
+def choose_threshold(points: list[dict], precision: float, share0: float, min_recall: float = MIN_RECALL) -> dict:
+    """The lowest threshold (most recall) at which the accepts meet both targets and keep `min_recall` of the
+    grade-2 pairs. Where none does, the misleading share decides: the lowest threshold whose accepts hold at
+    most `share0` graded 0 (the precision target is then reported as missed)."""
+    ok = [c for c in points if c["precision"] >= precision and c["share0"] <= share0 and c["recall"] >= min_recall]
+    if ok:
+        return min(ok, key=lambda c: c["threshold"]) | {"met": ["precision", "share0"]}
+    safe = [c for c in points if c["share0"] <= share0 and c["accepted"] >= 5]
+    if safe:
+        return min(safe, key=lambda c: c["threshold"]) | {"met": ["share0"]}
+    return max(points, key=lambda c: (c["precision"] - c["share0"], c["recall"])) | {"met": []}
+
+
+def fit(retriever, queries_path: Path, judged_path: Path, *, folds: int = 5, l2: float = 1.0, precision: float = 0.75,
+        share0: float = 0.05, quiet: bool = False, rows_cache: Path | None = None, hub_every: int = 3) -> dict:
+    queries = read_queries(queries_path)
+    judged = read_judged(judged_path)
+    grades = {(j["query_id"], j["record_id"]): j["grade"] for j in judged}
+    pool_chunks = sorted({j["query_id"] for j in judged})
+    ref = retriever.class_reference()
+    if rows_cache is not None and rows_cache.exists():
+        cached = json.loads(rows_cache.read_text())
+        rows, per_chunk = cached["rows"], cached["per_chunk"]
+    else:
+        # The judged chunks, and every `hub_every`-th other chunk for the page acceptance rates.
+        runs = [q for i, q in enumerate(queries) if q.id in set(pool_chunks) or i % hub_every == 0]
+        rows, per_chunk = collect(retriever, runs, quiet)
+        if rows_cache is not None:
+            rows_cache.write_text(json.dumps({"rows": rows, "per_chunk": per_chunk}))
+    share = chunk_shares(queries, ref)
+    stats = DocsApiStats.build(retriever.records("docs_chunks"), ref, share)
+    counts, n_chunks = page_rates(per_chunk)
+    by_id = {q.id: q for q in queries}
+    docs = retriever.records("docs_chunks")
+    data = []
+    parsed: dict[str, tuple] = {}
+    for r in rows:
+        key = (r["query_id"], r["record_id"])
+        if key not in grades:
+            continue
+        q = by_id[r["query_id"]]
+        if q.id not in parsed:
+            facts = parse_chunk(q.chunk_text)
+            parsed[q.id] = (facts, resolve_uses(facts, ref))
+        facts, res = parsed[q.id]
+        own = r["page"] in per_chunk.get(q.id, {}).get("pages", [])
+        rate = (counts[r["page"]] - own) / max(1, n_chunks - 1)  # leave the chunk itself out
+        values, basis = guide_features(stats, res, facts, docs[r["record_id"]], clone=r["clone"], bm25_rank=r["bm25_rank"],
+                                       cosine=r["cosine"], hub_rate=rate)
+        data.append({**r, "grade": grades[key], "features": values, "basis": basis})
+    X = np.array([[d["features"][f] for f in FEATURES] for d in data], dtype=float)
+    g = np.array([d["grade"] for d in data])
+    y = (g == 2).astype(float)
+    chunks = sorted({d["query_id"] for d in data})
+    fold_of = {c: i % folds for i, c in enumerate(chunks)}
+    oof = np.zeros(len(data))
+    for k in range(folds):
+        test = np.array([fold_of[d["query_id"]] == k for d in data])
+        w, b = fit_signed(X[~test], y[~test], l2)
+        oof[test] = 1.0 / (1.0 + np.exp(-(X[test] @ w + b)))
+    points = curve(oof, g)
+    chosen = choose_threshold(points, precision, share0)
+    w, b = fit_signed(X, y, l2)
+    rules = np.array([d["accepted_by_rules"] for d in data])
+    before = {"accepted": int(rules.sum()), "precision": round(float((g[rules] == 2).mean()), 4) if rules.any() else None,
+              "share0": round(float((g[rules] == 0).mean()), 4) if rules.any() else None,
+              "recall": round(float((g[rules] == 2).sum() / max(1, (g == 2).sum())), 4)}
+    digest = hashlib.sha256(Path(judged_path).read_bytes()).hexdigest()
+    model = {
+        "weights": {f: round(float(x), 4) for f, x in zip(FEATURES, w)}, "bias": round(b, 4),
+        "threshold": chosen["threshold"],
+        "page_accept_rate": {p: round(c / n_chunks, 4) for p, c in sorted(counts.items()) if c / n_chunks >= PAGE_RATE_MIN},
+        "chunk_share": share,
+        "data_digest": f"sha256:{digest}", "fitted_on": {"judged": Path(judged_path).name, "queries": Path(queries_path).name,
+                                                         "pool_chunks": len(pool_chunks), "chunks_run": n_chunks},
+        "n": {"pairs": len(data), "grade2": int((g == 2).sum()), "grade0": int((g == 0).sum())},
+        "cv": {"folds": folds, "by": "chunk", "l2": l2, "target_precision": precision, "target_share0": share0,
+               "chosen": chosen, "rules_on_the_same_pairs": before,
+               "curve": points[:: max(1, len(points) // 20)]},  # out of fold, every few thresholds
+    }
+    return {"model": model, "curve": points, "rows": data}

@@ -1,0 +1,109 @@
+"""What a docs record's own code and prose use, resolved like a query chunk: done once at ingest, so the
+validator compares the chunk's resolved API with the record's without parsing anything per query.
+
+A record's GDScript (`records.record_code`) goes through the same tree-sitter facts (`gdscript.py`) and the
+same resolver (`retrieve/resolve.py`) as the chunk. Stored in the record's `metadata` (the schema is unchanged):
+- `code_uses`: the `Class.member` its code uses, resolved through the class reference;
+- `code_classes`: the classes its code uses (resolved owners, types written in the code, constructors);
+- `code_callbacks`: the functions it defines that override a documented method (`_ready`, `_physics_process`);
+- `code_globals`: the global functions and annotations its code uses (`@GlobalScope.randf`, `@GDScript.@rpc`);
+- `code_declares`: the names its code declares itself (functions, variables, signals, classes, parameters):
+  the author's choices, never evidence;
+- `mentions`: classes and `Class.member` its prose names: inline code and links to class pages.
+"""
+from __future__ import annotations
+
+import re
+
+from ..classref import ClassReference
+from ..gdscript import IDENT, parse_chunk
+from ..records import record_code
+
+INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
+MENTION_RE = re.compile(rf"(?<![A-Za-z0-9_.])({IDENT})(?:\.({IDENT}))?")
+CLASS_PAGE_RE = re.compile(r"(?:^|/)classes(?:__|/)class_([a-z0-9_]+?)(?:__[0-9a-f]{8})?(?:\.md|\.html)?(?:#.*)?$")
+EXTENDS_RE = re.compile(rf"^extends\s+({IDENT})", re.M)
+API_FIELDS = ("code_uses", "code_classes", "code_callbacks", "code_declares", "code_globals", "mentions")
+
+
+def class_of_link(target: str, page_class: dict[str, str]) -> str | None:
+    """The class a link points at (`classes__class_timer__1a2b3c4d.md`, `../classes/class_timer.html`)."""
+    m = CLASS_PAGE_RE.search(target)
+    return page_class.get(f"classes/class_{m.group(1)}") if m else None
+
+
+def code_api(code: str, ref: ClassReference, extends_hint: str | None = None) -> dict[str, list[str]]:
+    """The resolved API of one piece of GDScript: uses, classes, callbacks and declared names. `extends_hint`:
+    the class an earlier block of the same page extends (a guide writes `extends` once, then shows functions)."""
+    from ..retrieve.resolve import resolve_uses  # the chunk's resolver (retrieve/ imports nothing from ingest/)
+
+    if not code.strip() or not ref:
+        return {"code_uses": [], "code_classes": [], "code_callbacks": [], "code_declares": [], "code_globals": []}
+    facts = parse_chunk(code)
+    res = resolve_uses(facts, ref, extends_hint)
+    classes = set(res.classes)
+    # Types the code writes itself: `extends`, annotations and constructions (`var t: Timer`, `Timer.new()`).
+    written = [facts.extends, *facts.local_types.values()]
+    classes.update(t for t in written if t and ref.has_class(t))
+    classes.update(i for i in facts.identifiers if ref.has_class(i) and i not in facts.declared)
+    own = res.own_class or "Node"
+    callbacks = sorted(f for f in facts.functions if f.startswith("_") and (ref.member(own, f) or ref.named_owners.get(f)))
+    declares = sorted((facts.declared | facts.functions) - set(callbacks))
+    return {"code_uses": sorted(set(res.apis)), "code_classes": sorted(classes), "code_callbacks": callbacks,
+            "code_declares": declares, "code_globals": global_uses(facts, res, ref)}
+
+
+def global_uses(facts, resolution, ref: ClassReference) -> list[str]:
+    """The global functions and annotations the code uses, as the class reference names them
+    (`@GlobalScope.randf`, `@GDScript.@rpc`): API too, though no class owns it."""
+    out = set()
+    for name in resolution.globals:
+        if (found := ref.global_member(name)) is not None:
+            out.add(f"{found[0]}.{name}")
+    for name, _ in facts.annotations:
+        if (found := ref.global_member("@" + name)) is not None:
+            out.add(f"{found[0]}.@{name}")
+    return sorted(out)
+
+
+def prose_mentions(content: str, links: list[str], ref: ClassReference, page_class: dict[str, str]) -> list[str]:
+    """Classes and members the prose names: linked class pages, and inline code that the class reference
+    documents (`Timer`, `Input.is_action_pressed()`, `Timer.start`)."""
+    out: dict[str, None] = {}
+    for target in links:
+        if (cls := class_of_link(target, page_class)) is not None:
+            out[cls] = None
+    for span in INLINE_CODE_RE.findall(content):
+        for m in MENTION_RE.finditer(span):
+            cls, member = m.group(1), m.group(2)
+            if not ref.has_class(cls):
+                continue
+            out[cls] = None
+            if member and (found := ref.member(cls, member)) is not None:
+                out[f"{found[0]}.{member}"] = None
+    return list(out)
+
+
+def add_record_api(records: list[dict], class_reference: dict) -> None:
+    """Fills each docs record's `metadata` API fields in place. `metadata.links` (the link targets the chunker
+    kept) becomes part of `mentions`."""
+    ref = ClassReference(class_reference)
+    page_class = {info["page"]: cls for cls, info in ref.classes.items() if info.get("page")}
+    extends: dict[str, str] = {}  # page -> the class its latest `extends` so far names (records come in page order)
+    for rec in records:
+        meta = rec["metadata"]
+        links = meta.pop("links", [])
+        code = record_code(rec)
+        page = meta.get("page_path", "")
+        meta.update(code_api(code, ref, extends.get(page)))
+        if (m := EXTENDS_RE.search(code)) and ref.has_class(m.group(1)):
+            extends[page] = m.group(1)
+        meta["mentions"] = prose_mentions(rec.get("content") or "", links, ref, page_class)
+
+
+def record_api(rec: dict) -> dict[str, list[str]]:
+    """A record's stored API fields (empty lists for a record ingested before they existed)."""
+    meta = rec.get("metadata") or {}
+    return {f: meta.get(f) or [] for f in API_FIELDS}
+
+

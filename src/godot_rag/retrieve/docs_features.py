@@ -1,0 +1,225 @@
+"""A guide's direct evidence as named features (pure functions), and the fitted model that decides on them.
+
+The chunk's side is its resolution (`resolve.py`); the record's side is what ingest stored in its metadata
+(`ingest/record_api.py`): the same facts and resolver, so `Class.member` means the same on both sides.
+- Shared API counts only as the same `Class.member` on both sides, weighted by its specificity in the
+  corpus (`DocsApiStats`: how many records and how many real chunks use it; `Node.get_node` weighs ~0).
+- Names either side declares are never evidence; they never reach these sets (the resolver does not
+  resolve a declared name as API).
+- The same member name on classes that are not related is a clash (`Plane.distance_to` for
+  `Vector2.distance_to`): a contradiction, a rule, not a weight.
+- Class compatibility comes from the class reference's inheritance: the same class, an ancestor, or a
+  sibling under a parent that is not a hub of the hierarchy (`Node`, `Resource` have hundreds of
+  descendants: sharing them says nothing).
+- A page's acceptance rate over the dev sets damps hub pages (stored with the model).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ..classref import ClassReference
+from ..gdscript import IDENT
+from ..ingest.record_api import global_uses, record_api
+from ..records import record_code
+from .codematch import clone_match
+from .segment import split_segments
+
+FEATURES = ("api_code", "api_prose", "shared_global", "shared_class", "incompatible", "hub_rate", "clone", "bm25_rank", "cosine")
+GENERIC_DESCENDANTS = 20  # a class with this many descendants is a hub of the hierarchy, not a family
+DOTTED_RE = re.compile(rf"\.({IDENT})\b")
+GENERIC_MEMBER_SHARE = 0.25  # what a member of a hub class keeps of its specificity
+CAMEL_HEAD_RE = re.compile(r"^[A-Z][a-z]+|^[A-Z]+(?=[A-Z][a-z]|\d|$)")
+
+
+@dataclass
+class DocsApiStats:
+    """How widely each member and class is used, counted once when the records load."""
+    ref: ClassReference
+    n_records: int
+    member_records: dict[str, int]
+    class_records: dict[str, int]
+    chunk_share: dict[str, float] = field(default_factory=dict)  # Class.member -> share of real chunks using it
+
+    @classmethod
+    def build(cls, docs: dict[str, dict], ref: ClassReference, chunk_share: dict[str, float] | None = None) -> "DocsApiStats":
+        members: dict[str, int] = {}
+        classes: dict[str, int] = {}
+        for rec in docs.values():
+            api = record_api(rec)
+            for m in set(api["code_uses"]) | set(api["code_globals"]) | {x for x in api["mentions"] if "." in x}:
+                members[m] = members.get(m, 0) + 1
+            for c in set(api["code_classes"]) | {x for x in api["mentions"] if "." not in x}:
+                classes[c] = classes.get(c, 0) + 1
+        return cls(ref, len(docs), members, classes, dict(chunk_share or {}))
+
+    def _idf(self, df: int) -> float:
+        """In [0, 1]: 1 for a name one record uses, 0 for one every record uses."""
+        return max(0.0, math.log((self.n_records + 1) / (df + 1)) / math.log(self.n_records + 1)) if self.n_records else 0.0
+
+    def member_specificity(self, api: str) -> float:
+        chunk = 1.0 - min(1.0, 4.0 * self.chunk_share.get(api, 0.0))  # used by a quarter of real chunks: nothing
+        # A member of a hub class (Node, Object, CanvasItem) is shared by every script of its kind.
+        hub = GENERIC_MEMBER_SHARE if not api.startswith("@") and self.generic(api.split(".", 1)[0]) else 1.0
+        return round(self._idf(self.member_records.get(api, 0)) * chunk * hub, 4)
+
+    def class_specificity(self, cls: str) -> float:
+        return 0.0 if self.generic(cls) else round(self._idf(self.class_records.get(cls, 0)), 4)
+
+    @cached_property
+    def descendants(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.ref.classes:
+            for a in self.ref.lineage(c)[1:]:
+                out[a] = out.get(a, 0) + 1
+        return out
+
+    def generic(self, cls: str) -> bool:
+        return self.descendants.get(cls, 0) >= GENERIC_DESCENDANTS or cls.startswith("@")
+
+    def compatible(self, a: str, b: str) -> bool:
+        """Same class, one an ancestor of the other, or siblings under a parent that is not a hub."""
+        if a == b or self.ref.related(a, b):
+            return True
+        up = self.ref.lineage(a)
+        common = next((x for x in self.ref.lineage(b) if x in up), None)
+        return common is not None and not self.generic(common)
+
+
+def chunk_classes(resolution, facts, ref: ClassReference) -> set[str]:
+    """The classes the chunk uses: resolved owners, its `extends`, and the types it writes."""
+    out = set(resolution.classes)
+    out.update(t for t in [facts.extends, *facts.local_types.values()] if t and ref.has_class(t))
+    out.update(i for i in facts.identifiers if ref.has_class(i) and i not in facts.declared)
+    return out
+
+
+def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: float, bm25_rank: int | None,
+                   cosine: float | None, hub_rate: float) -> tuple[dict[str, float], dict]:
+    """The named feature values for one (chunk, guide record), and what they rest on (for the trace)."""
+    api = record_api(rec)
+    declared = facts.declared | facts.functions | set(api["code_declares"])
+    chunk_api = {u.api for u in resolution.uses if u.member not in declared}
+    rec_code = set(api["code_uses"])
+    rec_prose = {m for m in api["mentions"] if "." in m}
+    mine = chunk_classes(resolution, facts, stats.ref)
+    rec_classes = set(api["code_classes"]) | {m for m in api["mentions"] if "." not in m}
+    # One side resolves `X.m`; the other writes `.m` on a receiver it does not type, in code about X's
+    # lineage (`event.button_index` after `if event is InputEventMouseButton`): the same API.
+    rec_dotted = set(DOTTED_RE.findall(record_code(rec)))
+    chunk_dotted = set(DOTTED_RE.findall(facts.code)) - declared
+    inferred = {a for a in chunk_api - rec_code if a.split(".", 1)[1] in rec_dotted
+                and any(stats.ref.related(a.split(".", 1)[0], c) for c in rec_classes)}
+    inferred |= {a for a in rec_code - chunk_api if a.split(".", 1)[1] in chunk_dotted
+                 and any(stats.ref.related(a.split(".", 1)[0], c) for c in mine)}
+    shared_code = sorted((chunk_api & rec_code) | inferred)
+    shared_prose = sorted((chunk_api & rec_prose) - set(shared_code))
+    shared_names = {a.split(".", 1)[1] for a in shared_code + shared_prose}
+    shared_globals = sorted(set(global_uses(facts, resolution, stats.ref)) & set(api["code_globals"]))
+    # Clash: the record uses a member of the chunk's name on a class unrelated to the chunk's, and never the chunk's own.
+    clashes = []
+    by_name: dict[str, set[str]] = {}
+    for a in chunk_api:
+        by_name.setdefault(a.split(".", 1)[1], set()).add(a.split(".", 1)[0])
+    for r in sorted(rec_code | rec_prose):
+        cls, name = r.split(".", 1)
+        owners = by_name.get(name)
+        if owners and r not in chunk_api and name not in shared_names and not any(stats.ref.related(cls, o) for o in owners) \
+                and not any(f"{o}.{name}" in rec_code | rec_prose for o in owners):
+            clashes.append({"record": r, "chunk": f"{sorted(owners)[0]}.{name}"})
+    shared_classes = sorted(c for c in mine & rec_classes if not stats.generic(c))
+    topic = sorted(c for c in rec_classes if not stats.generic(c))
+    specific_mine = [c for c in mine if not stats.generic(c)]
+    strangers = [c for c in topic if not any(stats.compatible(c, m) for m in specific_mine)] if specific_mine else []
+    # A stranger that shares its name's head with a class of the chunk is a rival of the same feature
+    # (NavigationAgent2D vs NavigationServer3D): a contradiction, not only a mismatch.
+    rivals = sorted({f"{s} vs {m}" for s in strangers for m in specific_mine
+                     if (h := CAMEL_HEAD_RE.match(s)) and len(h.group(0)) >= 3 and m.startswith(h.group(0))})
+    values = {
+        "api_code": round(sum(stats.member_specificity(a) for a in shared_code), 4),
+        "api_prose": round(sum(stats.member_specificity(a) for a in shared_prose), 4),
+        "shared_global": round(sum(stats.member_specificity(a) for a in shared_globals), 4),
+        "shared_class": round(sum(stats.class_specificity(c) for c in shared_classes), 4),
+        "incompatible": round(len(strangers) / len(topic), 4) if topic and specific_mine else 0.0,
+        "hub_rate": round(hub_rate, 4),
+        "clone": round(clone, 4),
+        "bm25_rank": round(1.0 / math.log2(1 + bm25_rank), 4) if bm25_rank else 0.0,
+        "cosine": round(cosine or 0.0, 4),
+    }
+    basis = {"shared_api": [{"api": a, "specificity": stats.member_specificity(a), "from": "code"} for a in shared_code]
+             + [{"api": a, "specificity": stats.member_specificity(a), "from": "prose"} for a in shared_prose],
+             "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
+             "shared_classes": shared_classes, "strangers": strangers[:8], "clashes": clashes[:8], "rivals": rivals[:8]}
+    return values, basis
+
+
+def contradictions(basis: dict) -> list[str]:
+    """The facts that reject a guide whatever the model says. (`rivals`, classes of one feature that are not
+    one family, stay a trace note: by name alone `Input` and `InputEventMouseButton` would be rivals.)"""
+    out = []
+    if basis["clashes"] and not basis["shared_api"]:
+        x = basis["clashes"][0]
+        out.append(f"contradiction: the record uses {x['record']} where the chunk uses {x['chunk']}")
+    return out
+
+
+def copied_share(chunk: str, code: str, renameable, min_lines: int = 3) -> float:
+    """The largest share of one block of the chunk (the whole chunk, or a top-level block of it with at least
+    `min_lines` code lines) that the record's code holds up to renaming: a chunk made of two pages' code
+    copies each of them in one of its blocks."""
+    best, _ = clone_match(chunk, code, renameable)
+    blocks = split_segments(chunk)
+    if len(blocks) > 1:
+        for block in blocks:
+            ratio, lines = clone_match(block, code, renameable)
+            if len(lines) >= min_lines:
+                best = max(best, ratio)
+    return best
+
+
+@dataclass(frozen=True)
+class GuideModel:
+    """Logistic regression over FEATURES: P(grade 2) = sigmoid(bias + sum weight x value); accept at threshold."""
+    weights: dict[str, float]
+    bias: float
+    threshold: float
+    page_accept_rate: dict[str, float]
+    chunk_share: dict[str, float]
+    meta: dict
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GuideModel":
+        return cls(dict(data["weights"]), float(data["bias"]), float(data["threshold"]),
+                   dict(data.get("page_accept_rate") or {}), dict(data.get("chunk_share") or {}),
+                   {k: data[k] for k in ("data_digest", "fitted_on", "n", "cv") if k in data})
+
+    def decide(self, values: dict[str, float]) -> dict:
+        contrib = {f: round(self.weights.get(f, 0.0) * values[f], 4) for f in FEATURES}
+        logit = self.bias + sum(contrib.values())
+        p = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
+        return {"features": values, "contributions": contrib, "bias": round(self.bias, 4), "logit": round(logit, 4),
+                "p": round(p, 4), "threshold": self.threshold, "accepted": p >= self.threshold}
+
+
+def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, clone: float,
+                 copy_share: float = 0.5, renameable=frozenset()) -> tuple[dict, list[str]]:
+    """The model's verdict on one guide candidate: its trace (each feature's value and contribution, the
+    shared API it rests on) and the reasons to reject it (contradictions first; empty when accepted).
+    A record whose code holds `copy_share` of the chunk's code lines (up to renaming) is the code the chunk
+    copies: evidence by fact, whatever the model says (the model is fitted on real code, which copies little)."""
+    bm25, emb = c.info("bm25"), c.info("embedding")
+    values, basis = guide_features(stats, resolution, facts, c.payload, clone=clone,
+                                   bm25_rank=bm25.rank if bm25 is not None else None,
+                                   cosine=emb.cosine if emb is not None else None,
+                                   hub_rate=model.page_accept_rate.get(c.page or "", 0.0))
+    out = model.decide(values) | basis
+    if copy_share and (clone >= copy_share or copied_share(facts.text, record_code(c.payload), renameable) >= copy_share):
+        out["accepted"], out["copied_code"] = True, True
+    reasons = contradictions(basis)
+    if not out["accepted"]:
+        top = sorted(((v, f) for f, v in out["contributions"].items() if v), reverse=True)[:3]
+        reasons.append(f"model: P(direct) {out['p']:.2f} < {model.threshold:.2f}"
+                       + (f" ({', '.join(f'{f} {v:+.2f}' for v, f in top)})" if top else " (no shared API)"))
+    return out, reasons

@@ -1,0 +1,123 @@
+"""The guide features (retrieve/docs_features.py), the model's arithmetic, its fit, and the judged metrics."""
+import numpy as np
+
+from godot_rag.classref import ClassReference
+from godot_rag.eval.guide_fit import choose_threshold, curve, fit_logistic
+from godot_rag.eval.judged import judged_metrics
+from godot_rag.gdscript import parse_chunk
+from godot_rag.retrieve.docs_features import FEATURES, DocsApiStats, GuideModel, contradictions, guide_features
+from godot_rag.retrieve.resolve import resolve_uses
+
+
+def method(t="void"):
+    return {"kind": "method", "type": t}
+
+
+def reference() -> ClassReference:
+    classes = {
+        "Object": {"inherits": None, "page": "classes/class_object", "members": {"connect": method()}},
+        "Node": {"inherits": "Object", "page": "classes/class_node", "members": {"get_node": method("Node"), "_ready": method()}},
+        "Vector2": {"inherits": None, "page": "classes/class_vector2", "members": {"distance_to": method("float")}},
+        "Plane": {"inherits": None, "page": "classes/class_plane", "members": {"distance_to": method("float")}},
+        "NavigationAgent2D": {"inherits": "Node", "page": "classes/class_navigationagent2d",
+                              "members": {"get_next_path_position": method("Vector2")}},
+        "NavigationServer3D": {"inherits": "Object", "page": "classes/class_navigationserver3d",
+                               "members": {"map_get_path": method()}},
+        "PhysicsBody2D": {"inherits": "Node", "page": "classes/class_physicsbody2d", "members": {}},
+        "CharacterBody2D": {"inherits": "PhysicsBody2D", "page": "classes/class_characterbody2d",
+                            "members": {"move_and_slide": method("bool")}},
+        "RigidBody2D": {"inherits": "PhysicsBody2D", "page": "classes/class_rigidbody2d", "members": {}},
+    }
+    # Node is a hub of the hierarchy: many classes under it.
+    for i in range(25):
+        classes[f"Widget{i}"] = {"inherits": "Node", "page": f"classes/class_widget{i}", "members": {}}
+    return ClassReference({"classes": classes})
+
+
+def record(uses=(), classes=(), declares=(), mentions=()):
+    return {"metadata": {"code_uses": list(uses), "code_classes": list(classes), "code_callbacks": [],
+                         "code_declares": list(declares), "mentions": list(mentions)}}
+
+
+def features(stats, code, rec, **kw):
+    facts = parse_chunk(code)
+    res = resolve_uses(facts, stats.ref)
+    args = {"clone": 0.0, "bm25_rank": 1, "cosine": 0.5, "hub_rate": 0.0} | kw
+    return guide_features(stats, res, facts, rec, **args)
+
+
+def stats_with(docs, ref=None, share=None):
+    return DocsApiStats.build(docs, ref or reference(), share)
+
+
+def test_shared_api_is_weighted_by_how_rare_it_is_and_declared_names_never_count():
+    ref = reference()
+    # get_node is in every record; move_and_slide in one.
+    docs = {f"r{i}": record(uses=["Node.get_node"]) for i in range(50)}
+    docs["slide"] = record(uses=["CharacterBody2D.move_and_slide", "Node.get_node"])
+    stats = stats_with(docs, ref, {"Node.get_node": 0.6})
+    assert stats.member_specificity("Node.get_node") == 0.0  # a quarter of real chunks use it: nothing
+    assert stats.member_specificity("CharacterBody2D.move_and_slide") > 0.7
+    code = "extends CharacterBody2D\n\nfunc _physics_process(delta):\n    get_node(\"A\")\n    move_and_slide()\n"
+    values, basis = features(stats, code, docs["slide"])
+    assert [x["api"] for x in basis["shared_api"]] == ["CharacterBody2D.move_and_slide", "Node.get_node"]
+    assert values["api_code"] == stats.member_specificity("CharacterBody2D.move_and_slide")
+    # A function both sides declare (`update_camera`) is no shared API, whatever the record calls it.
+    values, basis = features(stats, "func update_camera():\n    pass\n", record(declares=["update_camera"]))
+    assert values["api_code"] == 0 and not basis["shared_api"]
+
+
+def test_same_member_on_an_unrelated_class_is_a_contradiction():
+    stats = stats_with({"plane": record(uses=["Plane.distance_to"])})
+    code = "func f(a: Vector2, b: Vector2):\n    return a.distance_to(b)\n"
+    values, basis = features(stats, code, record(uses=["Plane.distance_to"]))
+    assert basis["clashes"] == [{"record": "Plane.distance_to", "chunk": "Vector2.distance_to"}]
+    assert contradictions(basis)[0].startswith("contradiction: the record uses Plane.distance_to")
+    _, basis = features(stats, code, record(uses=["Vector2.distance_to", "Plane.distance_to"]))
+    assert not basis["clashes"]  # the record shows the chunk's own member too
+
+
+def test_class_compatibility_comes_from_the_inheritance():
+    stats = stats_with({})
+    assert stats.compatible("CharacterBody2D", "RigidBody2D")  # siblings under PhysicsBody2D
+    assert stats.compatible("CharacterBody2D", "PhysicsBody2D")  # an ancestor
+    assert not stats.compatible("NavigationAgent2D", "Widget3")  # only Node in common: a hub, no family
+    assert stats.generic("Node") and not stats.generic("PhysicsBody2D")
+    code = "func f(agent: NavigationAgent2D):\n    return agent.get_next_path_position()\n"
+    values, basis = features(stats, code, record(uses=["NavigationServer3D.map_get_path"], classes=["NavigationServer3D"]))
+    assert values["incompatible"] == 1.0
+    assert basis["rivals"] == ["NavigationServer3D vs NavigationAgent2D"] and not contradictions(basis)
+    values, basis = features(stats, code, record(classes=["NavigationAgent2D"]))
+    assert values["incompatible"] == 0.0 and not contradictions(basis)
+
+
+def test_model_decision_is_readable_arithmetic():
+    model = GuideModel.from_dict({"weights": {f: 1.0 for f in FEATURES} | {"hub_rate": -4.0}, "bias": -2.0, "threshold": 0.5})
+    values = {f: 0.0 for f in FEATURES} | {"api_code": 3.0, "hub_rate": 0.5}
+    out = model.decide(values)
+    assert out["contributions"]["api_code"] == 3.0 and out["contributions"]["hub_rate"] == -2.0
+    assert out["logit"] == round(-2.0 + 3.0 - 2.0, 4) and not out["accepted"]
+    assert model.decide(values | {"hub_rate": 0.0})["accepted"]
+
+
+def test_logistic_fit_and_threshold_for_precision():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 2))
+    y = (x[:, 0] + 0.2 * rng.normal(size=400) > 0.5).astype(float)
+    w, b = fit_logistic(x, y, l2=0.1)
+    assert w[0] > 2 and w[0] > 5 * abs(w[1]) and b < 0
+    p = 1 / (1 + np.exp(-(x @ w + b)))
+    grades = np.where(y == 1, 2, 0)
+    points = curve(p, grades)
+    chosen = choose_threshold(points, 0.9, 0.1)
+    assert chosen["precision"] >= 0.9 and chosen["share0"] <= 0.1
+    assert all(c["precision"] < 0.9 or c["threshold"] >= chosen["threshold"] for c in points if c["share0"] <= 0.1 and c["accepted"] >= 5)
+
+
+def test_judged_metrics_per_group():
+    grades = {("q1", "a"): 2, ("q1", "b"): 0, ("q1", "c"): 2, ("q2", "d"): 1, ("q2", "e"): 2}
+    m = judged_metrics({"q1": {"guides": ["a", "b", "x"], "api_reference": ["c"]}, "q2": {"guides": ["d"]}}, grades)
+    assert m["guides"] == {"accepted": 4, "graded": 3, "ungraded": 1, "share2": round(1 / 3, 4), "share0": round(1 / 3, 4)}
+    assert m["api_reference"]["share2"] == 1.0
+    assert m["chunks_with_grade2"] == 0.5
+    assert m["pool_grade2_recall"] == 0.5  # q1: both of its grade-2 records; q2: none of one
