@@ -13,13 +13,23 @@ from .jsonlines import iter_jsonl
 from .store.db import database_workers
 
 
-def read_batch(path: Path) -> list[str]:
+def read_batch(path: Path, context=None) -> list[tuple[str, object]]:
+    """(chunk, context) per line. A line's `"context"` object (the project around the chunk) is validated
+    here, so a bad one names its file, line and field before anything runs; `context` (the CLI's
+    `--project`/`--file`) stands for the lines that have none."""
+    from .retrieve.config import ConfigError
+    from .retrieve.project_context import RequestContext
+
     chunks = []
     for n, rec in iter_jsonl(path):
         text = rec.get("chunkText", rec.get("chunk_text")) if isinstance(rec, dict) else None
         if not isinstance(text, str):
             raise ValueError(f"{path}:{n}: field 'chunkText' (or 'chunk_text') must be a string")
-        chunks.append(text)
+        try:
+            line_context = RequestContext.parse(rec.get("context"))
+        except ConfigError as e:
+            raise ValueError(f"{path}:{n}: {e}") from None
+        chunks.append((text, line_context or context))
     return chunks
 
 
@@ -48,23 +58,24 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
     _worker["retriever"].warm(cfg, embed=strategy != "B")
 
 
-def _retrieve_line(retriever, strategy, cfg, n: int, chunk: str) -> str:
+def _retrieve_line(retriever, strategy, cfg, n: int, item: tuple[str, object]) -> str:
     """One result line; a bad chunk gives an error line for that input line, and the batch goes on."""
     from .retrieve.pipeline import ChunkError
 
+    chunk, context = item
     try:
-        return retriever.retrieve(chunk, strategy, cfg, explain=False).model_dump_json()
+        return retriever.retrieve(chunk, strategy, cfg, explain=False, context=context).model_dump_json()
     except ChunkError as e:
         return json.dumps({"line": n, "error": str(e), "status": e.status})
 
 
-def _retrieve_one(item: tuple[int, str]) -> str:
+def _retrieve_one(item: tuple[int, tuple[str, object]]) -> str:
     return _retrieve_line(_worker["retriever"], _worker["strategy"], _worker["cfg"], *item)
 
 
 def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet: bool = False,
-              llm_spec: dict | None = None, cross_encoder: str | None = None) -> dict:
-    chunks = read_batch(path)
+              llm_spec: dict | None = None, cross_encoder: str | None = None, context=None) -> dict:
+    chunks = read_batch(path, context)
     t0 = time.perf_counter()
     if workers <= 1:
         retriever.warm(cfg, embed=strategy != "B")

@@ -160,11 +160,16 @@ def open_llm(llm, needed: bool, why: str):
 @click.option("--workers", default=2, show_default=True, help="Parallel workers for --batch.")
 @click.option("--strategy", "-s", default="F", show_default=True, help="A-F (see `godot-rag strategies`).")
 @click.option("--explain", is_flag=True, help="Show the stage list, every stage's summary, matched terms and stage scores.")
+@click.option("--project", "project_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="The Godot project the chunk comes from: its symbol table (built, or read from the scan cache) "
+                   "and Godot version are the request's context.")
+@click.option("--file", "file_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The .gd file the chunk comes from (with --project: its path there; its `extends` is used).")
 @with_output
 @with_retrieve
 @with_llm
 @with_db
-def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn, data_dir):
+def retrieve(source, batch, workers, strategy, explain, project_dir, file_path, output, rargs, llm, dsn, data_dir):
     """Retrieve evidence for a raw GDScript chunk (FILE, or - for stdin)."""
     from .render import render_table
     from .retrieve.config import ConfigError
@@ -178,11 +183,12 @@ def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn,
         needed = strategy == "E" or cfg.validator_llm or cfg.reranker == "qwen"
         model = open_llm(llm, needed and not cfg.llm_optional, f"strategy {strategy}" if strategy == "E" else "the Qwen judge")
         retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder)
+        context = cli_context(project_dir, file_path, retriever.cache_dir) if project_dir or file_path else None
         if batch:
             from .batch import run_batch
 
             run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
-                      llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder)
+                      llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder, context=context)
             return
         if source is None:
             raise click.UsageError("give a FILE, - for stdin, or --batch FILE.jsonl")
@@ -190,7 +196,7 @@ def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn,
             text = source.read()
         except UnicodeDecodeError as e:
             fail(f"{source.name}: not a UTF-8 text file (byte {e.start}); pass the raw GDScript chunk")
-        result = retriever.retrieve(text, strategy, cfg, explain=True)
+        result = retriever.retrieve(text, strategy, cfg, explain=True, context=context)
     except (ConfigError, ChunkError, StoreError) as e:
         fail(str(e))
     except ValueError as e:  # a malformed --batch line names its file, line and field
@@ -199,6 +205,35 @@ def retrieve(source, batch, workers, strategy, explain, output, rargs, llm, dsn,
         click.echo(result.model_dump_json(indent=2))
     else:
         click.echo(render_table(result, explain=explain))
+
+
+def cli_context(project_dir: Path | None, file_path: Path | None, cache_dir: Path):
+    """`--project DIR` / `--file PATH` as the request's context."""
+    from .gdscript import parse_script
+    from .scan.symbols import file_context, load_project_symbols
+    from .store.scan_cache import CACHE_FILE, ScanCache
+    from .store.scan_files import read_script
+
+    if project_dir is None:
+        text, err = read_script(file_path)
+        if err is not None:
+            fail(f"{file_path}: {err}")
+        facts = parse_script(text)
+        return file_context(None, file_path.name, extends=facts.extends or facts.extends_path)
+    if not (project_dir / "project.godot").is_file():
+        fail(f"{project_dir}: no project.godot there (give the folder of the Godot project)")
+    rel = None
+    if file_path is not None:
+        try:
+            rel = file_path.resolve().relative_to(project_dir.resolve()).as_posix()
+        except ValueError:
+            fail(f"{file_path}: not inside the project {project_dir}")
+    cache = ScanCache(cache_dir / CACHE_FILE)
+    try:
+        table = load_project_symbols(project_dir, cache)
+    finally:
+        cache.close()
+    return file_context(table, rel)
 
 
 @main.group()
@@ -418,11 +453,14 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, output, rargs
 @click.option("--refresh", is_flag=True, help="Ignore cached results (they are rewritten).")
 @click.option("--no-extends-hint", "no_extends_hint", is_flag=True,
               help="Do not pass the file's `extends` with the chunks that have none.")
+@click.option("--no-project-symbols", "no_project_symbols", is_flag=True,
+              help="Do not pass the project's symbol table with the chunks (each chunk is then judged alone).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @with_db
 def scan(project_dir, out, strategy, godot_version, workers, formats, changed_since, include_addons, fail_on,
-         config_file, settings, max_chunk_chars, cache_file, refresh, no_extends_hint, as_json, quiet, dsn, data_dir):
+         config_file, settings, max_chunk_chars, cache_file, refresh, no_extends_hint, no_project_symbols, as_json, quiet, dsn,
+         data_dir):
     """Scan a Godot project (or a folder of projects): every .gd file, chunked, through the retriever;
     writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md.
     Exit 0: no finding at --fail-on or above; 1: there is one; 2: usage or database error."""
@@ -445,7 +483,7 @@ def scan(project_dir, out, strategy, godot_version, workers, formats, changed_si
                            formats=tuple(f.strip() for f in formats.split(",") if f.strip()), changed_since=changed_since,
                            include_addons=include_addons, fail_on=fail_on, quiet=quiet, settings=overrides,
                            cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
-                           extends_hint=not no_extends_hint)
+                           extends_hint=not no_extends_hint, project_symbols=not no_project_symbols)
         result = run_scan(opts, dsn=dsn, data_dir=data_dir)
     except (ConfigError, click.BadParameter, ScanError) as e:
         fail(str(e).splitlines()[0] if str(e) else "scan failed", 2)

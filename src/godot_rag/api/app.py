@@ -10,6 +10,7 @@ from ..models.llm import LLMError
 from ..retrieve.config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig, clip
 from ..retrieve.strategies import STRATEGIES, check_strategy, describe
 from ..retrieve.pipeline import ChunkError, Retriever
+from ..retrieve.project_context import RequestContext
 from ..retrieve.types import RetrieveResult
 from ..store.db import StoreError, StoreUnavailable
 
@@ -39,6 +40,9 @@ class RetrieveRequest(BaseModel):
                                                              "additionalProperties": False})
     godot_version: str | None = Field(None, description='"3", "4" or "auto" (default): sharpens the ambiguous migration cases only.')
     extends: str | None = Field(None, description="The script's class when the chunk has no `extends` line (e.g. the file header's).")
+    # Validated by the one context model (an unknown field is a 400 listing the valid ones).
+    context: dict[str, Any] | None = Field(None, description="The project around the chunk: project_symbols, file_path, "
+                                           "extends, godot_version (RequestContext); every field optional.")
 
 
 def availability(retriever: Retriever, llm_optional: bool = False) -> dict:
@@ -129,10 +133,11 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
             if llm_optional:
                 settings.setdefault("llm_optional", True)
             cfg = RetrieveConfig.from_mapping(settings)
+            context = RequestContext.parse(req.context)
         except (ConfigError, TypeError) as e:
             return _error(400, str(e))
         try:
-            result = retriever.retrieve(req.chunkText, strategy, cfg, explain=req.explain)
+            result = retriever.retrieve(req.chunkText, strategy, cfg, explain=req.explain, context=context)
         except ChunkError as e:
             return _error(e.status, str(e), max_chars=MAX_CHUNK_CHARS)
         except StoreUnavailable as e:

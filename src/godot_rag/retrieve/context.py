@@ -58,6 +58,7 @@ class QueryContext:
     resolution: Any = None  # resolve.Resolution (F)
     version: Any = None  # version.VersionContext (F)
     validation: Any = None  # validate.ValidationContext (F): the judge re-checks findings with it
+    context: Any = None  # project_context.RequestContext: the project around the chunk (None: the chunk alone)
     rejected: list[Candidate] = field(default_factory=list)
     cut: list[Candidate] = field(default_factory=list)  # accepted, then cut at k
     _notes: dict[str, Any] = field(default_factory=dict)

@@ -185,6 +185,7 @@ class QueryTrace(StageInfo):
     gdscript: dict[str, Any] | None = None
     resolve: dict[str, Any] | None = None
     version: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None  # the request's project context, as given (counts for the symbols)
     # table -> stage -> ranked ids (ids only), so a record can be traced to the stage that lost it
     candidate_ids: dict[str, dict[str, list[str]]] = {}
     tsquery: str | None = None

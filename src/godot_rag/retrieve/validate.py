@@ -47,7 +47,7 @@ from .context import Pool, QueryContext
 from .stage import Stage
 from .trace import JudgeInfo, ValidateInfo
 from .types import Candidate
-from .version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionContext, classify_occurrence, decide_ambiguous, evidence_rank
+from .version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionContext, classify_in_context, decide_ambiguous, evidence_rank
 
 METHOD_CALL_RE = re.compile(rf"\.({IDENT})\s*\(")
 
@@ -66,6 +66,7 @@ class ValidationContext:
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
     renamed_classes: dict[str, str] = field(default_factory=dict)  # Godot 3 class name -> Godot 4 name
+    context: object | None = None  # project_context.RequestContext: the project around the chunk
 
     @cached_property
     def call_pairs(self) -> set[str]:
@@ -261,8 +262,8 @@ def mapping_occurrences(v: ValidationContext, c: Candidate) -> dict:
             decisions.append({**h, "status": "godot3", "why": f"line {h['line']}:{h['col']}: Godot 3 syntax `{h['literal']}`"})
     elif not (IDENT_RE.fullmatch(src) and src not in facts.all_identifiers):
         for occ in facts.occurrences(src):
-            status, why = classify_occurrence(facts, v.resolution, v.ref, p, occ, v.renamed_classes)
-            decisions.append({**occ, "status": status, "why": why})
+            status, why, rule = classify_in_context(facts, v.resolution, v.ref, p, occ, v.renamed_classes, v.version, v.context)
+            decisions.append({**occ, "status": status, "why": why, **({"rule": rule} if rule else {})})
     for d in decisions:
         neg = _claimed(facts, p.get("negative_patterns") or [], d["start"], d["end"]) if d["status"] != "ignored" else None
         if neg:
@@ -308,7 +309,8 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
         base = max(base, 0.9)
     confidence = base if accepted else 0.0
     return {"evidence": evidence, "occurrences": [{**{k: d[k] for k in ("line", "col", "region", "status", "why", "start", "end")},
-                                                   "ambiguous": bool(d.get("ambiguous"))} for d in decisions][:20],
+                                                   "ambiguous": bool(d.get("ambiguous")), **({"rule": d["rule"]} if d.get("rule") else {})}
+                                                  for d in decisions][:20],
             "contradictions": [], "confidence": round(confidence, 4), "accepted": accepted, "reasons": reasons}
 
 
@@ -394,7 +396,7 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
-                             renamed_classes=r.class_renames())
+                             renamed_classes=r.class_renames(), context=ctx.context)
     ctx.validation = vctx
     judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)])
     ctx.trace.version = ctx.version.to_trace()  # with the Godot 3 uses the validator found
