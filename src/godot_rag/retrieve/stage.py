@@ -24,4 +24,4 @@ class Stage:
 
 # What the stages return, as a stored result (the scan's cache) sees it: bump it with every change of a
 # stage's behaviour, so that no result of older code is served.
-RESULTS_VERSION = 2
+RESULTS_VERSION = 3
