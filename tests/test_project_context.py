@@ -251,7 +251,7 @@ def test_context_over_http_is_validated_and_traced(fixture_db):
     assert bad.status_code == 400 and "unknown context field(s) file; valid: project_symbols" in bad.json()["error"]
 
 
-def test_context_in_batch_lines(fixture_db, tmp_path):
+def test_context_in_batch_lines(fixture_db, project, tmp_path):
     env = {"PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
     batch = tmp_path / "b.jsonl"
     chunk = "func go():\n\tchange_scene(\"res://a.tscn\")\n"
@@ -261,6 +261,18 @@ def test_context_in_batch_lines(fixture_db, tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [json.loads(l) for l in out.stdout.splitlines()]
     assert rows[0]["trace"]["context"]["file_path"] == "main.gd" and rows[1]["trace"]["context"] is None
+    # `--project DIR` gives every line the project's symbols; a line's own fields (its file) win.
+    batch.write_text(json.dumps({"chunkText": chunk, "context": {"file_path": "autoload/ggt.gd"}}) + "\n")
+    out = subprocess.run(base + ["--batch", str(batch), "--workers", "2", "--project", str(project)],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    trace = json.loads(out.stdout)["trace"]["context"]
+    assert trace["file_path"] == "autoload/ggt.gd" and trace["engine_extends"] == "Node" and trace["godot_version"] == "4.3"
+    assert trace["project_symbols"]["kinds"]["autoload"] == 1
+    single = subprocess.run(base[:-1] + ["--project", str(project), "--file", str(project / "child.gd"), "--json", "-"],
+                            input=chunk, capture_output=True, text=True, env=env, timeout=300)
+    assert single.returncode == 0, single.stderr[-2000:]
+    assert json.loads(single.stdout)["trace"]["context"]["engine_extends"] == "Node2D"
     batch.write_text(json.dumps({"chunkText": chunk, "context": {"godot_version": 4}}) + "\n")
     bad = subprocess.run(base + ["--batch", str(batch)], capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode != 0 and f"{batch}:1: context.godot_version" in bad.stderr and "Traceback" not in bad.stderr
