@@ -75,7 +75,7 @@ class RequestContext(BaseModel):
         except ValidationError as e:
             err = e.errors()[0]
             loc = ".".join(str(x) for x in err["loc"])
-            return _raise(f"context.{loc} = {clip(repr(err.get('input')), 40)}: {err['msg']}")
+            raise ContextError(f"context.{loc} = {clip(repr(err.get('input')), 40)}: {err['msg']}") from None
 
     @property
     def major(self) -> str | None:
@@ -108,10 +108,6 @@ class RequestContext(BaseModel):
                 "engine_extends": self.engine_extends(),
                 "project_symbols": None if index is None else {"names": len(index.declared), "classes": len(index.scopes),
                                                                "kinds": index.kind_counts}}
-
-
-def _raise(message: str):
-    raise ContextError(message)
 
 
 class ProjectIndex:
