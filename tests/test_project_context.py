@@ -276,3 +276,32 @@ def test_context_in_batch_lines(fixture_db, project, tmp_path):
     batch.write_text(json.dumps({"chunkText": chunk, "context": {"godot_version": 4}}) + "\n")
     bad = subprocess.run(base + ["--batch", str(batch)], capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode != 0 and f"{batch}:1: context.godot_version" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_scan_passes_the_symbol_table_and_an_edit_recomputes_only_its_chunks(fixture_db, project, tmp_path):
+    import shutil
+
+    from godot_rag.scan.run import ScanOptions, run_scan
+
+    proj = tmp_path / "proj"
+    shutil.copytree(project, proj)
+
+    def scan(n):
+        return run_scan(ScanOptions(root=proj, out=tmp_path / f"o{n}", cache=tmp_path / "cache.sqlite3", quiet=True,
+                                    workers=1, include_addons=True, formats=("jsonl",)), db=fixture_db)
+
+    first = scan(1)
+    table = first.summary["projects"][0]["symbol_table"]
+    assert table["godot_version"] == "4.3" and table["kinds"]["autoload"] == 1 and table["parsed"] == table["files"] == 5
+    rows = [json.loads(l) for l in (tmp_path / "o1" / "chunks.jsonl").read_text().splitlines()]
+    assert {r["file"]: r["context"]["extends"] for r in rows}["child.gd"] == "res://base.gd"
+    assert all(r["context"]["godot_version"] == "4.3" for r in rows)
+    # A function body edited: only its chunk is recomputed, and only its file is parsed again.
+    ggt = proj / "autoload" / "ggt.gd"
+    ggt.write_text(ggt.read_text().replace("\tget_tree()", "\tvar probe := 1\n\tget_tree()"))
+    second = scan(2)
+    assert second.summary["computed"] == 1 and second.summary["projects"][0]["symbol_table"]["parsed"] == 1
+    # A new function: its own chunk is new; the chunks that do not name it keep their results.
+    (proj / "child.gd").write_text((proj / "child.gd").read_text() + "\n\nfunc added():\n\tpass\n")
+    third = scan(3)
+    assert third.summary["computed"] == 1

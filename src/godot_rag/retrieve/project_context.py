@@ -163,6 +163,10 @@ class ProjectIndex:
             return "RefCounted" if scopes else None
         return None if last.startswith(RES) else last
 
+    def chain(self, name: str) -> list[str]:
+        """`name`'s project scopes up its `extends`, and the name it ends on."""
+        return [x or "" for x in self._chain(name)]
+
     def member(self, cls: str, name: str) -> Symbol | None:
         """`name` as declared by the project class `cls` or one of its project ancestors."""
         for scope in list(self._chain(cls))[:-1]:

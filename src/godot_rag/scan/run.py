@@ -323,7 +323,7 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
     for entry in files:
         for c in entry["chunks"]:
             ref = c.get("context")
-            c["key"] = cache_key(c["text"], strategy, c["cfg"] if ref is None else {**c["cfg"], "context": entry["context_key"]}, digest)
+            c["key"] = cache_key(c["text"], strategy, c["cfg"] if ref is None else {**c["cfg"], "context": c["context_key"]}, digest)
             jobs.setdefault(c["key"], (c["text"], c["cfg"], ref))
     t_retrieve = time.perf_counter()
     try:
@@ -369,7 +369,8 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
 def _symbol_tables(opts, disc, files, cache) -> dict:
     """Each project's symbol table (through the cache), and each chunk's context reference
     (project, file, extends, Godot version): the scan passes them with every chunk."""
-    from .symbols import build_project_symbols
+    from ..retrieve.project_context import RES, RequestContext
+    from .symbols import build_project_symbols, chunk_symbols_key
 
     if not opts.project_symbols:
         return {}
@@ -378,6 +379,8 @@ def _symbol_tables(opts, disc, files, cache) -> dict:
     for p in disc.projects:
         if p.rel in wanted:
             built[p.rel] = build_project_symbols(p, cache)
+    t0 = time.perf_counter()
+    indexes = {rel: RequestContext(project_symbols=t.symbols).index() for rel, t in built.items()}
     by_rel = {p.rel: p for p in disc.projects}
     for entry in files:
         table = built.get(entry["project"])
@@ -390,9 +393,12 @@ def _symbol_tables(opts, disc, files, cache) -> dict:
         if opts.godot_version == "auto":
             version = None
         ref = (entry["project"], file_rel, script.extends if script is not None else None, version)
-        entry["context_key"] = [table.digest, *ref[1:]]
         for c in entry["chunks"]:
             c["context"] = ref
+            c["context_key"] = [chunk_symbols_key(indexes[entry["project"]], c["text"], [RES + file_rel, ref[2]]), *ref[1:]]
+    if built:  # the keys' time is the symbol table's too
+        first = next(iter(built.values()))
+        first.seconds += time.perf_counter() - t0
     return built
 
 

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..gdscript import parse_script
+from ..gdscript import IDENT_RE, parse_script
 from ..retrieve.project_context import RES, Symbol
 from ..store.scan_files import read_script, read_small_text
 from .project import VERSION_OF_CONFIG, Project, discover
@@ -184,3 +184,17 @@ def file_context(table: ProjectSymbols | None, file_rel: str | None, godot_versi
     ctx = RequestContext(project_symbols=table.symbols if table is not None else None, file_path=file_rel, extends=extends,
                          godot_version=godot_version or (table.godot_version if table is not None else None))
     return ctx
+
+
+def chunk_symbols_key(index, text: str, starts: list[str]) -> str:
+    """What of the project a chunk's decisions can read, as a digest for its cache key: the symbols named
+    in the chunk (name, kind, file, scope, extends; not their lines, so an edit that only moves lines
+    recomputes nothing elsewhere), and the `extends` chains of the project classes it names and of its
+    own file (`starts`). An edit elsewhere in the project leaves the chunk's cached result valid."""
+    names = set(IDENT_RE.findall(text))
+    parts = []
+    for name in sorted(names & index.declared.keys()):
+        parts.extend(f"{s.name}|{s.kind}|{s.file}|{s.scope}|{s.extends}" for s in index.declared[name])
+    for name in sorted((names & index.scopes.keys()) | {s for s in starts if s}):
+        parts.append(name + ">" + ">".join(index.chain(name)))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
