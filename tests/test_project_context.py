@@ -188,6 +188,18 @@ def test_typed_virtual_declaration_in_godot4_code_is_not_godot3(ref):
     assert mapping.verdict == "accept" and finding.verdict == "accept"
 
 
+def test_a_godot3_override_stays_godot3_in_a_project_that_declares_the_name(ref, table):
+    # The project declares `get_plugin_name` (a static helper elsewhere); this declaration overrides the
+    # engine's virtual, so in a Godot 3 project it is still the renamed virtual's Godot 3 use.
+    godot3 = "func get_plugin_name():\n\treturn \"Tool\"\n"
+    context = file_context(table, "addons/tool/other.gd", godot_version="3.5", extends="EditorPlugin")
+    mapping, finding = _validated(ref, godot3, "get_plugin_name", context)
+    assert mapping.verdict == "accept" and finding.verdict == "accept", mapping.reason
+    # In a Godot 4 project the same declaration compiles (it is just never called): no finding.
+    mapping, _ = _validated(ref, godot3, "get_plugin_name", file_context(table, "addons/tool/other.gd", extends="EditorPlugin"))
+    assert mapping.verdict == "reject" and "[rule godot4_project_compiles]" in mapping.reason
+
+
 def test_a_real_godot3_use_keeps_its_finding_with_context(ref, table):
     # The project declares a `change_scene` of its own, but this receiver resolves to the engine's SceneTree.
     chunk = 'func f():\n\tget_tree().change_scene("res://menu.tscn")\n'
