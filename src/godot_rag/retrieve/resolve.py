@@ -270,7 +270,10 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
 def run_resolve(ctx, pool):
     """The resolve stage: each API use of the chunk, resolved through the Godot 4 class reference."""
     context = ctx.context
-    res = resolve_uses(ctx.facts, ctx.retriever.class_reference(), ctx.cfg.extends or (context and context.engine_extends()),
+    # The file's class is not an inner class's: a chunk that declares one resolves without the context's `extends`.
+    inner = any(d.kind == "class" and not d.scope for d in ctx.facts.declarations)
+    hint = ctx.cfg.extends or (context.engine_extends() if context is not None and not inner else None)
+    res = resolve_uses(ctx.facts, ctx.retriever.class_reference(), hint,
                        ctx.cfg.resolve_max_hops, project=context and context.index(), own_scope=context and context.own_scope())
     ctx.resolution = res
     ctx.trace.resolve = res.to_trace()
