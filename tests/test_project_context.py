@@ -14,7 +14,7 @@ from godot_rag.classref import ClassReference
 from godot_rag.gdscript import parse_chunk
 from godot_rag.retrieve.config import ConfigError
 from godot_rag.retrieve.project_context import ContextError, RequestContext
-from godot_rag.retrieve.resolve import resolve_uses
+from godot_rag.retrieve.resolve import extends_hint, resolve_uses
 from godot_rag.retrieve.types import Candidate
 from godot_rag.retrieve.validate import ValidationContext, validate
 from godot_rag.retrieve.version import effective_hint, version_context, version_names
@@ -114,12 +114,12 @@ CASES = {
 }
 
 
-def _validated(ref, chunk: str, name: str, context=None, hint="auto"):
+def _validated(ref, chunk: str, name: str, context=None, hint="auto", extends=None):
     mapping, label = CASES[name]
     finding = _finding(label, mapping["mapping_id"], name, mapping["change_type"])
     facts = parse_chunk(chunk)
     ctx = RequestContext.parse(context)
-    res = resolve_uses(facts, ref, ctx.engine_extends() if ctx else None, project=ctx.index() if ctx else None,
+    res = resolve_uses(facts, ref, extends_hint(facts, extends, ctx), project=ctx.index() if ctx else None,
                        own_scope=ctx.own_scope() if ctx else None)
     old, new = version_names([mapping], ref)
     v = ValidationContext(facts=facts, resolution=res, ref=ref, idf=lambda t: 6.0, class_of_page={}, context=ctx,
@@ -212,6 +212,25 @@ def test_a_real_godot3_use_keeps_its_finding_with_context(ref, table):
     mapping, finding = _validated(ref, chunk, "change_scene", godot3)
     assert mapping.verdict == "accept" and finding.verdict == "accept"
     assert "would not compile" not in mapping.info("validate").occurrences[0]["why"]
+
+
+def test_a_godot3_override_of_a_file_extending_a_project_class(ref, table):
+    # The scan's `extends` hint is the file's as written (a project class): it resolves to its engine class,
+    # so the override of the engine's renamed virtual stays Godot 3 use although the project declares the name.
+    chunk = "func _get_configuration_warning() -> String:\n\treturn \"\"\n"
+    CASES["_get_configuration_warning"] = (_mapping("_get_configuration_warning", "_get_configuration_warnings",
+                                                    "method_rename"), "godot3_method_name")
+    ctx = RequestContext.parse({"project_symbols": [{"name": "State", "kind": "class_name", "file": "state.gd", "line": 2,
+                                                      "scope": "res://state.gd"},
+                                                     {"name": "res://state.gd", "kind": "script", "file": "state.gd",
+                                                      "scope": "res://state.gd", "extends": "Node"},
+                                                     {"name": "_get_configuration_warning", "kind": "func", "file": "b.gd",
+                                                      "line": 9, "scope": "res://b.gd"}],
+                                "file_path": "air.gd", "extends": "State", "godot_version": "3"})
+    facts = parse_chunk(chunk)
+    assert resolve_uses(facts, ref, extends_hint(facts, "State", ctx), project=ctx.index()).own_class == "Node"
+    mapping, finding = _validated(ref, chunk, "_get_configuration_warning", ctx, extends="State")
+    assert mapping.verdict == "accept" and finding.verdict == "accept", mapping.reason
 
 
 def test_a_known_godot4_project_gets_findings_only_for_missing_engine_api(ref, table):

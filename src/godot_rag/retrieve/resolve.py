@@ -267,13 +267,22 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
     return res
 
 
+def extends_hint(facts: GDScriptFacts, setting: str | None, context) -> str | None:
+    """The script's class for a chunk without `extends`: the `extends` setting, read through the project's
+    classes (the scan passes the file's `extends` as written, maybe a project class), else the context's
+    engine class. An inner class is not the file's class: a chunk that declares one gets only the setting."""
+    if context is None or any(d.kind == "class" and not d.scope for d in facts.declarations):
+        return setting
+    index = context.index()
+    if setting and index is not None and index.is_class(setting):
+        return index.engine_class(setting)
+    return setting or context.engine_extends()
+
+
 def run_resolve(ctx, pool):
     """The resolve stage: each API use of the chunk, resolved through the Godot 4 class reference."""
     context = ctx.context
-    # The file's class is not an inner class's: a chunk that declares one resolves without the context's `extends`.
-    inner = any(d.kind == "class" and not d.scope for d in ctx.facts.declarations)
-    hint = ctx.cfg.extends or (context.engine_extends() if context is not None and not inner else None)
-    res = resolve_uses(ctx.facts, ctx.retriever.class_reference(), hint,
+    res = resolve_uses(ctx.facts, ctx.retriever.class_reference(), extends_hint(ctx.facts, ctx.cfg.extends, context),
                        ctx.cfg.resolve_max_hops, project=context and context.index(), own_scope=context and context.own_scope())
     ctx.resolution = res
     ctx.trace.resolve = res.to_trace()

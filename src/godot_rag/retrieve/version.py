@@ -508,8 +508,20 @@ def declared_by_project(o: Occurrence) -> str | None:
         return None
     signal_string = (o.occ["region"] == "string" and o.change in SIGNAL_TYPES
                      and _string_argument(o.facts, o.occ["start"], SIGNAL_ARGS))
-    if not (o.code or signal_string) or _engine_receiver(o) is not None:
+    if not (o.code or signal_string):
         return None
+    engine = _engine_receiver(o)
+    if engine is not None:
+        # A receiver typed as an engine class that lacks the name may be an object of a project class below
+        # it that declares it (`get_parent().change_scene()` on the project's own scene manager): a downcast.
+        missing = o.missing()
+        below = [s for s in o.index.declares(o.src) if missing is not None and s.scope
+                 and (e := o.index.engine_class(s.scope)) and o.ref.has_class(e) and missing.missing_on in o.ref.lineage(e)]
+        if not below:
+            return None
+        s = below[0]
+        return (f"{o.where}: '{o.src}' is declared by the project at {s.where()} ({s.kind.replace('_', ' ')}), "
+                f"in a class below {missing.missing_on}")
     if o.declaration and o.change in METHOD_TYPES and _godot3_override(o.ref, o.renamed, o.res, o.mapping, _classes(o.mapping)):
         return None  # the declaration overrides an engine virtual: the engine's name, not the project's
     cls = o.receiver()
