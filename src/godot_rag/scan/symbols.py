@@ -146,7 +146,7 @@ def build_project_symbols(project: Project, cache=None) -> ProjectSymbols:
         sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
         keys[rel] = f"symbols:{SYMBOLS_FORMAT}:{sha}"
         h.update(f"|{rel}:{sha}".encode())
-    cached = cache.get_many(list(set(keys.values()))) if cache is not None else {}
+    cached = cache.get_many(list(set(keys.values())), "file_symbols") if cache is not None else {}
     symbols: list[Symbol] = []
     parsed = 0
     for rel, text in texts.items():
@@ -156,7 +156,7 @@ def build_project_symbols(project: Project, cache=None) -> ProjectSymbols:
             parsed += 1
             cached[keys[rel]] = entry
             if cache is not None:
-                cache.put(keys[rel], entry)
+                cache.put(keys[rel], entry, "file_symbols")
         symbols.extend(file_symbols(rel, entry))
     loads = autoloads(settings)
     symbols.extend(_autoload_symbol(project.dir, name, path) for name, path in loads.items())
