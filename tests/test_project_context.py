@@ -195,6 +195,14 @@ def test_a_godot3_override_stays_godot3_in_a_project_that_declares_the_name(ref,
     context = file_context(table, "addons/tool/other.gd", godot_version="3.5", extends="EditorPlugin")
     mapping, finding = _validated(ref, godot3, "get_plugin_name", context)
     assert mapping.verdict == "accept" and finding.verdict == "accept", mapping.reason
+    # A call of that override (`make_visible(false)` in the plugin) is the engine's renamed virtual too.
+    CASES["make_visible"] = (_mapping("make_visible", "_make_visible", "method_rename"), "godot3_method_name")
+    plugin = RequestContext.parse({"project_symbols": [
+        {"name": "res://plugin.gd", "kind": "script", "file": "plugin.gd", "scope": "res://plugin.gd", "extends": "EditorPlugin"},
+        {"name": "make_visible", "kind": "func", "file": "plugin.gd", "line": 9, "scope": "res://plugin.gd"}],
+        "file_path": "plugin.gd", "extends": "EditorPlugin", "godot_version": "3"})
+    mapping, finding = _validated(ref, "func _enter_tree():\n\tmake_visible(false)\n", "make_visible", plugin)
+    assert mapping.verdict == "accept" and finding.verdict == "accept", mapping.reason
     # In a Godot 4 project the same declaration compiles (it is just never called): no finding.
     mapping, _ = _validated(ref, godot3, "get_plugin_name", file_context(table, "addons/tool/other.gd", extends="EditorPlugin"))
     assert mapping.verdict == "reject" and "[rule godot4_project_compiles]" in mapping.reason

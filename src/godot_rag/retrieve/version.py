@@ -526,10 +526,21 @@ def declared_by_project(o: Occurrence) -> str | None:
         return None  # the declaration overrides an engine virtual: the engine's name, not the project's
     cls = o.receiver()
     found = o.index.member(cls, o.src) if cls and o.index.is_class(cls) else None
-    found = found or next(iter(o.index.declares(o.src)), None)
+    found = found or next((s for s in o.index.declares(o.src) if not _overrides_engine_virtual(o, s)), None)
     if found is None:
         return None
     return f"{o.where}: '{o.src}' is declared by the project at {found.where()} ({found.kind.replace('_', ' ')})"
+
+
+def _overrides_engine_virtual(o: Occurrence, s) -> bool:
+    """Whether the project's declaration is its Godot 3 override of a renamed engine virtual (`func make_visible`
+    in an EditorPlugin, whose Godot 4 virtual is `_make_visible`): the engine's name, which a call uses too."""
+    to = str(o.mapping.get("target_api") or "")
+    if s.kind != "func" or not to.startswith("_") or o.change not in METHOD_TYPES or not s.scope:
+        return False
+    engine = _godot4_class(o.index.engine_class(s.scope), o.ref, o.renamed)
+    found = o.ref.member(engine, to) if engine else None
+    return found is not None and found[1]["kind"] == "method" and o.ref.member(engine, o.src) is None
 
 
 @dataclass(frozen=True)
