@@ -1,6 +1,6 @@
 """`godot-rag retrieve --batch`: many chunks, one process per core, JSON lines on stdout in input order
 (`--format`: one line per accepted record, or one result per chunk; formats.py). A bad line (not UTF-8,
-not JSON, not an object with a usable chunkText and id) gets an error line,
+not JSON, not an object with a usable chunkText, id and context) gets an error line,
 `{"line": N, "chunk": ..., "error": ..., "status": ...}`, in its place, and the batch goes on; `strict`
 refuses the whole batch instead, naming every bad line."""
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -16,6 +17,8 @@ from tqdm import tqdm
 from .chunk_text import ChunkTextError, check_chunk_text
 from .formats import check_chunk_id, error_line, json_lines
 from .jsonlines import read_jsonl_lines
+from .retrieve.config import ConfigError
+from .retrieve.project_context import RequestContext
 from .store.db import database_workers
 
 
@@ -23,8 +26,14 @@ class BadBatch(ValueError):
     """--strict: the batch has bad lines, and none of it is run."""
 
 
-# (line number, the line's `id` or None, chunk text or None, its error line or None)
-BatchItem = tuple[int, Any, "str | None", "str | None"]
+@dataclass(frozen=True)
+class BatchItem:
+    """One line that is not blank: a good one with its chunk and context, a bad one with its error line."""
+    line: int
+    id: Any  # the line's `id`, or None
+    chunk: str | None = None
+    context: RequestContext | None = None  # the line's `"context"` object (the project around the chunk)
+    error: str | None = None  # the error line, for a bad line
 
 
 def _line_problem(rec) -> tuple[str, int] | None:
@@ -38,6 +47,10 @@ def _line_problem(rec) -> tuple[str, int] | None:
     except ValueError as e:
         return f"field 'id' {e}", 422
     try:
+        RequestContext.parse(rec.get("context"))
+    except ConfigError as e:
+        return f"field 'context': {e}", 422
+    try:
         check_chunk_text(rec.get("chunkText", rec.get("chunk_text")))
     except ChunkTextError as e:
         return str(e), e.status
@@ -45,7 +58,7 @@ def _line_problem(rec) -> tuple[str, int] | None:
 
 
 def read_batch(path: Path) -> list[BatchItem]:
-    """Every line that is not blank: a good one with its chunk, a bad one with its error line."""
+    """Every line that is not blank, in order; a bad line carries its error line."""
     items: list[BatchItem] = []
     for n, rec, malformed in read_jsonl_lines(path):
         problem = (malformed, 400) if malformed else _line_problem(rec)
@@ -53,10 +66,10 @@ def read_batch(path: Path) -> list[BatchItem]:
         cid = given if _id_ok(given) else None  # a bad id is not echoed: the line number names the line
         extra = {"line": n} | ({"id": cid} if cid is not None else {})
         if problem is None and isinstance(rec, dict):
-            items.append((n, cid, rec.get("chunkText", rec.get("chunk_text")), None))
+            items.append(BatchItem(n, cid, rec.get("chunkText", rec.get("chunk_text")), RequestContext.parse(rec.get("context"))))
         else:
             message, status = problem or ("a line must be a JSON object", 422)
-            items.append((n, cid, None, error_line(message, status, n if cid is None else cid, extra)))
+            items.append(BatchItem(n, cid, error=error_line(message, status, n if cid is None else cid, extra)))
     return items
 
 
@@ -68,11 +81,21 @@ def _id_ok(value) -> bool:
         return False
 
 
+def merged(base: RequestContext | None, line: RequestContext | None) -> RequestContext | None:
+    """A line's context over the command's (`--project`/`--file`): the fields the line gives win, and a
+    line without `project_symbols` keeps the project's (and its built lookups)."""
+    if base is None or line is None:
+        return line or base
+    if "project_symbols" in line.model_fields_set:
+        return line
+    return base.model_copy(update={k: getattr(line, k) for k in line.model_fields_set})
+
+
 _worker: dict = {}
 
 
 def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None, judge_calibration=None, fmt="records",
-                 prompt_budget=None):
+                 prompt_budget=None, context=None):
     """Each process has its own Retriever: the GIL-bound stages then run on both cores."""
     from .models.llm import make_llm
     from .retrieve.config import RetrieveConfig
@@ -91,20 +114,23 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
     db.release_at_worker_exit()
     _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder, judge_calibration=judge_calibration)
     _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, (fmt, prompt_budget)
+    _worker["context"] = context
     _worker["retriever"].warm(cfg, embed=strategy != "B")
 
 
-def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: BatchItem) -> str:
+def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: BatchItem,
+                   base: RequestContext | None = None) -> str:
     """The output lines of one good input line (each ending in a newline); a chunk the retriever refuses
     gives an error line for that input line, and the batch goes on. Every line names its chunk: the
-    input's `id`, else its line number."""
+    input's `id`, else its line number. `base`: the command's context (`--project`/`--file`), sent to each
+    worker once."""
     from .models.llm import LLMError
     from .store.db import StoreError
 
-    n, cid, chunk, _ = item
+    n, cid = item.line, item.id
     extra = {"line": n} | ({"id": cid} if cid is not None else {})
     try:
-        result = retriever.retrieve(chunk, strategy, cfg, explain=False)
+        result = retriever.retrieve(item.chunk, strategy, cfg, explain=False, context=merged(base, item.context))
     except ChunkTextError as e:
         return error_line(str(e), e.status, n if cid is None else cid, extra)
     except (StoreError, LLMError):
@@ -115,29 +141,30 @@ def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: 
 
 
 def _retrieve_one(item: BatchItem) -> str:
-    return _retrieve_line(_worker["retriever"], _worker["strategy"], _worker["cfg"], _worker["format"], item)
+    return _retrieve_line(_worker["retriever"], _worker["strategy"], _worker["cfg"], _worker["format"], item,
+                          base=_worker["context"])
 
 
 def _in_order(items: list[BatchItem], results) -> Iterator[str]:
     """Each input line's output, in input order: its error line, or the next result."""
     for item in items:
-        yield item[3] if item[3] is not None else next(results)
+        yield item.error if item.error is not None else next(results)
 
 
 def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet: bool = False,
               llm_spec: dict | None = None, cross_encoder: str | None = None, strict: bool = False,
-              fmt: str = "records", prompt_budget: int | None = None) -> dict:
+              fmt: str = "records", prompt_budget: int | None = None, context: RequestContext | None = None) -> dict:
     items = read_batch(path)
-    bad = [(item[0], item[3]) for item in items if item[3] is not None]
+    bad = [item for item in items if item.error is not None]
     if strict and bad:
         raise BadBatch(f"{path}: {len(bad)} bad line(s); --strict runs none of the batch: "
-                       + "; ".join(f"{path}:{n}: {json.loads(line)['error']}" for n, line in bad))
-    good = [item for item in items if item[3] is None]
+                       + "; ".join(f"{path}:{b.line}: {json.loads(b.error or '{}')['error']}" for b in bad))
+    good = [item for item in items if item.error is None]
     t0 = time.perf_counter()
     if workers <= 1 or not good:
         if good:
             retriever.warm(cfg, embed=strategy != "B")
-        results = (_retrieve_line(retriever, strategy, cfg, (fmt, prompt_budget), item) for item in good)
+        results = (_retrieve_line(retriever, strategy, cfg, (fmt, prompt_budget), item, context) for item in good)
         for res in tqdm(_in_order(items, results), total=len(items), desc="retrieve", disable=quiet, file=sys.stderr):
             sys.stdout.write(res)
     else:
@@ -145,7 +172,7 @@ def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet
         try:
             with database_workers(db, workers, _init_worker,
                                   (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder,
-                                   retriever.judge_calibration, fmt, prompt_budget)) as pool:
+                                   retriever.judge_calibration, fmt, prompt_budget, context)) as pool:
                 results = pool.imap(_retrieve_one, good, chunksize=4)
                 for res in tqdm(_in_order(items, results), total=len(items), desc="retrieve", disable=quiet,
                                 file=sys.stderr):

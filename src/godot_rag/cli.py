@@ -168,11 +168,17 @@ def open_llm(llm, needed: bool, why: str):
                    "model's prompt; see --prompt-budget).")
 @click.option("--prompt-budget", type=click.IntRange(1, 100_000), default=None,
               help="With --format prompt: the evidence's size in (estimated) tokens [default: 600].")
+@click.option("--project", "project_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="The Godot project the chunk comes from: its symbol table (built, or read from the scan cache) "
+                   "and Godot version are the request's context.")
+@click.option("--file", "file_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The .gd file the chunk comes from (with --project: its path there; its `extends` is used).")
 @with_output
 @with_retrieve
 @with_llm
 @with_db
-def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budget, output, rargs, llm, dsn, data_dir):
+def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budget, project_dir, file_path, output, rargs, llm,
+             dsn, data_dir):
     """Retrieve evidence for a raw GDScript chunk (FILE, or - for stdin)."""
     from .chunk_text import ChunkTextError
     from .render import render_table
@@ -188,12 +194,13 @@ def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budg
         model = open_llm(llm, user is not None and not cfg.llm_optional, user or f"strategy {strategy}")
         retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder,
                               judge_calibration=llm.judge_calibration)
+        context = cli_context(project_dir, file_path, retriever.cache_dir) if project_dir or file_path else None
         if batch:
             from .batch import run_batch
 
             run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
                       llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder,
-                      strict=strict, fmt=fmt or "records", prompt_budget=prompt_budget)
+                      strict=strict, fmt=fmt or "records", prompt_budget=prompt_budget, context=context)
             return
         if source is None:
             raise click.UsageError("give a FILE, - for stdin, or --batch FILE.jsonl")
@@ -201,7 +208,7 @@ def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budg
             text = source.read()
         except UnicodeDecodeError as e:
             fail(f"{source.name}: not a UTF-8 text file (byte {e.start}); pass the raw GDScript chunk")
-        result = retriever.retrieve(text, strategy, cfg, explain=True)
+        result = retriever.retrieve(text, strategy, cfg, explain=True, context=context)
     except (ConfigError, ChunkTextError, StoreError) as e:
         fail(str(e))
     except ValueError as e:  # --strict: every bad --batch line, with its file and line
@@ -220,6 +227,35 @@ def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budg
             click.echo(result_json(result, fmt, indent=2))
     else:
         click.echo(render_table(result, explain=explain))
+
+
+def cli_context(project_dir: Path | None, file_path: Path | None, cache_dir: Path):
+    """`--project DIR` / `--file PATH` as the request's context."""
+    from .gdscript import parse_script
+    from .scan.symbols import file_context, load_project_symbols
+    from .store.scan_cache import CACHE_FILE, ScanCache
+    from .store.scan_files import read_script
+
+    if project_dir is None:
+        text, err = read_script(file_path)
+        if err is not None:
+            fail(f"{file_path}: {err}")
+        facts = parse_script(text)
+        return file_context(None, file_path.name, extends=facts.extends or facts.extends_path)
+    if not (project_dir / "project.godot").is_file():
+        fail(f"{project_dir}: no project.godot there (give the folder of the Godot project)")
+    rel = None
+    if file_path is not None:
+        try:
+            rel = file_path.resolve().relative_to(project_dir.resolve()).as_posix()
+        except ValueError:
+            fail(f"{file_path}: not inside the project {project_dir}")
+    cache = ScanCache(cache_dir / CACHE_FILE)
+    try:
+        table = load_project_symbols(project_dir, cache)
+    finally:
+        cache.close()
+    return file_context(table, rel)
 
 
 @main.group()
@@ -568,10 +604,12 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, judged, outpu
 @click.option("--refresh", is_flag=True, help="Ignore cached results (they are rewritten).")
 @click.option("--no-extends-hint", "no_extends_hint", is_flag=True,
               help="Do not pass the file's `extends` with the chunks that have none.")
+@click.option("--no-project-symbols", "no_project_symbols", is_flag=True,
+              help="Do not pass the project's symbol table with the chunks (each chunk is then judged alone).")
 @with_output
 @with_db
 def scan(project_dir, files, out, strategy, godot_version, workers, formats, changed_since, include_addons, fail_on,
-         rargs, max_chunk_chars, cache_file, refresh, no_extends_hint, output, dsn, data_dir):
+         rargs, max_chunk_chars, cache_file, refresh, no_extends_hint, no_project_symbols, output, dsn, data_dir):
     """Scan a Godot project (or a folder of projects): every .gd file, chunked, through the retriever;
     writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md. FILES, when given,
     limit the scan to those scripts of the project (what a pre-commit hook passes).
@@ -594,7 +632,7 @@ def scan(project_dir, files, out, strategy, godot_version, workers, formats, cha
                            files=tuple(files),
                            include_addons=include_addons, fail_on=fail_on, quiet=output.quiet, settings=overrides,
                            cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
-                           extends_hint=not no_extends_hint)
+                           extends_hint=not no_extends_hint, project_symbols=not no_project_symbols)
         result = run_scan(opts, dsn=dsn, data_dir=data_dir)
     except (ConfigError, click.BadParameter, ScanError) as e:
         fail(str(e).splitlines()[0] if str(e) else "scan failed", 2)

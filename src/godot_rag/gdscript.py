@@ -81,6 +81,19 @@ class Marker:
     line: int
 
 
+@dataclass(frozen=True)
+class Declaration:
+    """A name the script declares, with its kind and line: what the project's symbol table is made of.
+    `scope`: the inner class it sits in (`Outer.Inner`), '' at the script's top level."""
+    name: str
+    kind: str  # class_name | class | func | static_func | signal | var | const | enum | enum_value
+    line: int
+    scope: str = ""
+    extends: str | None = None  # class: its parent as written (a class name or a "res://" path)
+    typed: bool = False  # func: typed parameters or a return type (`-> String`)
+    local: bool = False  # inside a function: a local variable, not a member
+
+
 @dataclass
 class GDScriptFacts:
     text: str
@@ -100,6 +113,8 @@ class GDScriptFacts:
     extends: str | None = None
     class_name: str | None = None
     markers: list[Marker] = field(default_factory=list)
+    declarations: list[Declaration] = field(default_factory=list)  # each declared name with kind, line and scope
+    extends_path: str | None = None  # `extends "res://base.gd"`: the script's parent given by path
 
     def __post_init__(self):
         chars = list(self.text)
@@ -251,8 +266,9 @@ class _Walker:
         self._b2c = None if ascii_only else _byte_to_char(text)
         self.facts_kw: dict = {"comments": [], "strings": [], "chains": [], "calls": [], "declared": set(),
                                "params": set(), "functions": set(), "local_types": {}, "literal_types": {}, "annotations": [],
-                               "markers": [], "parse_errors": [], "node_paths": []}
+                               "markers": [], "parse_errors": [], "node_paths": [], "declarations": []}
         self.extends: str | None = None
+        self.extends_path: str | None = None
         self.class_name: str | None = None
 
     def pos(self, byte: int) -> int:
@@ -267,6 +283,26 @@ class _Walker:
     def col(self, node) -> int:
         s = self.pos(node.start_byte)
         return s - (self.text.rfind("\n", 0, s) + 1) + 1
+
+    def scope(self, node) -> str:
+        """The inner classes around a node (`Outer.Inner`), '' at the script's top level."""
+        names = []
+        p = node.parent
+        while p is not None:
+            if p.type in ("function_definition", "constructor_definition", "lambda"):
+                return "<local>"
+            if p.type == "class_definition":
+                n = next((c for c in p.children if c.type == "name"), None)
+                if n is not None:
+                    names.append(self.src(n))
+            p = p.parent
+        return ".".join(reversed(names))
+
+    def declare(self, name_node, kind: str, node, **extra) -> None:
+        scope = self.scope(node)
+        local = scope == "<local>"
+        self.facts_kw["declarations"].append(Declaration(self.src(name_node), kind, self.line(name_node),
+                                                         "" if local else scope, local=local, **extra))
 
     def walk(self, root) -> None:
         stack = [(root, 0)]
@@ -318,6 +354,7 @@ class _Walker:
             return
         n = self.src(name)
         self.facts_kw["declared"].add(n)
+        self.declare(name, "const" if node.type == "const_statement" else "var", node)
         typ = next((c for c in node.children if c.type == "type"), None)
         if typ is not None:
             self.facts_kw["local_types"][n] = _base_type(self.src(typ))
@@ -351,10 +388,15 @@ class _Walker:
 
     def on_function_definition(self, node, depth):
         name = next((c for c in node.children if c.type == "name"), None)
+        params = next((c for c in node.children if c.type == "parameters"), None)
         if name is not None:
             self.facts_kw["functions"].add(self.src(name))
             self.facts_kw["declared"].add(self.src(name))
-        params = next((c for c in node.children if c.type == "parameters"), None)
+            if node.type == "function_definition":
+                static = any(c.type == "static_keyword" for c in node.children)
+                typed = any(c.type == "type" for c in node.children) or any(
+                    p.type in ("typed_parameter", "typed_default_parameter") for p in (params.children if params else []))
+                self.declare(name, "static_func" if static else "func", node, typed=typed)
         if params is not None:
             for p in params.children:
                 ident = p if p.type == "identifier" else next((c for c in p.children if c.type == "identifier"), None)
@@ -383,16 +425,22 @@ class _Walker:
         name = next((c for c in node.children if c.type == "name"), None)
         if name is not None:
             self.facts_kw["declared"].add(self.src(name))
+            ext = next((c for c in node.children if c.type == "extends_statement"), None)
+            typ = next((c for c in ext.children if c.type in ("type", "string")), None) if ext is not None else None
+            parent = None if typ is None else (_base_type(self.src(typ)) if typ.type == "type" else self.src(typ).strip("\"'"))
+            self.declare(name, "class", node, extends=parent)
 
     def on_signal_statement(self, node, depth):
         name = next((c for c in node.children if c.type == "name"), None)
         if name is not None:
             self.facts_kw["declared"].add(self.src(name))
+            self.declare(name, "signal", node)
 
     def on_enum_definition(self, node, depth):
         name = next((c for c in node.children if c.type == "name"), None)
         if name is not None:
             self.facts_kw["declared"].add(self.src(name))
+            self.declare(name, "enum", node)
         for c in node.children:
             if c.type == "enumerator_list":
                 for e in c.children:
@@ -400,18 +448,23 @@ class _Walker:
                         left = e.children[0] if e.children else None
                         if left is not None and left.type == "identifier":
                             self.facts_kw["declared"].add(self.src(left))
+                            self.declare(left, "enum_value", node)
 
     def on_class_name_statement(self, node, depth):
         name = next((c for c in node.children if c.type == "name"), None)
         if name is not None:
             self.class_name = self.src(name)
             self.facts_kw["declared"].add(self.class_name)
+            self.declare(name, "class_name", node)
 
     def on_extends_statement(self, node, depth):
         typ = next((c for c in node.children if c.type in ("type", "string")), None)
         # Only the script's own `extends`: an inner class's has a parent class_definition.
-        if typ is not None and typ.type == "type" and (node.parent is None or node.parent.type == "source"):
-            self.extends = _base_type(self.src(typ))
+        if typ is not None and (node.parent is None or node.parent.type == "source"):
+            if typ.type == "type":
+                self.extends = _base_type(self.src(typ))
+            else:
+                self.extends_path = self.src(typ).strip("\"'")
         return False
 
     def on_annotation(self, node, depth):
@@ -537,7 +590,8 @@ def _tree_sitter_facts(text: str) -> GDScriptFacts:
     kw["chains"].sort(key=lambda c: c.root_start)
     kw["calls"].sort(key=lambda c: c.start)
     kw["markers"].sort(key=lambda m: m.line)
-    return GDScriptFacts(text=text, parser="tree-sitter", extends=w.extends, class_name=w.class_name, **kw)
+    return GDScriptFacts(text=text, parser="tree-sitter", extends=w.extends, class_name=w.class_name,
+                         extends_path=w.extends_path, **kw)
 
 
 # --------------------------------------------------------------------------------------
@@ -575,9 +629,20 @@ def _regex_facts(text: str, errors: list[int]) -> GDScriptFacts:
     code = facts.code
     for m in DECL_RE.finditer(code):
         facts.declared.add(m.group(1))
+        kind = m.group(0).split()[0]
+        if kind != "for":
+            line = facts.line_of_offset(m.start(1))
+            indented = facts.line_text(line)[:1] in (" ", "\t")
+            facts.declarations.append(Declaration(m.group(1), "class" if kind == "class" else kind, line, local=indented and kind == "var"))
+    for m in re.finditer(rf"(?m)^class_name\s+({IDENT})", code):
+        facts.class_name = m.group(1)
+        facts.declarations.append(Declaration(m.group(1), "class_name", facts.line_of_offset(m.start(1))))
     for m in FUNC_RE.finditer(code):
         facts.functions.add(m.group(1))
         facts.declared.add(m.group(1))
+        static = code[max(0, m.start() - 7):m.start()].strip() == "static"
+        facts.declarations.append(Declaration(m.group(1), "static_func" if static else "func",
+                                              facts.line_of_offset(m.start(1)), typed=":" in m.group(2)))
         for p in PARAM_RE.finditer(m.group(2)):
             facts.declared.add(p.group(1))
             facts.params.add(p.group(1))
@@ -618,6 +683,11 @@ def _regex_facts(text: str, errors: list[int]) -> GDScriptFacts:
 @lru_cache(maxsize=256)
 def parse_chunk(text: str) -> GDScriptFacts:
     """The chunk's facts, parsed once per distinct text (the stages share the cached result)."""
+    return parse_script(text)
+
+
+def parse_script(text: str) -> GDScriptFacts:
+    """The facts of a text, not cached: a whole file, read once (the project's symbol table)."""
     try:
         facts = _tree_sitter_facts(text)
     except Exception:  # noqa: BLE001 - a missing or broken parser must not stop retrieval

@@ -12,6 +12,7 @@ from ..models.llm import LLMError
 from ..retrieve.config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig, clip
 from ..retrieve.pipeline import Retriever
 from ..retrieve.strategies import STRATEGIES, check_strategy, describe
+from ..retrieve.project_context import RequestContext
 from ..retrieve.types import RetrieveResult
 from ..store.db import StoreError, StoreUnavailable
 
@@ -57,6 +58,9 @@ class RetrieveRequest(BaseModel):
         from ..formats import check_chunk_id
 
         return check_chunk_id(value)
+    # Validated by the one context model (an unknown field is a 400 listing the valid ones).
+    context: dict[str, Any] | None = Field(None, description="The project around the chunk: project_symbols, file_path, "
+                                           "extends, godot_version (RequestContext); every field optional.")
 
 
 def availability(retriever: Retriever, llm_optional: bool = False) -> dict:
@@ -131,10 +135,11 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
             k = req.k if "k" in req.model_fields_set or "k" not in base else None  # a config.k is validated, not dropped
             cfg = RetrieveConfig.merged(base, k=k, tables=req.tables or None, godot_version=req.godot_version,
                                         extends=req.extends)
+            context = RequestContext.parse(req.context)
         except (ConfigError, TypeError) as e:
             return _error(400, str(e))
         try:
-            result = retriever.retrieve(req.chunkText, strategy, cfg, explain=req.explain)
+            result = retriever.retrieve(req.chunkText, strategy, cfg, explain=req.explain, context=context)
         except StoreUnavailable as e:
             return _error(503, f"database unavailable: {retriever.db.hide_paths(str(e))}")
         except StoreError as e:

@@ -22,6 +22,7 @@ from .types import Candidate
 if TYPE_CHECKING:
     from ..gdscript import GDScriptFacts  # noqa: F401  (the parts' types, named in strings)
     from .pipeline import Retriever
+    from .project_context import RequestContext
     from .resolve import Resolution  # noqa: F401
     from .validate import Occurrences, ValidationContext  # noqa: F401
     from .version import VersionContext  # noqa: F401
@@ -114,6 +115,7 @@ class QueryContext:
     term_weights: dict[str, float] | None = None  # set with `tokens`: BM25 weights of the chunk's own names
     lists: RankedLists = field(default_factory=RankedLists)  # parts `lists.bm25`, `lists.embedding`
     source_prefix: str = ""  # E labels its sources `profile:...`
+    context: RequestContext | None = None  # the project around the chunk (project_context.py); None: the chunk alone
     rejected: list[Candidate] = field(default_factory=list)
     cut: list[Candidate] = field(default_factory=list)  # accepted, then cut at k
     _notes: dict[str, object] = field(default_factory=dict)

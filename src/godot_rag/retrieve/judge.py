@@ -191,7 +191,7 @@ def _inside(cands: list[Candidate], band: tuple[float, float] | None) -> list[Ca
 
 def mapping_targets(ctx: QueryContext, mappings: list[Candidate], tcal: dict) -> list[tuple[Candidate, Occurrence]]:
     """Accepted mappings inside the calibrated band of deterministic confidence (uncalibrated: the ambiguous ones)."""
-    if not asks_mappings(ctx.cfg.godot_version, ctx.version.lean()):
+    if not asks_mappings(ctx.version.hint, ctx.version.lean()):
         return []
     return [(c, occ) for c in _inside(mappings, band_of(tcal, UNCALIBRATED_MAPPING_BAND))
             if (occ := asked_occurrence(c)) is not None]

@@ -22,6 +22,7 @@ from .api_source import build_api_index
 from .config import RetrieveConfig
 from .context import Fallback, QueryContext, freeze_loaded
 from .indexes import Bm25Indexes
+from .project_context import RequestContext
 from .rerank import open_reranker
 from .stage import run_stages
 from .strategies import STRATEGIES, check_strategy
@@ -177,30 +178,36 @@ class Retriever:
             self._has_records = True
 
     # -- the runner ----------------------------------------------------------------------
-    def retrieve(self, chunk: str, strategy: str = "F", cfg: RetrieveConfig | None = None, explain: bool = True) -> RetrieveResult:
+    def retrieve(self, chunk: str, strategy: str = "F", cfg: RetrieveConfig | None = None, explain: bool = True,
+                 context: RequestContext | dict | None = None) -> RetrieveResult:
+        """`context`: the project around the chunk (`RequestContext`, or its JSON object), optional."""
         chunk = check_chunk_text(chunk)
         strategy = check_strategy(strategy)
         cfg = cfg or RetrieveConfig()
+        context = RequestContext.parse(context)
         try:
-            return self._retrieve(chunk, strategy, cfg, explain)
+            return self._retrieve(chunk, strategy, cfg, explain, context)
         except psycopg.OperationalError:
             # The connection died under us (the server restarted or was killed): once more on a new one.
             self._local.conn = None
             try:
-                return self._retrieve(chunk, strategy, cfg, explain)
+                return self._retrieve(chunk, strategy, cfg, explain, context)
             except psycopg.OperationalError as e:
                 raise StoreUnavailable(f"the database is unreachable ({self.db.describe()}): {str(e).strip()}") from e
 
-    def _retrieve(self, chunk: str, strategy: str, cfg: RetrieveConfig, explain: bool) -> RetrieveResult:
+    def _retrieve(self, chunk: str, strategy: str, cfg: RetrieveConfig, explain: bool,
+                  context: RequestContext | None = None) -> RetrieveResult:
         self.require_records()
         t0 = time.perf_counter()
-        ctx = QueryContext(chunk=chunk, strategy=strategy, cfg=cfg, retriever=self, explain=explain)
+        ctx = QueryContext(chunk=chunk, strategy=strategy, cfg=cfg, retriever=self, explain=explain, context=context)
         ctx.trace.chunk_chars = len(chunk)
+        ctx.trace.context = context.to_trace() if context is not None else None
         try:
             pool = run_stages(ctx, STRATEGIES[strategy].stages)
         except Fallback as fb:
             ctx.trace.llm_fallback = fb.reason
-            ctx = QueryContext(chunk=chunk, strategy=strategy, cfg=cfg, retriever=self, explain=explain, trace=ctx.trace)
+            ctx = QueryContext(chunk=chunk, strategy=strategy, cfg=cfg, retriever=self, explain=explain, trace=ctx.trace,
+                               context=context)
             pool = run_stages(ctx, STRATEGIES[fb.strategy].stages)
         results = [c for t in cfg.tables for c in ctx.table_lists(pool, t)]
         ctx.trace.total_ms = round((time.perf_counter() - t0) * 1000, 3)

@@ -77,9 +77,14 @@ class Resolution:
                 "globals": self.globals[:30]}
 
 
-def _own_class(facts: GDScriptFacts, ref: ClassReference, hint: str | None) -> tuple[str | None, str]:
+def _own_class(facts: GDScriptFacts, ref: ClassReference, hint: str | None, project=None) -> tuple[str | None, str]:
     if facts.extends and ref.has_class(facts.extends):
         return facts.extends, "chunk"
+    written = facts.extends or facts.extends_path
+    if written and project is not None and project.is_class(written):
+        engine = project.engine_class(written)  # `extends MyBase`: the engine class at the end of the project's chain
+        if engine and ref.has_class(engine):
+            return engine, "project"
     if hint and ref.has_class(hint):
         return hint, "hint"
     return None, "none"
@@ -121,10 +126,25 @@ def _infer_owners(names: list[str], ref: ClassReference, share: float = 0.95) ->
     return out
 
 
+def _declared_by_project(project, scope: str | None, name: str) -> str | None:
+    """Why `name` on this project class (or scope) is the project's own member, or None."""
+    if project is None or not scope:
+        return None
+    found = project.member(scope, name)
+    return f"declared by the project at {found.where()}" if found is not None else None
+
+
 def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | None = None,
-                 max_hops: int = 1, infer_own_class: bool = True) -> Resolution:
-    own, own_from = _own_class(facts, ref, extends_hint)
-    res = Resolution(own, own_from, extends_name=facts.extends or extends_hint)
+                 max_hops: int = 1, infer_own_class: bool = True, project=None, own_scope: str | None = None) -> Resolution:
+    """`project`: the request context's ProjectIndex (None without one); `own_scope`: the chunk's file
+    in it (`res://path.gd`). A receiver of a project class resolves through the project's class first
+    (its own members are no engine API), then through its engine ancestor."""
+    own, own_from = _own_class(facts, ref, extends_hint, project)
+    res = Resolution(own, own_from, extends_name=own if own_from == "project" else (facts.extends or extends_hint))
+    if project is not None and own_scope not in project.scopes:
+        own_scope = None
+    if project is not None and own_scope is None and project.is_class(facts.extends or facts.extends_path):
+        own_scope = facts.extends or facts.extends_path  # the chunk's own `extends` names a project class
     if not ref:
         res.own_class_from = "no class reference loaded"
         return res
@@ -159,6 +179,9 @@ def _resolve_bare_calls(facts: GDScriptFacts, ref: ClassReference, res: Resoluti
         n = call.name
         if n in facts.functions or n in facts.declared or n in ("super", "yield", "preload", "assert"):
             continue
+        if why := _declared_by_project(project, own_scope, n):
+            res.unresolved.append(Unresolved(n, call.line, call.col, f"{n}()", why))
+            continue
         hit = None
         if own is not None:
             found = ref.member(own, n)
@@ -190,8 +213,24 @@ def _resolve_chains(facts: GDScriptFacts, ref: ClassReference, res: Resolution, 
         typ, via, hops = None, "", 0
         if chain.root_kind == "identifier":
             name = chain.root
-            if name in facts.local_types and ref.has_class(facts.local_types[name]):
-                typ, via = facts.local_types[name], "local_type"
+            local = facts.local_types.get(name)
+            pcls = (local if local and not ref.has_class(local) and project is not None and project.is_class(local)
+                    else name if name not in facts.declared and not ref.has_class(name) and project is not None
+                    and project.is_class(name) else None)
+            if pcls is not None and chain.parts:
+                p = chain.parts[0]
+                if why := _declared_by_project(project, pcls, p.name):
+                    res.unresolved.append(Unresolved(f"{name}.{p.name}", p.line, p.col, chain.text[:80], f"{why} (class {pcls})"))
+                    continue
+                engine = project.engine_class(pcls)
+                if engine and ref.has_class(engine):
+                    typ, via = engine, f"project_class ({pcls} extends {engine})"
+                else:
+                    res.unresolved.append(Unresolved(f"{name}.{p.name}", p.line, p.col, chain.text[:80],
+                                                     f"the project class {pcls} has no engine class the reference knows"))
+                    continue
+            elif local and ref.has_class(local):
+                typ, via = local, "local_type"
             elif ref.has_class(name) and name not in facts.declared:
                 typ, via = name, "class"
             elif name not in facts.declared and (glob := ref.global_member(name)) and ref.type_of(glob[1]):
@@ -208,6 +247,10 @@ def _resolve_chains(facts: GDScriptFacts, ref: ClassReference, res: Resolution, 
             if typ is None or not ref.has_class(typ):
                 continue
         elif chain.root_kind == "self" and own is not None:
+            if chain.parts and (why := _declared_by_project(project, own_scope, chain.parts[0].name)):
+                p = chain.parts[0]
+                res.unresolved.append(Unresolved(p.name, p.line, p.col, chain.text[:80], why))
+                continue
             typ, via = own, "self"
         else:
             if chain.parts:
@@ -240,9 +283,23 @@ def _resolve_chains(facts: GDScriptFacts, ref: ClassReference, res: Resolution, 
             typ, hops = nxt, hops + 1
 
 
+def extends_hint(facts: GDScriptFacts, setting: str | None, context) -> str | None:
+    """The script's class for a chunk without `extends`: the `extends` setting, read through the project's
+    classes (the scan passes the file's `extends` as written, maybe a project class), else the context's
+    engine class. An inner class is not the file's class: a chunk that declares one gets only the setting."""
+    if context is None or any(d.kind == "class" and not d.scope for d in facts.declarations):
+        return setting
+    index = context.index()
+    if setting and index is not None and index.is_class(setting):
+        return index.engine_class(setting)
+    return setting or context.engine_extends()
+
+
 def run_resolve(ctx, pool):
     """The resolve stage: each API use of the chunk, resolved through the Godot 4 class reference."""
-    res = resolve_uses(ctx.facts, ctx.retriever.class_reference(), ctx.cfg.extends, ctx.cfg.resolve_max_hops)
+    context = ctx.context
+    res = resolve_uses(ctx.facts, ctx.retriever.class_reference(), extends_hint(ctx.facts, ctx.cfg.extends, context),
+                       ctx.cfg.resolve_max_hops, project=context and context.index(), own_scope=context and context.own_scope())
     ctx.resolution = res
     ctx.trace.resolve = res.to_trace()
     ctx.note(uses=len(res.uses), unresolved=len(res.unresolved), own_class=res.own_class, own_class_from=res.own_class_from)

@@ -43,6 +43,7 @@ class Occurrence(Compact):
     end: int
     ambiguous: bool = False  # decided by the chunk's version markers and the hint
     literal: str | None = None  # a syntax change: the text its pattern matched
+    rule: str | None = None  # the named version rule that decided (version.py), when one did
 
 
 DocsEvidenceKind = Literal["resolved_api", "api_symbol", "call", "method_call", "code_line", "string", "identifier"]
@@ -290,6 +291,7 @@ class QueryTrace(StageInfo):
     gdscript: dict[str, Any] | None = None
     resolve: dict[str, Any] | None = None
     version: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None  # the request's project context, as given (counts for the symbols)
     # table -> stage -> ranked ids (ids only), so a record can be traced to the stage that lost it
     candidate_ids: dict[str, dict[str, list[str]]] = {}
     tsquery: str | None = None

@@ -44,11 +44,12 @@ from .codematch import renameable_names
 from .context import Pool, QueryContext
 from .docs_evidence import DOCS_EVIDENCE, DocsEvidenceSettings, copied_page_overrules, docs_evidence
 from .docs_features import DocsApiStats, GuideModel
+from .project_context import RequestContext
 from .resolve import Resolution
 from .stage import Stage
 from .trace import JudgeInfo, Occurrence, ValidateInfo
 from .types import Candidate
-from .version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionContext, classify_occurrence, decide_ambiguous, evidence_rank
+from .version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionContext, classify_in_context, decide_ambiguous, evidence_rank
 
 __all__ = ["ChunkScope", "ValidationContext", "Occurrences", "validate", "docs_evidence", "copied_page_overrules",
            "mapping_occurrences", "mapping_evidence", "prototype_evidence", "follow_mappings", "VALIDATE"]
@@ -65,6 +66,8 @@ class ChunkScope:
     resolution: Resolution
     ref: ClassReference
     renamed_classes: dict[str, str] = field(default_factory=dict)  # Godot 3 class name -> Godot 4 name
+    version: VersionContext | None = None  # the chunk's own markers (the version stage's, before the mappings')
+    context: RequestContext | None = None  # the project around the chunk (project_context.py)
 
 
 @dataclass(kw_only=True)
@@ -132,8 +135,8 @@ def mapping_occurrences(v: ChunkScope, c: Candidate) -> dict:
             decisions.append({**h, "status": "godot3", "why": f"line {h['line']}:{h['col']}: Godot 3 syntax `{h['literal']}`"})
     elif not (IDENT_RE.fullmatch(src) and src not in facts.all_identifiers):
         for occ in facts.occurrences(src):
-            status, why = classify_occurrence(facts, v.resolution, v.ref, p, occ, v.renamed_classes)
-            decisions.append({**occ, "status": status, "why": why})
+            status, why, rule = classify_in_context(facts, v.resolution, v.ref, p, occ, v.renamed_classes, v.version, v.context)
+            decisions.append({**occ, "status": status, "why": why, **({"rule": rule} if rule else {})})
     for d in decisions:
         neg = _claimed(facts, p.get("negative_patterns") or [], d["start"], d["end"]) if d["status"] != "ignored" else None
         if neg:
@@ -179,7 +182,8 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
         base = max(base, 0.9)
     confidence = base if accepted else 0.0
     return {"evidence": evidence, "occurrences": [{**{k: d[k] for k in ("line", "col", "region", "status", "why", "start", "end")},
-                                                   "ambiguous": bool(d.get("ambiguous"))} for d in decisions][:20],
+                                                   "ambiguous": bool(d.get("ambiguous")), **({"rule": d["rule"]} if d.get("rule") else {})}
+                                                  for d in decisions][:20],
             "contradictions": [], "confidence": round(confidence, 4), "accepted": accepted, "reasons": reasons}
 
 
@@ -267,7 +271,7 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
-                             renamed_classes=r.class_renames(),
+                             renamed_classes=r.class_renames(), context=ctx.context,
                              guide_model=r.guide_model() if ctx.cfg.guide_model and r.guide_model()[0] else None)
     ctx.validation = vctx
     judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)], ctx.occurrences)

@@ -35,6 +35,7 @@ Decided from the corpus, per occurrence, and traced:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
@@ -124,6 +125,13 @@ def version_context(facts: GDScriptFacts, res: Resolution, godot4_only_names: se
         if u.name in godot3_names:
             ctx.godot3.append(f"line {u.line}: {u.missing_on} has no '{u.name}' in Godot 4")
     return ctx
+
+
+def effective_hint(hint: str, context) -> str:
+    """The godot_version hint: the setting, else the project's major version from the request context."""
+    if hint != "auto" or context is None or context.major is None:
+        return hint
+    return context.major
 
 
 def _part_at(facts: GDScriptFacts, start: int):
@@ -388,6 +396,222 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
     if off_class:
         return "ignored", off_class
     return "ambiguous", f"{where}: '{src}' is still Godot 4 API ({', '.join(ref.where(src))})"
+
+
+# -- rules that read the project around the chunk, and the Godot 4-only syntax of the chunk -------------------
+@dataclass
+class Occurrence:
+    """One occurrence with what the rules read: the chunk, its resolution, the mapping, the version
+    context and the request's project context (None without one)."""
+    facts: GDScriptFacts
+    res: Resolution
+    ref: ClassReference
+    mapping: dict
+    occ: dict
+    renamed: dict[str, str]
+    version: VersionContext | None
+    context: object | None  # project_context.RequestContext
+
+    def __post_init__(self):
+        self.src, self.change = self.mapping["source_api"], self.mapping["change_type"]
+        self.where = f"line {self.occ['line']}:{self.occ['col']}"
+        self.code = self.occ["region"] == "code"
+        self.chain, self.idx = _part_at(self.facts, self.occ["start"])
+        self.call = _call_at(self.facts, self.occ["start"])
+        self.is_call = self.call is not None or (self.chain is not None and self.idx is not None and self.idx >= 0
+                                                 and self.chain.parts[self.idx].call)
+        self.declaration = (self.code and not self.is_call
+                            and self.facts.line_text(self.occ["line"]).lstrip().startswith(("func ", "static func ")))
+        self.index = self.context.index() if self.context is not None else None
+
+    @property
+    def godot4(self) -> str | None:
+        """Why the code is known to be Godot 4 (the project's version, the hint, the chunk's markers), or None."""
+        if self.context is not None and self.context.major == "4":
+            return f"the project is Godot {self.context.godot_version}"
+        if self.version is not None and self.version.hint == "4":
+            return "the godot_version hint is 4"
+        if self.version is not None and self.version.lean() == "4":
+            return "the chunk has Godot 4 markers"
+        return None
+
+    def missing(self):
+        return next((u for u in self.res.unresolved if u.missing_on and u.line == self.occ["line"]
+                     and u.col == self.occ["col"] and u.name == self.src), None)
+
+    def resolved(self):
+        line, col = self.occ["line"], self.occ["col"]
+        return next((u for u in self.res.uses if u.line == line and u.member == self.src
+                     and (u.col == col or (self.call is not None and u.col == self.call.col))), None)
+
+    def receiver(self) -> str | None:
+        """The receiver's class as written, when the chunk states one (None for the script itself or unknown)."""
+        if self.call is not None or self.chain is None or self.idx in (None, -1):
+            return None
+        cls, _ = _receiver(self.facts, self.res, self.call, self.chain, self.idx, self.occ["start"])
+        return None if self.idx == 0 and self.chain.root_kind in ("self", "super") else cls
+
+
+def godot4_signal_syntax(o: Occurrence) -> str | None:
+    """`sig.emit()`, `sig.connect(callable)`, `await sig`: Godot 4's Signal objects, whoever declared the signal."""
+    if o.change not in SIGNAL_TYPES or not o.code:
+        return None
+    nxt = o.chain.parts[o.idx + 1] if o.chain is not None and o.idx is not None and o.idx + 1 < len(o.chain.parts) else None
+    if nxt is not None and nxt.name == "emit" and nxt.call:
+        return f"{o.where}: `{o.src}.emit()` is Godot 4 signal syntax (Godot 3 wrote emit_signal(\"{o.src}\"))"
+    if nxt is not None and nxt.name == "connect" and nxt.call:
+        first = o.facts.text[nxt.end:nxt.end + 200].lstrip()[1:].lstrip()[:1]  # the first argument's first character
+        if first and first not in ")\"'&^":  # a string there is Godot 3's `obj.connect("signal", ...)`
+            return f"{o.where}: `{o.src}.connect(callable)` is Godot 4 signal syntax"
+    last = o.chain is None or o.idx == len(o.chain.parts) - 1
+    start = o.occ["start"] if o.chain is None or o.idx == -1 else o.chain.root_start
+    if last and o.facts.code[:start].rstrip().endswith("await"):
+        return f"{o.where}: `await {o.src}` is Godot 4 signal syntax"
+    return None
+
+
+def static_method_declaration(o: Occurrence) -> str | None:
+    """`static func get_plugin_name()`: a static function overrides no engine virtual."""
+    if o.change in METHOD_TYPES and o.declaration and o.facts.line_text(o.occ["line"]).lstrip().startswith("static func "):
+        return f"{o.where}: `static func {o.src}` is the script's own static function: no virtual is static"
+    return None
+
+
+def typed_declaration_in_godot4(o: Occurrence) -> str | None:
+    """`func get_preset_name() -> String:` in Godot 4 code: the script's own method, not Godot 3 evidence."""
+    if o.change not in METHOD_TYPES or not o.declaration:
+        return None
+    decl = next((d for d in o.facts.declarations if d.name == o.src and d.line == o.occ["line"]), None)
+    why4 = o.godot4
+    if decl is None or not decl.typed or why4 is None:
+        return None
+    return f"{o.where}: `{o.src}` is declared with typed syntax and {why4}: not a Godot 3 override"
+
+
+def _engine_receiver(o: Occurrence) -> str | None:
+    """The engine class a receiver resolves this occurrence to, or None (the script itself, a project
+    class, or a receiver the chunk does not state)."""
+    if (u := o.resolved()) is not None:
+        return u.cls
+    if (m := o.missing()) is not None:
+        return m.missing_on
+    cls = o.receiver()
+    if cls and not (o.index is not None and o.index.is_class(cls)) and _godot4_class(cls, o.ref, o.renamed):
+        return cls
+    return None
+
+
+def declared_by_project(o: Occurrence) -> str | None:
+    """A name the project declares is the project's, unless a receiver resolves it to an engine class."""
+    if o.index is None:
+        return None
+    signal_string = (o.occ["region"] == "string" and o.change in SIGNAL_TYPES
+                     and _string_argument(o.facts, o.occ["start"], SIGNAL_ARGS))
+    if not (o.code or signal_string):
+        return None
+    engine = _engine_receiver(o)
+    if engine is not None:
+        # A receiver typed as an engine class that lacks the name may be an object of a project class below
+        # it that declares it (`get_parent().change_scene()` on the project's own scene manager): a downcast.
+        missing = o.missing()
+        below = [s for s in o.index.declares(o.src) if missing is not None and s.scope
+                 and (e := o.index.engine_class(s.scope)) and o.ref.has_class(e) and missing.missing_on in o.ref.lineage(e)]
+        if not below:
+            return None
+        s = below[0]
+        return (f"{o.where}: '{o.src}' is declared by the project at {s.where()} ({s.kind.replace('_', ' ')}), "
+                f"in a class below {missing.missing_on}")
+    if o.declaration and o.change in METHOD_TYPES and _godot3_override(o.ref, o.renamed, o.res, o.mapping, _classes(o.mapping)):
+        return None  # the declaration overrides an engine virtual: the engine's name, not the project's
+    cls = o.receiver()
+    found = o.index.member(cls, o.src) if cls and o.index.is_class(cls) else None
+    found = found or next((s for s in o.index.declares(o.src) if not _overrides_engine_virtual(o, s)), None)
+    if found is None:
+        return None
+    return f"{o.where}: '{o.src}' is declared by the project at {found.where()} ({found.kind.replace('_', ' ')})"
+
+
+def _overrides_engine_virtual(o: Occurrence, s) -> bool:
+    """Whether the project's declaration is its Godot 3 override of a renamed engine virtual (`func make_visible`
+    in an EditorPlugin, whose Godot 4 virtual is `_make_visible`): the engine's name, which a call uses too."""
+    to = str(o.mapping.get("target_api") or "")
+    if s.kind != "func" or not to.startswith("_") or o.change not in METHOD_TYPES or not s.scope:
+        return False
+    engine = _godot4_class(o.index.engine_class(s.scope), o.ref, o.renamed)
+    found = o.ref.member(engine, to) if engine else None
+    return found is not None and found[1]["kind"] == "method" and o.ref.member(engine, o.src) is None
+
+
+@dataclass(frozen=True)
+class VersionRule:
+    """A named decision: when `applies` gives a reason, the occurrence's status is `outcome`."""
+    name: str
+    applies: Callable[[Occurrence], str | None]
+    outcome: str
+
+
+# Checked in order before the chunk-only decisions of `classify_occurrence`; the first that applies decides.
+VERSION_RULES = (
+    VersionRule("godot4_signal_syntax", godot4_signal_syntax, "valid_godot4"),
+    VersionRule("static_method_declaration", static_method_declaration, "ignored"),
+    VersionRule("typed_declaration_in_godot4", typed_declaration_in_godot4, "ignored"),
+    VersionRule("declared_by_project", declared_by_project, "ignored"),
+)
+
+
+def engine_api_missing(o: Occurrence) -> bool:
+    """Whether this Godot 3 use names engine API that Godot 4 lacks, so that Godot 4 would not compile it:
+    a member missing on a receiver of an engine class, a class Godot 4 does not have, or a call or name
+    of the script itself that neither the project nor the script's engine class declares."""
+    if not o.code or o.declaration:
+        return False
+    if o.missing() is not None:
+        return True
+    if o.change in CLASS_TYPES:
+        return not o.ref.has_class(o.src)
+    if o.call is None and not (o.chain is not None and o.idx == -1) and not (o.chain is None and not o.is_call):
+        return False  # a member of a receiver the chunk does not type: a dynamic call, which compiles
+    if o.index is not None and o.index.declares(o.src):
+        return False
+    own = _godot4_class(o.res.extends_name, o.ref, o.renamed)
+    return not o.ref.exists(o.src) or (own is not None and o.ref.member(own, o.src) is None and not o.ref.global_member(o.src))
+
+
+def godot4_project_compiles(o: Occurrence) -> str | None:
+    """In a known Godot 4 project, a migration finding needs engine API that Godot 4 lacks."""
+    if o.context is None or o.context.major != "4" or engine_api_missing(o):
+        return None
+    return (f"{o.where}: the project is Godot {o.context.godot_version}, and this use compiles there "
+            f"(it names no engine API Godot 4 lacks)")
+
+
+# Checked on a `godot3` decision; the first that applies decides instead.
+GODOT3_OVERRULES = (VersionRule("godot4_project_compiles", godot4_project_compiles, "ignored"),)
+NOT_COMPILED = "Godot 4 has no such engine API, so this code would not compile in Godot 4"
+
+
+def _classes(mapping: dict) -> list[str]:
+    return [t.split(".", 1)[0] for t in mapping.get("match_terms") or [] if "." in t and not t.startswith("re:")]
+
+
+def classify_in_context(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict,
+                        renamed: dict[str, str] | None = None, version: VersionContext | None = None,
+                        context=None) -> tuple[str, str, str | None]:
+    """(status, why, rule): `classify_occurrence` with the named rules around it. `rule` names the rule
+    that decided (None: the chunk-only decisions)."""
+    o = Occurrence(facts, res, ref, mapping, occ, renamed or {}, version, context)
+    for rule in VERSION_RULES:
+        if why := rule.applies(o):
+            return rule.outcome, f"{why} [rule {rule.name}]", rule.name
+    status, why = classify_occurrence(facts, res, ref, mapping, occ, renamed)
+    if status != "godot3":
+        return status, why, None
+    for rule in GODOT3_OVERRULES:
+        if overruled := rule.applies(o):
+            return rule.outcome, f"{why}; {overruled} [rule {rule.name}]", rule.name
+    if context is not None and context.major == "4":
+        return status, f"{why}; {NOT_COMPILED} [rule engine_api_missing]", "engine_api_missing"
+    return status, why, None
 
 
 def decide_ambiguous(ctx: VersionContext) -> tuple[bool, str]:

@@ -11,7 +11,7 @@ from .stage import Stage
 from .trace import Occurrence
 from .types import Candidate
 from .validate import ChunkScope, Occurrences, mapping_occurrences
-from .version import version_context
+from .version import effective_hint, version_context
 
 
 def decide_occurrences(scope: ChunkScope, mappings: list[Candidate]) -> Occurrences:
@@ -34,8 +34,10 @@ def run_version(ctx: QueryContext, pool: Pool) -> Pool:
     """The chunk's Godot 3 / Godot 4 markers and the occurrence decisions of the api_mapping candidates."""
     r = ctx.retriever
     old_names, new_names = r.version_names()
-    version = version_context(ctx.facts, ctx.resolution, new_names, old_names, ctx.cfg.godot_version)
-    scope = ChunkScope(ctx.facts, ctx.resolution, r.class_reference(), r.class_renames())
+    version = version_context(ctx.facts, ctx.resolution, new_names, old_names,
+                              effective_hint(ctx.cfg.godot_version, ctx.context))
+    scope = ChunkScope(ctx.facts, ctx.resolution, r.class_reference(), r.class_renames(), version=version,
+                       context=ctx.context)
     mappings = ctx.table_lists(pool, "api_mapping")
     ctx.occurrences = decide_occurrences(scope, mappings)
     version.godot3 += mapping_markers(mappings, ctx.occurrences)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 SEVERITIES = ("info", "warning", "error")
+NOT_COMPILED_NOTE = "This project is Godot 4, and Godot 4 has no such engine API: this code would not compile."
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
 
@@ -78,7 +79,7 @@ def _migration_occurrences(text: str, p: dict, mappings: dict[str, dict]) -> lis
         hit = next((lit for a, b, lit in matches if a < o["end"] and o["start"] < max(b, a + 1)), None)
         if hit is not None:
             out.append({"literal": hit[:80], "kind": "must_match", "chunk_line": o["line"], "col": o["col"],
-                        "mapping_id": mid})
+                        "mapping_id": mid, "rule": o.get("rule")})
     return out
 
 
@@ -116,6 +117,9 @@ def chunk_findings(file: str, chunk: dict, records: list[dict]) -> list[dict]:
             if key in seen:
                 continue
             seen.add(key)
+            expected = p.get("expected_finding")
+            if ev.get("rule") == "engine_api_missing":  # the version rule that kept it in a Godot 4 project
+                expected = f"{expected or ''} {NOT_COMPILED_NOTE}".strip()
             docs = list(dict.fromkeys(list(p.get("evidence_chunk_ids") or []) + list(mp.get("evidence_chunk_ids") or [])))
             out.append({
                 "file": file,
@@ -127,7 +131,7 @@ def chunk_findings(file: str, chunk: dict, records: list[dict]) -> list[dict]:
                 "task_type": p.get("task_type"),
                 "migration": p.get("task_type") == "migration",
                 "prototype_id": rec["id"],
-                "expected_finding": p.get("expected_finding"),
+                "expected_finding": expected,
                 "recommended_action": p.get("recommended_action"),
                 "api_mapping_ids": [mid] if mid else [],
                 "mappings": [{"id": mid, "source_api": mp.get("source_api"), "target_api": mp.get("target_api"),

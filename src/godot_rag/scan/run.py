@@ -66,6 +66,7 @@ class ScanOptions:
     max_chunk_chars: int = DEFAULT_MAX_CHARS
     extends_hint: bool = True  # pass the file's `extends` with the chunks that lack one
     shown_root: str | None = None  # a scan for a client (HTTP): the root's name in the outputs, which show no server path
+    project_symbols: bool = True  # pass each chunk its project's symbol table, file and Godot version (the context)
 
 
 @dataclass
@@ -109,13 +110,13 @@ def compact_result(d: dict) -> dict:
             "total_ms": trace.get("total_ms")}
 
 
-def retrieve_compact(retriever, text: str, strategy: str, cfg_dict: dict) -> dict:
+def retrieve_compact(retriever, text: str, strategy: str, cfg_dict: dict, context=None) -> dict:
     from ..chunk_text import ChunkTextError
     from ..retrieve.config import RetrieveConfig
     from ..store.db import StoreError
 
     try:
-        result = retriever.retrieve(text, strategy, RetrieveConfig.from_mapping(cfg_dict), explain=False)
+        result = retriever.retrieve(text, strategy, RetrieveConfig.from_mapping(cfg_dict), explain=False, context=context)
     except ChunkTextError as e:
         return {"error": str(e), "cacheable": True}
     except StoreError:
@@ -129,7 +130,23 @@ def retrieve_compact(retriever, text: str, strategy: str, cfg_dict: dict) -> dic
 _worker: dict = {}
 
 
-def _init_worker(dsn, data_dir, strategy, quiet):
+def chunk_context(tables: dict, ref: tuple | None, memo: dict):
+    """The RequestContext of a chunk from its (project, file, extends, godot_version) and the projects'
+    symbol tables; one validated context (and its lookups) per project, copied per file."""
+    if ref is None:
+        return None
+    from ..retrieve.project_context import RequestContext
+
+    project, file_rel, extends, godot_version = ref
+    base = memo.get(project)
+    if base is None:
+        base = RequestContext(project_symbols=tables.get(project))
+        base.index()
+        memo[project] = base
+    return base.model_copy(update={"file_path": file_rel, "extends": extends, "godot_version": godot_version})
+
+
+def _init_worker(dsn, data_dir, strategy, quiet, tables=None):
     """One Retriever per process; the worker lets go of the embedded server when the pool closes it."""
     try:
         import torch
@@ -148,16 +165,17 @@ def _init_worker(dsn, data_dir, strategy, quiet):
         db.release_at_worker_exit()
         retriever = Retriever(db)
         retriever.warm(RetrieveConfig(), embed=strategy != "B")
-        _worker.update(retriever=retriever, strategy=strategy)
+        _worker.update(retriever=retriever, strategy=strategy, tables=tables or {}, contexts={})
     except Exception as e:  # noqa: BLE001 - raised again with the first chunk (an initializer that raises loops forever)
         _worker["error"] = e
 
 
-def _work(item: tuple[str, str, dict]) -> tuple[str, dict]:
+def _work(item: tuple[str, str, dict, tuple | None]) -> tuple[str, dict]:
     if "error" in _worker:
         raise _worker["error"]
-    key, text, cfg_dict = item
-    return key, retrieve_compact(_worker["retriever"], text, _worker["strategy"], cfg_dict)
+    key, text, cfg_dict, ref = item
+    context = chunk_context(_worker["tables"], ref, _worker["contexts"])
+    return key, retrieve_compact(_worker["retriever"], text, _worker["strategy"], cfg_dict, context)
 
 
 def _quiet_models() -> None:
@@ -316,16 +334,22 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
     from ..store.scan_cache import CACHE_FILE, ScanCache
 
     digest = _database_state(db)
-    jobs: dict[str, tuple[str, dict]] = {}
-    for entry in files:
-        for c in entry["chunks"]:
-            c["key"] = cache_key(c["text"], strategy, c["cfg"], digest)
-            jobs.setdefault(c["key"], (c["text"], c["cfg"]))
     cache_path = Path(opts.cache) if opts.cache else Path(db.data_dir).parent / "cache" / CACHE_FILE
     try:
         cache = ScanCache(cache_path)
     except Exception as e:  # noqa: BLE001 - sqlite errors, permissions
         raise ScanError(f"{cache_path}: cannot open the scan cache ({e})") from None
+    try:
+        tables = _symbol_tables(opts, disc, files, cache)
+    except BaseException:
+        cache.close()
+        raise
+    jobs: dict[str, tuple[str, dict, tuple | None]] = {}
+    for entry in files:
+        for c in entry["chunks"]:
+            ref = c.get("context")
+            c["key"] = cache_key(c["text"], strategy, c["cfg"] if ref is None else {**c["cfg"], "context": c["context_key"]}, digest)
+            jobs.setdefault(c["key"], (c["text"], c["cfg"], ref))
     t_retrieve = time.perf_counter()
     try:
         results = {} if opts.refresh else cache.get_many(list(jobs))
@@ -349,10 +373,10 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
             todo.sort(key=lambda k: -len(jobs[k][0]))  # longest first: the pool's tail is short
             if todo and workers > 1 and len(todo) >= POOL_MIN_CHUNKS:
                 used = _run_pool(db, strategy, opts.quiet, min(workers, len(todo)), [(k, *jobs[k]) for k in todo], done,
-                                 cancelled)
+                                 cancelled, tables)
             elif todo:
                 used = 1
-                _run_inline(db, retriever, strategy, [(k, *jobs[k]) for k in todo], done, cancelled, opts.quiet)
+                _run_inline(db, retriever, strategy, [(k, *jobs[k]) for k in todo], done, cancelled, opts.quiet, tables)
             else:
                 used = 0
         except KeyboardInterrupt:
@@ -364,11 +388,48 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
     retrieve_s = time.perf_counter() - t_retrieve
     progress("write", total, total)
     return _finish(opts, strategy, disc, files, out_dir, db, results, from_cache, len(todo), used, retrieve_s,
-                   cache_path, t0, started)
+                   cache_path, t0, started, tables)
 
 
-def _run_pool(db, strategy, quiet, n, items, done, cancelled) -> int:
-    with database_workers(db, n, _init_worker, (db.dsn, str(db.data_dir), strategy, quiet)) as pool:
+def _symbol_tables(opts, disc, files, cache) -> dict:
+    """Each project's symbol table (through the cache), and each chunk's context reference
+    (project, file, extends, Godot version): the scan passes them with every chunk."""
+    from ..retrieve.project_context import RES, RequestContext
+    from .symbols import build_project_symbols, chunk_symbols_key
+
+    if not opts.project_symbols:
+        return {}
+    built = {}
+    wanted = {e["project"] for e in files if e["chunks"]}
+    for p in disc.projects:
+        if p.rel in wanted:
+            built[p.rel] = build_project_symbols(p, cache)
+    t0 = time.perf_counter()
+    indexes = {rel: RequestContext(project_symbols=t.symbols).index() for rel, t in built.items()}
+    by_rel = {p.rel: p for p in disc.projects}
+    for entry in files:
+        table = built.get(entry["project"])
+        if table is None:
+            continue
+        project = by_rel[entry["project"]]
+        file_rel = (disc.root / entry["file"]).relative_to(project.dir).as_posix()
+        script = next((s for s in table.symbols if s.kind == "script" and s.file == file_rel), None)
+        version = opts.godot_version if opts.godot_version not in (None, "auto") else table.godot_version
+        if opts.godot_version == "auto":
+            version = None
+        ref = (entry["project"], file_rel, script.extends if script is not None else None, version)
+        for c in entry["chunks"]:
+            c["context"] = ref
+            c["context_key"] = [chunk_symbols_key(indexes[entry["project"]], c["text"], [RES + file_rel, ref[2]]), *ref[1:]]
+    if built:  # the keys' time is the symbol table's too
+        first = next(iter(built.values()))
+        first.seconds += time.perf_counter() - t0
+    return built
+
+
+def _run_pool(db, strategy, quiet, n, items, done, cancelled, tables=None) -> int:
+    symbols = {rel: t.symbols for rel, t in (tables or {}).items()}
+    with database_workers(db, n, _init_worker, (db.dsn, str(db.data_dir), strategy, quiet, symbols)) as pool:
         for key, value in pool.imap_unordered(_work, items, chunksize=1):
             done(key, value)
             if cancelled is not None and cancelled():
@@ -376,7 +437,7 @@ def _run_pool(db, strategy, quiet, n, items, done, cancelled) -> int:
     return n
 
 
-def _run_inline(db, retriever, strategy, items, done, cancelled, quiet) -> None:
+def _run_inline(db, retriever, strategy, items, done, cancelled, quiet, tables=None) -> None:
     from ..retrieve.config import RetrieveConfig
     from ..retrieve.pipeline import Retriever
 
@@ -384,14 +445,16 @@ def _run_inline(db, retriever, strategy, items, done, cancelled, quiet) -> None:
         _quiet_models()
     retriever = retriever or Retriever(db)
     retriever.warm(RetrieveConfig(), embed=strategy != "B")
-    for key, text, cfg in items:
+    symbols = {rel: t.symbols for rel, t in (tables or {}).items()}
+    memo: dict = {}
+    for key, text, cfg, ref in items:
         if cancelled is not None and cancelled():
             raise KeyboardInterrupt
-        done(key, retrieve_compact(retriever, text, strategy, cfg))
+        done(key, retrieve_compact(retriever, text, strategy, cfg, chunk_context(symbols, ref, memo)))
 
 
 def _finish(opts, strategy, disc, files, out_dir, db, results, from_cache, computed, workers, retrieve_s, cache_path,
-            t0, started) -> ScanResult:
+            t0, started, tables=None) -> ScanResult:
     from ..store.scan_cache import docs_links, fetch_payloads
     from . import report as report_mod
     from .sarif import build_sarif
@@ -428,8 +491,10 @@ def _finish(opts, strategy, disc, files, out_dir, db, results, from_cache, compu
     projects = []
     for p in disc.projects:
         mine = [e for e in files if e["project"] == p.rel]
+        table = (tables or {}).get(p.rel)
         projects.append({**p.to_dict(), "godot_version_used": opts.godot_version or p.godot_version,
-                         "files": len(mine), "chunks": sum(len(e["chunks"]) for e in mine)})
+                         "files": len(mine), "chunks": sum(len(e["chunks"]) for e in mine),
+                         "symbol_table": table.summary() if table is not None else None})
     fsum = summarize(all_findings)
     seconds = time.perf_counter() - t0
     summary = {
@@ -445,6 +510,7 @@ def _finish(opts, strategy, disc, files, out_dir, db, results, from_cache, compu
         "chunks": n_chunks, "unique_chunks": len({c["key"] for e in files for c in e["chunks"]}),
         "computed": computed, "cached": from_cache, "workers": workers,
         "retrieve_seconds": round(retrieve_s, 2),
+        "symbols_seconds": round(sum(t.seconds for t in (tables or {}).values()), 3),
         "chunks_per_second": round(computed / retrieve_s, 2) if computed and retrieve_s > 0 else None,
         "chunk_errors": chunk_errors, "findings": fsum, "fail_on": opts.fail_on or "none",
         "failed": fails(all_findings, opts.fail_on), "database": db.describe(), "cache": str(cache_path),
@@ -490,6 +556,9 @@ def _chunk_rows(files: list[dict], strategy: str, payloads: dict[str, dict]):
                    "chunkText": c["text"], "chunk_sha256": c["key"].split(":", 1)[0], "strategy": strategy,
                    "config": {"godot_version": c["cfg"].get("godot_version"), "extends": c["cfg"].get("extends")},
                    "results": records, "findings": len(c["findings"])}
+            if c.get("context"):  # what `retrieve --batch` needs beside the project's symbols to repeat this chunk
+                _, file_rel, extends, version = c["context"]
+                row["context"] = {"file_path": file_rel, "extends": extends, "godot_version": version}
             if c.get("parts"):
                 row.update(part=c["part"], parts=c["parts"])
             if c["error"]:

@@ -19,6 +19,7 @@ from .queries import one, table_digest
 from .schema import columns, get_meta
 
 CACHE_FILE = "scan-cache.sqlite3"
+TABLES = ("results", "file_symbols")  # chunk results; each script's declarations by its sha256 (the symbol table)
 
 
 class ScanCache:
@@ -28,16 +29,18 @@ class ScanCache:
         self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value BLOB NOT NULL, "
-                           "created REAL DEFAULT (julianday('now')))")
+        for table in TABLES:
+            self._conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, value BLOB NOT NULL, "
+                               "created REAL DEFAULT (julianday('now')))")
         self._conn.commit()
 
-    def get_many(self, keys: list[str]) -> dict[str, dict]:
+    def get_many(self, keys: list[str], table: str = "results") -> dict[str, dict]:
+        assert table in TABLES
         out: dict[str, dict] = {}
         keys = list(dict.fromkeys(keys))
         for i in range(0, len(keys), 500):
             part = keys[i:i + 500]
-            rows = self._conn.execute(f"SELECT key, value FROM results WHERE key IN ({','.join('?' * len(part))})",
+            rows = self._conn.execute(f"SELECT key, value FROM {table} WHERE key IN ({','.join('?' * len(part))})",
                                       part).fetchall()
             for key, blob in rows:
                 try:
@@ -46,10 +49,11 @@ class ScanCache:
                     continue  # a damaged entry is recomputed
         return out
 
-    def put(self, key: str, value: dict) -> None:
+    def put(self, key: str, value: dict, table: str = "results") -> None:
+        assert table in TABLES
         blob = zlib.compress(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), 6)
         with self._conn:  # one transaction per result: a Ctrl-C never leaves half an entry
-            self._conn.execute("INSERT OR REPLACE INTO results (key, value) VALUES (?, ?)", (key, blob))
+            self._conn.execute(f"INSERT OR REPLACE INTO {table} (key, value) VALUES (?, ?)", (key, blob))
 
     def count(self) -> int:
         return self._conn.execute("SELECT count(*) FROM results").fetchone()[0]
