@@ -80,6 +80,18 @@ async def exercise(session: ClientSession, root) -> None:
     res = await session.read_resource("godot-rag://record/api_mapping/class_renames:KinematicBody2D-%3ECharacterBody2D")
     assert json.loads(res.contents[0].text)["target_api"] == "CharacterBody2D"
 
+    # The project around the chunk: a name the project declares is not a Godot 3 API.
+    chunk = "extends Node\n\nfunc _ready():\n\tvar n = get_len()\n"
+    mapped = lambda r: [x["id"] for x in r.structured_content["records"] if x["table"] == "api_mapping"]  # noqa: E731
+    alone = await session.call_tool("evidence", {"chunk": chunk})
+    assert "gdscript_function_renames:get_len->get_length" in mapped(alone)
+    own = {"project_symbols": [{"name": "get_len", "kind": "func", "file": "player.gd", "line": 7,
+                                "scope": "res://player.gd"}], "file_path": "player.gd", "godot_version": "4.3"}
+    with_context = await session.call_tool("evidence", {"chunk": chunk, "context": own})
+    assert not with_context.is_error and mapped(with_context) == []
+    bad = await session.call_tool("evidence", {"chunk": chunk, "context": {"project_symbol": []}})
+    assert bad.is_error and "unknown context field" in bad.content[0].text
+
     # Bad arguments: tool errors with one line each, and the server goes on answering.
     for name, args, needle in [("evidence", {"chunk": 5}, "argument 'chunk'"),
                                ("evidence", {"chunk": "   \n"}, "empty"),

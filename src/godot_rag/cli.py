@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -21,7 +22,7 @@ def make_db(dsn, data_dir):
     return Database(dsn=dsn, data_dir=data_dir)
 
 
-def fail(message: str, code: int = 1):
+def fail(message: str, code: int = 1) -> NoReturn:
     # One line: drivers (psycopg) add hint lines of their own.
     click.echo("error: " + " ".join(part.strip() for part in str(message).splitlines() if part.strip()), err=True)
     sys.exit(code)
@@ -237,8 +238,9 @@ def cli_context(project_dir: Path | None, file_path: Path | None, cache_dir: Pat
     from .store.scan_files import read_script
 
     if project_dir is None:
+        assert file_path is not None  # the caller passes --project, --file or both
         text, err = read_script(file_path)
-        if err is not None:
+        if err is not None or text is None:
             fail(f"{file_path}: {err}")
         facts = parse_script(text)
         return file_context(None, file_path.name, extends=facts.extends or facts.extends_path)

@@ -11,8 +11,8 @@ from ..examples import EXAMPLES, REFERENCE_CHUNK  # noqa: F401  (re-exported for
 from ..models.llm import LLMError
 from ..retrieve.config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig, clip
 from ..retrieve.pipeline import Retriever
-from ..retrieve.strategies import STRATEGIES, check_strategy, describe
 from ..retrieve.project_context import RequestContext
+from ..retrieve.strategies import STRATEGIES, check_strategy, describe
 from ..retrieve.types import RetrieveResult
 from ..store.db import StoreError, StoreUnavailable
 

@@ -25,6 +25,7 @@ from ..retrieve.config import ConfigError, RetrieveConfig
 from ..retrieve.lookup import LookupResult, SymbolError
 from ..retrieve.lookup import lookup as lookup_symbol
 from ..retrieve.pipeline import Retriever
+from ..retrieve.project_context import RequestContext
 from ..retrieve.strategies import STRATEGIES, describe
 from ..retrieve.why import WhyRecord, unseen_reason, why
 from ..scan.allowed import PathNotAllowed, allowed_folder
@@ -43,6 +44,10 @@ GodotVersion = Literal["auto", "3", "4"]
 Chunk = Annotated[str, Field(description="The raw GDScript chunk, exactly as it appears in the .gd file.")]
 K = Annotated[int, Field(ge=1, le=100, description="Results per table (F: the guides group of docs).")]
 Extends = Annotated[str | None, Field(description="The script's class when the chunk has no `extends` line.")]
+ProjectContext = Annotated[dict[str, Any] | None, Field(
+    description="The project around the chunk (every field optional): project_symbols ([{name, kind, file, line, "
+                "scope, extends}]), file_path, extends, godot_version (\"4.3\"). A name the project declares is then "
+                "not taken for a Godot 3 API.")]
 TOP_FINDING_FIELDS = ("file", "line", "column", "severity", "label", "expected_finding", "recommended_action",
                       "mappings", "docs_chunk_ids")
 
@@ -147,14 +152,18 @@ def create_server(retriever: Retriever, base_cfg: RetrieveConfig | None = None,
         except ConfigError as e:
             raise ToolError(str(e)) from None
 
-    def run(chunk: str, strategy: str, cfg: RetrieveConfig, explain: bool):
+    def run(chunk: str, strategy: str, cfg: RetrieveConfig, explain: bool, context: dict[str, Any] | None = None):
         chunk = checked_chunk(chunk)
+        try:
+            request_context = RequestContext.parse(context)
+        except ConfigError as e:
+            raise ToolError(f"context: {e}") from None
         needs = STRATEGIES[strategy].needs
         if needs and retriever.llm is None and not cfg.llm_optional:
             raise ToolError(f"strategy {strategy} needs an LLM, and this server has none: "
                             "start it with --llm-bundled 0.5b (or --llm-gguf FILE, --llm-url URL)")
         try:
-            return retriever.retrieve(chunk, strategy, cfg, explain=explain)
+            return retriever.retrieve(chunk, strategy, cfg, explain=explain, context=request_context)
         except (ChunkTextError, ConfigError, StoreError) as e:
             raise ToolError(str(e)) from None
         except LLMError as e:
@@ -164,8 +173,8 @@ def create_server(retriever: Retriever, base_cfg: RetrieveConfig | None = None,
                              "chunks, Godot 3 -> 4 API mappings, reviewer findings), each as the user's JSONL record "
                              "with its score and a one-line reason.")
     def evidence(chunk: Chunk, strategy: Strategy = "F", k: K = 10, godot_version: GodotVersion = "auto",
-                 extends: Extends = None) -> Evidence:
-        result = run(chunk, strategy, config(k, godot_version, extends), explain=False)
+                 extends: Extends = None, context: ProjectContext = None) -> Evidence:
+        result = run(chunk, strategy, config(k, godot_version, extends), explain=False, context=context)
         rows = [EvidenceRecord(**{f: v for f, v in row.items() if f != "chunk"}) for row in record_rows(result, None)]
         return Evidence(strategy=result.strategy, chunk_sha256=result.chunk_sha256, records=rows,
                         rejected=len(result.rejected), total_ms=result.trace.total_ms)
@@ -174,8 +183,9 @@ def create_server(retriever: Retriever, base_cfg: RetrieveConfig | None = None,
                              "rank and score at every stage it reached (the debugger page's why-not). record_id is a "
                              "record id (page#NNN, table:from->to, a prototype id) or a docs page path.")
     def explain(chunk: Chunk, record_id: Annotated[str, Field(min_length=1, max_length=500)], strategy: Strategy = "F",
-                k: K = 10, godot_version: GodotVersion = "auto", extends: Extends = None) -> Explanation:
-        result = run(chunk, strategy, config(k, godot_version, extends), explain=True)
+                k: K = 10, godot_version: GodotVersion = "auto", extends: Extends = None,
+                context: ProjectContext = None) -> Explanation:
+        result = run(chunk, strategy, config(k, godot_version, extends), explain=True, context=context)
         found = why(result, record_id.strip())
         if not found:
             reason = unseen_reason(result)

@@ -144,7 +144,7 @@ class ProjectIndex:
 
     def _chain(self, name: str):
         """The project scopes from `name` up its `extends`, then the first name that is not the project's."""
-        seen = set()
+        seen: set[str] = set()
         cur: str | None = name
         while cur and cur in self.scopes and len(seen) < MAX_CHAIN:
             scope = self.scopes[cur]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
@@ -162,8 +163,9 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
         seen.add(key)
         res.uses.append(ApiUse(f"{api_cls}.{member}", api_cls, member, info_kind, line, col, text, via))
 
-    call_types = _resolve_bare_calls(facts, ref, res, own, inferred, add)
-    _resolve_chains(facts, ref, res, own, call_types, max_hops, add)
+    scope = ProjectScope(project, own_scope)
+    call_types = _resolve_bare_calls(facts, ref, res, own, inferred, add, scope)
+    _resolve_chains(facts, ref, res, own, call_types, max_hops, add, scope)
     res.uses.sort(key=lambda u: (u.line, u.col))
     return res
 
@@ -171,15 +173,23 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
 AddUse = Callable[[str, str, str, int, int, str, str], None]  # (class, member, kind, line, col, code, via)
 
 
+@dataclass(frozen=True)
+class ProjectScope:
+    """The project around the chunk, as the resolver reads it: its index (None without a context) and the
+    chunk's own scope in it (its file, or the project class it extends)."""
+    project: Any = None  # project_context.ProjectIndex
+    own_scope: str | None = None
+
+
 def _resolve_bare_calls(facts: GDScriptFacts, ref: ClassReference, res: Resolution, own: str | None,
-                        inferred: dict[str, tuple[str, float]], add: AddUse) -> dict[int, str | None]:
+                        inferred: dict[str, tuple[str, float]], add: AddUse, scope: ProjectScope) -> dict[int, str | None]:
     """Bare calls: the script's own methods, or global functions. Returns call start offset -> documented return type."""
     call_types: dict[int, str | None] = {}  # call start offset -> documented return type
     for call in facts.calls:
         n = call.name
         if n in facts.functions or n in facts.declared or n in ("super", "yield", "preload", "assert"):
             continue
-        if why := _declared_by_project(project, own_scope, n):
+        if why := _declared_by_project(scope.project, scope.own_scope, n):
             res.unresolved.append(Unresolved(n, call.line, call.col, f"{n}()", why))
             continue
         hit = None
@@ -207,8 +217,9 @@ def _resolve_bare_calls(facts: GDScriptFacts, ref: ClassReference, res: Resoluti
 
 
 def _resolve_chains(facts: GDScriptFacts, ref: ClassReference, res: Resolution, own: str | None,
-                    call_types: dict[int, str | None], max_hops: int, add: AddUse) -> None:
+                    call_types: dict[int, str | None], max_hops: int, add: AddUse, scope: ProjectScope) -> None:
     """Call chains, from a class, a typed local, a call's return type or `self`, through documented return types."""
+    project, own_scope = scope.project, scope.own_scope
     for chain in facts.chains:
         typ, via, hops = None, "", 0
         if chain.root_kind == "identifier":

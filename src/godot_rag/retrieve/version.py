@@ -35,11 +35,14 @@ Decided from the corpus, per occurrence, and traced:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
 from .resolve import Resolution
+
+if TYPE_CHECKING:
+    from .project_context import RequestContext
 
 # Change types whose Godot 3 use is a string literal (a setting path, an action, a theme key, a signal name).
 STRING_TYPES = {"project_setting_rename", "input_map_rename", "theme_override_rename", "signal_rename",
@@ -410,7 +413,7 @@ class Occurrence:
     occ: dict
     renamed: dict[str, str]
     version: VersionContext | None
-    context: object | None  # project_context.RequestContext
+    context: RequestContext | None
 
     def __post_init__(self):
         self.src, self.change = self.mapping["source_api"], self.mapping["change_type"]
@@ -537,8 +540,10 @@ def _overrides_engine_virtual(o: Occurrence, s) -> bool:
     to = str(o.mapping.get("target_api") or "")
     if s.kind != "func" or not to.startswith("_") or o.change not in METHOD_TYPES or not s.scope:
         return False
-    engine = _godot4_class(o.index.engine_class(s.scope), o.ref, o.renamed)
-    found = o.ref.member(engine, to) if engine else None
+    engine = _godot4_class(o.index.engine_class(s.scope), o.ref, o.renamed) if o.index is not None else None
+    if not engine:
+        return False
+    found = o.ref.member(engine, to)
     return found is not None and found[1]["kind"] == "method" and o.ref.member(engine, o.src) is None
 
 

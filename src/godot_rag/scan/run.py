@@ -420,7 +420,8 @@ def _symbol_tables(opts, disc, files, cache) -> dict:
         ref = (entry["project"], file_rel, script.extends if script is not None else None, version)
         for c in entry["chunks"]:
             c["context"] = ref
-            c["context_key"] = [chunk_symbols_key(indexes[entry["project"]], c["text"], [RES + file_rel, ref[2]]), *ref[1:]]
+            scopes = [RES + file_rel] + ([ref[2]] if ref[2] else [])
+            c["context_key"] = [chunk_symbols_key(indexes[entry["project"]], c["text"], scopes), *ref[1:]]
     if built:  # the keys' time is the symbol table's too
         first = next(iter(built.values()))
         first.seconds += time.perf_counter() - t0

@@ -114,7 +114,8 @@ def _autoload_symbol(project_dir: Path, name: str, path: str) -> Symbol:
     text = read_small_text(project_dir / rel) or ""
     root = TSCN_ROOT_RE.search(text)
     if root:
-        body = text[root.end():(SECTION_RE.search(text, root.end()) or re.compile(r"\Z").search(text)).start()]
+        section = SECTION_RE.search(text, root.end())
+        body = text[root.end():section.start() if section else len(text)]
         sm = TSCN_SCRIPT_RE.search(body)
         if sm:
             for ext in TSCN_EXT_RE.finditer(text):
@@ -139,7 +140,7 @@ def build_project_symbols(project: Project, cache=None) -> ProjectSymbols:
     h = hashlib.sha256(f"{SYMBOLS_FORMAT}|{settings}".encode())
     for s in scripts:
         text, err = read_script(s.path)
-        if err is not None:
+        if err is not None or text is None:
             continue
         rel = s.path.relative_to(project.dir).as_posix()
         texts[rel] = text
@@ -192,7 +193,7 @@ def chunk_symbols_key(index, text: str, starts: list[str]) -> str:
     recomputes nothing elsewhere), and the `extends` chains of the project classes it names and of its
     own file (`starts`). An edit elsewhere in the project leaves the chunk's cached result valid."""
     names = set(IDENT_RE.findall(text))
-    parts = []
+    parts: list[str] = []
     for name in sorted(names & index.declared.keys()):
         parts.extend(f"{s.name}|{s.kind}|{s.file}|{s.scope}|{s.extends}" for s in index.declared[name])
     for name in sorted((names & index.scopes.keys()) | {s for s in starts if s}):
