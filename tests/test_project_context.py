@@ -16,6 +16,7 @@ from godot_rag.retrieve.config import ConfigError
 from godot_rag.retrieve.project_context import ContextError, RequestContext
 from godot_rag.retrieve.resolve import extends_hint, resolve_uses
 from godot_rag.retrieve.types import Candidate
+from godot_rag.retrieve.version_stage import decide_occurrences
 from godot_rag.retrieve.validate import ValidationContext, validate
 from godot_rag.retrieve.version import effective_hint, version_context, version_names
 from godot_rag.scan.project import read_project
@@ -125,8 +126,9 @@ def _validated(ref, chunk: str, name: str, context=None, hint="auto", extends=No
     v = ValidationContext(facts=facts, resolution=res, ref=ref, idf=lambda t: 6.0, class_of_page={}, context=ctx,
                           version=version_context(facts, res, new, old, effective_hint(hint, ctx)),
                           renamed_classes={"Camera": "Camera3D"})
-    out = {c.table: c for c in validate(v, [Candidate(table="api_mapping", id=mapping["mapping_id"], payload=mapping),
-                                            Candidate(table="label_prototypes", id=finding["prototype_id"], payload=finding)])}
+    cands = [Candidate(table="api_mapping", id=mapping["mapping_id"], payload=mapping),
+             Candidate(table="label_prototypes", id=finding["prototype_id"], payload=finding)]
+    out = {c.table: c for c in validate(v, cands, decide_occurrences(v, cands[:1]))}
     return out["api_mapping"], out["label_prototypes"]
 
 
@@ -145,12 +147,12 @@ def test_the_projects_own_names_get_no_migration_finding_with_context(ref, table
     mapping, finding = _validated(ref, chunk, name, context)
     assert mapping.verdict == "reject" and finding.verdict == "reject", mapping.reason
     occ = mapping.info("validate").occurrences
-    assert occ and all(o["status"] in ("ignored", "valid_godot4") for o in occ)
+    assert occ and all(o.status in ("ignored", "valid_godot4") for o in occ)
     if declared_at:
-        assert all(o["rule"] == "declared_by_project" for o in occ)
+        assert all(o.rule == "declared_by_project" for o in occ)
         assert f"declared by the project at {declared_at}" in mapping.reason
     else:  # the Godot 4 signal syntax says it, whoever declared the signal
-        assert occ[0]["rule"] == "godot4_signal_syntax"
+        assert occ[0].rule == "godot4_signal_syntax"
 
 
 def test_without_context_the_same_chunks_keep_todays_decisions(ref):
@@ -174,14 +176,14 @@ def test_godot4_only_syntax_is_no_godot3_evidence_even_without_context(ref, name
     mapping, finding = _validated(ref, chunk, name)
     assert mapping.verdict == "reject" and finding.verdict == "reject"
     if rule:
-        assert [o.get("rule") for o in mapping.info("validate").occurrences] == [rule]
+        assert [o.rule for o in mapping.info("validate").occurrences] == [rule]
         assert f"[rule {rule}]" in mapping.reason
 
 
 def test_typed_virtual_declaration_in_godot4_code_is_not_godot3(ref):
     chunk = "extends EditorPlugin\n\nfunc get_plugin_name() -> String:\n\treturn \"Tool\"\n"
     mapping, _ = _validated(ref, chunk, "get_plugin_name", hint="4")
-    assert mapping.verdict == "reject" and mapping.info("validate").occurrences[0]["rule"] == "typed_declaration_in_godot4"
+    assert mapping.verdict == "reject" and mapping.info("validate").occurrences[0].rule == "typed_declaration_in_godot4"
     # In Godot 3 code the same override is still the renamed virtual's Godot 3 use.
     godot3 = "extends EditorPlugin\n\nfunc get_plugin_name():\n\treturn \"Tool\"\n"
     mapping, finding = _validated(ref, godot3, "get_plugin_name")
@@ -214,12 +216,12 @@ def test_a_real_godot3_use_keeps_its_finding_with_context(ref, table):
     mapping, finding = _validated(ref, chunk, "change_scene", file_context(table, "main.gd"))
     assert mapping.verdict == "accept" and finding.verdict == "accept"
     occ = mapping.info("validate").occurrences[0]
-    assert occ["status"] == "godot3" and occ["rule"] == "engine_api_missing" and "would not compile" in occ["why"]
+    assert occ.status == "godot3" and occ.rule == "engine_api_missing" and "would not compile" in occ.why
     # A Godot 3 project keeps it too, without the Godot 4 wording.
     godot3 = file_context(table, "main.gd", godot_version="3.5")
     mapping, finding = _validated(ref, chunk, "change_scene", godot3)
     assert mapping.verdict == "accept" and finding.verdict == "accept"
-    assert "would not compile" not in mapping.info("validate").occurrences[0]["why"]
+    assert "would not compile" not in mapping.info("validate").occurrences[0].why
 
 
 def test_a_godot3_override_of_a_file_extending_a_project_class(ref, table):
@@ -247,12 +249,12 @@ def test_a_known_godot4_project_gets_findings_only_for_missing_engine_api(ref, t
     mapping, finding = _validated(ref, "func f(node):\n\tnode.change_scene(\"a\")\n", "change_scene",
                                   {"godot_version": "4.3", "file_path": "main.gd"})
     assert mapping.verdict == "reject" and "compiles there" in mapping.reason
-    assert mapping.info("validate").occurrences[0]["rule"] == "godot4_project_compiles"
+    assert mapping.info("validate").occurrences[0].rule == "godot4_project_compiles"
     # A project class receiver resolves through its engine ancestor: Camera2D has no `change_scene`... nor does
     # the project class, so the engine's verdict stands.
     mapping, _ = _validated(ref, "func f(cam: Camera):\n\tcam.shake()\n\tcam.change_scene(\"a\")\n", "change_scene", context)
     occ = mapping.info("validate").occurrences[0]
-    assert mapping.verdict == "accept" and "Camera2D has no 'change_scene'" in occ["why"]
+    assert mapping.verdict == "accept" and "Camera2D has no 'change_scene'" in occ.why
 
 
 def test_context_is_one_validated_model():
@@ -296,13 +298,13 @@ def test_context_in_batch_lines(fixture_db, project, tmp_path):
     chunk = "func go():\n\tchange_scene(\"res://a.tscn\")\n"
     batch.write_text(json.dumps({"chunkText": chunk, "context": CONTEXT}) + "\n" + json.dumps({"chunkText": chunk}) + "\n")
     base = [sys.executable, "-m", "godot_rag.cli", "retrieve", "--data-dir", str(fixture_db.data_dir), "--quiet"]
-    out = subprocess.run(base + ["--batch", str(batch), "--workers", "1"], capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run(base + ["--batch", str(batch), "--workers", "1", "--format", "result"], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [json.loads(l) for l in out.stdout.splitlines()]
     assert rows[0]["trace"]["context"]["file_path"] == "main.gd" and rows[1]["trace"]["context"] is None
     # `--project DIR` gives every line the project's symbols; a line's own fields (its file) win.
     batch.write_text(json.dumps({"chunkText": chunk, "context": {"file_path": "autoload/ggt.gd"}}) + "\n")
-    out = subprocess.run(base + ["--batch", str(batch), "--workers", "2", "--project", str(project)],
+    out = subprocess.run(base + ["--batch", str(batch), "--workers", "2", "--project", str(project), "--format", "result"],
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     trace = json.loads(out.stdout)["trace"]["context"]
@@ -314,6 +316,9 @@ def test_context_in_batch_lines(fixture_db, project, tmp_path):
     assert json.loads(single.stdout)["trace"]["context"]["engine_extends"] == "Node2D"
     batch.write_text(json.dumps({"chunkText": chunk, "context": {"godot_version": 4}}) + "\n")
     bad = subprocess.run(base + ["--batch", str(batch)], capture_output=True, text=True, env=env, timeout=300)
+    line = json.loads(bad.stdout)  # the one batch rule: the bad line's own error line, and the batch goes on
+    assert bad.returncode == 0 and line["line"] == 1 and line["error"].startswith("context.godot_version")
+    bad = subprocess.run(base + ["--batch", str(batch), "--strict"], capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode != 0 and f"{batch}:1: context.godot_version" in bad.stderr and "Traceback" not in bad.stderr
 
 

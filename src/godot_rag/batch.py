@@ -49,7 +49,7 @@ def _line_problem(rec) -> tuple[str, int] | None:
     try:
         RequestContext.parse(rec.get("context"))
     except ConfigError as e:
-        return f"field 'context': {e}", 422
+        return str(e), 422  # it names the field: `context.godot_version: ...`
     try:
         check_chunk_text(rec.get("chunkText", rec.get("chunk_text")))
     except ChunkTextError as e:
