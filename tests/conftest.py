@@ -125,3 +125,16 @@ def launch_chromium(playwright, executable: str):
     return playwright.chromium.launch(executable_path=executable, headless=True, args=[
         "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"])
+
+
+def wait_job(client, job_id, timeout=240):
+    """Poll a scan job of the HTTP API until it ends; its whole status then."""
+    import time
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        body = client.get(f"/api/scan/{job_id}?results=false").json()
+        if body["status"] in ("done", "error", "cancelled"):
+            return client.get(f"/api/scan/{job_id}").json()
+        time.sleep(0.2)
+    raise AssertionError("the scan job did not finish")

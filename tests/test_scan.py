@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import launch_chromium, ROOT, SHARED, free_port
+from conftest import launch_chromium, ROOT, SHARED, free_port, wait_job
 from godot_rag.scan.chunking import chunk_text
 from godot_rag.scan.project import discover
 from godot_rag.scan.run import ScanError, ScanInterrupted, ScanOptions, run_scan
@@ -446,16 +446,6 @@ def client(app):
 
     with TestClient(app) as c:
         yield c
-
-
-def wait_job(client, job_id, timeout=240):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        body = client.get(f"/api/scan/{job_id}?results=false").json()
-        if body["status"] in ("done", "error", "cancelled"):
-            return client.get(f"/api/scan/{job_id}").json()
-        time.sleep(0.3)
-    raise AssertionError("the scan job did not finish")
 
 
 @slow

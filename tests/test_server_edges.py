@@ -10,14 +10,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from conftest import ROOT, free_port
+from conftest import ROOT, free_port, wait_job
 from godot_rag.api.app import create_app
 from godot_rag.api.scan_routes import MAX_JSON, MAX_UPLOAD, OUTPUT_FILES
 from godot_rag.scan.allowed import MALFORMED_PATH
@@ -64,16 +63,6 @@ def layout(tmp_path, monkeypatch, app):
     (tmp_path / "allowed" / "dangling").symlink_to(tmp_path / "nowhere")
     monkeypatch.setattr(app.state, "scan_allowed", [(tmp_path / "allowed").resolve()], raising=False)  # serve --allow-path
     return tmp_path
-
-
-def wait_job(client, job_id, timeout=240):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        body = client.get(f"/api/scan/{job_id}?results=false").json()
-        if body["status"] in ("done", "error", "cancelled"):
-            return client.get(f"/api/scan/{job_id}").json()
-        time.sleep(0.2)
-    raise AssertionError("the scan job did not finish")
 
 
 def every_answer(client, job_id) -> dict[str, str]:
