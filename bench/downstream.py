@@ -41,6 +41,12 @@ REVIEW_SYSTEM = ("You review GDScript for Godot 3 -> 4 migration problems: names
                  "\"<the Godot 3 name as written>\", \"fix\": \"<the Godot 4 replacement>\"}]}. If the chunk is "
                  "already valid Godot 4 code, answer {\"problems\": []}.")
 EVIDENCE_HEAD = "Evidence retrieved for this chunk (Godot 4 documentation and migration records):\n"
+# The review's answer is constrained to this shape (a grammar in llama.cpp, response_format on a server), so an
+# answer that is no JSON never passes for a review without claims.
+REVIEW_SCHEMA = {"type": "object", "required": ["problems"], "additionalProperties": False, "properties": {
+    "problems": {"type": "array", "items": {"type": "object", "required": ["line", "name", "fix"], "additionalProperties": False,
+                                            "properties": {"line": {"type": "integer"}, "name": {"type": "string"},
+                                                           "fix": {"type": "string"}}}}}}
 
 
 def load_queries(path: Path) -> list[dict]:
@@ -223,11 +229,12 @@ def main(argv: list[str] | None = None) -> int:
             if estimate_tokens(system + user) + max_tokens > CONTEXT_TOKENS:  # a long chunk: cut the evidence, never the chunk
                 ev = ev[: max(0, room * CHARS_PER_TOKEN)]
                 user = user_prompt(task[0], q["chunk_text"], ev)
-            key = Cache.key(model_id, system, user, max_tokens)
+            schema = REVIEW_SCHEMA if task.startswith("R") else None
+            key = Cache.key(model_id, system, user, max_tokens) + ("+schema" if schema else "")
             hit = cache.get(key)
             if hit is None:
                 t = time.perf_counter()
-                answer = llm.chat(system, user, max_tokens=max_tokens)["text"]
+                answer = llm.chat(system, user, max_tokens=max_tokens, json_schema=schema)["text"]
                 cache.put(key, answer, time.perf_counter() - t)
                 hit = cache.get(key)
             answer = hit["answer"]
