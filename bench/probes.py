@@ -545,7 +545,7 @@ def probes_cli_full(data_dir: Path, tmp: Path):
     def batch_probe():
         f = tmp / "batch.jsonl"
         f.write_text("\n".join(json.dumps({"chunkText": c}) for c in ["", "x" * 20_001, CHUNK]) + "\n")
-        r = cli(["retrieve", "--batch", str(f), "--workers", "2", "-s", "B", "--quiet"], env, timeout=120)
+        r = cli(["retrieve", "--format", "result", "--batch", str(f), "--workers", "2", "-s", "B", "--quiet"], env, timeout=120)
         lines = [body_json(l.encode()) for l in r.out.splitlines() if l.strip()]
         errs = [(l or {}).get("status") for l in lines[:2]]
         ok = (r.rc == 0 and len(lines) == 3 and errs == [422, 413] and isinstance(lines[2], dict)
@@ -577,14 +577,14 @@ def probes_cli_full(data_dir: Path, tmp: Path):
         f = tmp / "malformed.jsonl"
         f.write_text(json.dumps({"chunkText": CHUNK}) + "\n{not json\n" + json.dumps({"chunk": CHUNK}) + "\n"
                      + json.dumps({"chunkText": CHUNK}) + "\n")
-        r = cli(["retrieve", "--batch", str(f), "-s", "A", "--quiet"], env)
+        r = cli(["retrieve", "--format", "result", "--batch", str(f), "-s", "A", "--quiet"], env)
         lines = [body_json(l.encode()) or {} for l in r.out.splitlines() if l.strip()]
         errs = [(l.get("line"), l.get("status")) for l in lines if "error" in l]
         row("11. retrieve --batch <malformed line 2, line 3 without chunkText>",
             "exit 0; error lines for lines 2 and 3, results for 1 and 4", f"{r.describe()}; error lines {errs}; "
             f"{sum('results' in l for l in lines)} results", r.rc == 0 and not r.traceback and len(lines) == 4
             and [e[0] for e in errs] == [2, 3] and "results" in lines[0] and "results" in lines[3])
-        r = cli(["retrieve", "--batch", str(f), "-s", "A", "--quiet", "--strict"], env)
+        r = cli(["retrieve", "--format", "result", "--batch", str(f), "-s", "A", "--quiet", "--strict"], env)
         cli_row("11. the same with --strict", one + ", names file:2 and file:3, no output", r,
                 r.one_line_error() and ":2:" in r.last_err and ":3:" in r.last_err and not r.out.strip())
     guarded("11. retrieve --batch <malformed line>", "error lines", batch_line_probe)
@@ -848,7 +848,7 @@ def probes_edges(srv: Serve, data_dir: Path, tmp: Path, allowed: Path):
     def batch_text_probe():
         f = tmp / "surrogate.jsonl"
         f.write_text("".join(json.dumps({"chunkText": t}) + "\n" for t in (CHUNK, surrogate, CHUNK, CHUNK)))
-        r = cli(["retrieve", "--batch", str(f), "-s", "D", "--workers", "2", "--quiet"], env, timeout=300)
+        r = cli(["retrieve", "--format", "result", "--batch", str(f), "-s", "D", "--workers", "2", "--quiet"], env, timeout=300)
         lines = [body_json(l.encode()) or {} for l in r.out.splitlines() if l.strip()]
         errs = [(l.get("line"), l.get("status")) for l in lines if "error" in l]
         row("19. retrieve --batch -s D, a lone surrogate on line 2 of 4", "exit 0; an error line for line 2, the rest answered",
@@ -924,7 +924,7 @@ def probes_edges(srv: Serve, data_dir: Path, tmp: Path, allowed: Path):
         f.write_text("\n".join([json.dumps({"chunkText": CHUNK}), json.dumps({"chunkText": 5}), "[]",
                                 json.dumps({"chunkText": "x\x00y"}), json.dumps({"chunkText": "x" * 20_001}),
                                 json.dumps({"chunkText": CHUNK})]) + "\n")
-        r = cli(["retrieve", "--batch", str(f), "-s", "B", "--quiet"], env, timeout=300)
+        r = cli(["retrieve", "--format", "result", "--batch", str(f), "-s", "B", "--quiet"], env, timeout=300)
         lines = [body_json(l.encode()) or {} for l in r.out.splitlines() if l.strip()]
         errs = [l.get("line") for l in lines if "error" in l]
         summary = next((body_json(l.encode()) for l in r.err.splitlines() if "batch_summary" in l), {}) or {}
@@ -933,7 +933,7 @@ def probes_edges(srv: Serve, data_dir: Path, tmp: Path, allowed: Path):
             "exit 0; error lines 2-5, lines 1 and 6 answered; summary bad_lines 4",
             f"{r.describe()}; error lines {errs}; bad_lines {bad}",
             r.rc == 0 and errs == [2, 3, 4, 5] and len(lines) == 6 and bad == 4)
-        r = cli(["retrieve", "--batch", str(f), "-s", "B", "--quiet", "--strict"], env, timeout=300)
+        r = cli(["retrieve", "--format", "result", "--batch", str(f), "-s", "B", "--quiet", "--strict"], env, timeout=300)
         named = [n for n in (2, 3, 4, 5) if f":{n}:" in r.last_err]
         row("25. the same with --strict", "one 'error:' line naming lines 2, 3, 4 and 5; nothing run",
             f"{r.describe()[:150]}; names lines {named}", r.one_line_error() and named == [2, 3, 4, 5] and not r.out.strip())
