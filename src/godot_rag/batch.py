@@ -36,49 +36,41 @@ class BatchItem:
     error: str | None = None  # the error line, for a bad line
 
 
-def _line_problem(rec) -> tuple[str, int] | None:
-    """What is wrong with one parsed line, and its status; None for a good line."""
+def _bad(n: int, cid: Any, message: str, status: int) -> BatchItem:
+    extra = {"line": n} | ({"id": cid} if cid is not None else {})
+    return BatchItem(n, cid, error=error_line(message, status, n if cid is None else cid, extra))
+
+
+def _item(n: int, rec: Any) -> BatchItem:
+    """One parsed line, each part checked once: a good line with its chunk and context, or a bad line with
+    the first problem's error line. A bad id is not echoed (the line number names the line)."""
+    cid, id_problem = None, None
+    if isinstance(rec, dict):
+        try:
+            cid = check_chunk_id(rec.get("id"))
+        except ValueError as e:
+            id_problem = f"field 'id' {e}"
     if not isinstance(rec, dict):
-        return f"a line must be a JSON object with a chunkText field, not {type(rec).__name__}", 422
+        return _bad(n, cid, f"a line must be a JSON object with a chunkText field, not {type(rec).__name__}", 422)
     if "chunkText" not in rec and "chunk_text" not in rec:
-        return "field 'chunkText' (or 'chunk_text') is missing", 422
+        return _bad(n, cid, "field 'chunkText' (or 'chunk_text') is missing", 422)
+    if id_problem:
+        return _bad(n, cid, id_problem, 422)
     try:
-        check_chunk_id(rec.get("id"))
-    except ValueError as e:
-        return f"field 'id' {e}", 422
-    try:
-        RequestContext.parse(rec.get("context"))
+        context = RequestContext.parse(rec.get("context"))
     except ConfigError as e:
-        return str(e), 422  # it names the field: `context.godot_version: ...`
+        return _bad(n, cid, str(e), 422)  # it names the field: `context.godot_version: ...`
+    text = rec.get("chunkText", rec.get("chunk_text"))
     try:
-        check_chunk_text(rec.get("chunkText", rec.get("chunk_text")))
+        check_chunk_text(text)
     except ChunkTextError as e:
-        return str(e), e.status
-    return None
+        return _bad(n, cid, str(e), e.status)
+    return BatchItem(n, cid, text, context)
 
 
 def read_batch(path: Path) -> list[BatchItem]:
     """Every line that is not blank, in order; a bad line carries its error line."""
-    items: list[BatchItem] = []
-    for n, rec, malformed in read_jsonl_lines(path):
-        problem = (malformed, 400) if malformed else _line_problem(rec)
-        given = rec.get("id") if isinstance(rec, dict) else None
-        cid = given if _id_ok(given) else None  # a bad id is not echoed: the line number names the line
-        extra = {"line": n} | ({"id": cid} if cid is not None else {})
-        if problem is None and isinstance(rec, dict):
-            items.append(BatchItem(n, cid, rec.get("chunkText", rec.get("chunk_text")), RequestContext.parse(rec.get("context"))))
-        else:
-            message, status = problem or ("a line must be a JSON object", 422)
-            items.append(BatchItem(n, cid, error=error_line(message, status, n if cid is None else cid, extra)))
-    return items
-
-
-def _id_ok(value) -> bool:
-    try:
-        check_chunk_id(value)
-        return True
-    except ValueError:
-        return False
+    return [_bad(n, None, malformed, 400) if malformed else _item(n, rec) for n, rec, malformed in read_jsonl_lines(path)]
 
 
 def merged(base: RequestContext | None, line: RequestContext | None) -> RequestContext | None:

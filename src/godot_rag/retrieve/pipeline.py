@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 
@@ -30,6 +31,9 @@ from .tokenize import TokenizerConfig, tokenizer_of
 from .types import Candidate, RetrieveResult
 from .version import CLASS_TYPES, version_names
 
+if TYPE_CHECKING:
+    from .docs_features import DocsApiStats, GuideModel
+
 
 class Retriever:
     """Holds the loaded records, BM25 indexes and lazily loaded models for one database, and runs
@@ -49,7 +53,7 @@ class Retriever:
         self._rerankers: dict[str, object] = {}
         self._class_reference: ClassReference | None = None
         self._api_index: dict | None = None
-        self._guide_model: tuple | None = None
+        self._guide_model: tuple | None = None  # () once read and there is no model file
         self._version_names: tuple[set[str], set[str]] | None = None
         self._class_renames: dict[str, str] | None = None
         self._has_records = False
@@ -110,8 +114,8 @@ class Retriever:
                 freeze_loaded()
             return self._api_index
 
-    def guide_model(self):
-        """(the fitted guide model, the corpus's API use counts), or (None, None) without a model file."""
+    def guide_model(self) -> tuple[GuideModel, DocsApiStats] | None:
+        """(the fitted guide model, the corpus's API use counts), or None without a model file."""
         with self.lock:
             if self._guide_model is None:
                 from ..store.guide_model import read
@@ -119,11 +123,10 @@ class Retriever:
 
                 data = read()
                 model = GuideModel.from_dict(data) if data else None
-                stats = DocsApiStats.build(self.records("docs_chunks"), self.class_reference(),
-                                           model.chunk_share if model else None) if model else None
-                self._guide_model = (model, stats)
+                self._guide_model = (model, DocsApiStats.build(self.records("docs_chunks"), self.class_reference(),
+                                                               model.chunk_share)) if model else ()
                 freeze_loaded()
-            return self._guide_model
+            return self._guide_model or None
 
     def version_names(self) -> tuple[set[str], set[str]]:
         """(Godot 3 names the converter renames, Godot 4 names they became), from the api_mapping records."""

@@ -272,7 +272,7 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
                              renamed_classes=r.class_renames(), context=ctx.context,
-                             guide_model=r.guide_model() if ctx.cfg.guide_model and r.guide_model()[0] else None)
+                             guide_model=r.guide_model() if ctx.cfg.guide_model else None)
     ctx.validation = vctx
     judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)], ctx.occurrences)
     for t in ctx.tables:  # the accepted ids, in the order they came in (the web page's "lost at")
