@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from conftest import REFERENCE_CHUNK
 from godot_rag.api.app import create_app
 from godot_rag.formats import json_lines, record_rows
+from godot_rag.records import DERIVED_METADATA
 from godot_rag.retrieve.config import RetrieveConfig
 
 GODOT3 = "extends KinematicBody2D\n\nfunc _ready():\n\tyield(get_tree(), \"idle_frame\")\n"
@@ -36,6 +37,19 @@ def test_the_three_renderings_of_one_result(f_result):
     full = json.loads(json_lines(f_result, "full"))
     assert all(c["payload"] for c in full["rejected"])
     assert len(json_lines(f_result, "records", chunk=1)) < len(json.dumps(result)) < len(json.dumps(full))
+
+
+def test_records_leave_out_the_derived_matching_metadata(f_result):
+    """`records` is the user's record without what ingest derives for matching; `full` keeps all of it."""
+    guide = next(c for c in f_result.results if c.table == "docs_chunks" and c.payload["metadata"].get("code_uses"))
+    row = next(r for r in record_rows(f_result, None) if r["id"] == guide.id)
+    assert not set(row["payload"]["metadata"]) & set(DERIVED_METADATA)
+    assert row["payload"]["metadata"]["page_path"] == guide.payload["metadata"]["page_path"]
+    assert {k: v for k, v in row["payload"].items() if k != "metadata"} == {
+        k: v for k, v in guide.payload.items() if k != "metadata"}
+    assert guide.payload["metadata"]["code_uses"], "the stored record is untouched"
+    full = json.loads(json_lines(f_result, "full"))
+    assert next(c for c in full["results"] if c["id"] == guide.id)["payload"]["metadata"]["code_uses"]
 
 
 def test_batch_writes_records_by_default_and_echoes_ids(fixture_db, tmp_path):

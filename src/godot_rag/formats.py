@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from .records import DERIVED_METADATA
+
 if TYPE_CHECKING:  # the CLI reads FORMATS without loading the result model
     from .retrieve.types import Candidate, RetrieveResult
 
 FORMATS = ("records", "result", "full", "prompt")
 # Rejected and cut records keep their id, scores, verdict, reason and trace; the payload is the stored record.
+COMPACT = (",", ":")  # `records` lines are read by programs, at corpus scale
 _NO_PAYLOAD = {"rejected": {"__all__": {"payload"}}, "cut": {"__all__": {"payload"}}}
 
 
@@ -57,11 +60,20 @@ def reason_of(c: Candidate) -> str:
     return f"found by {c.source or 'the ranking'}, rank {c.rank}, score {round(c.score, 4)}"
 
 
+def evidence_payload(payload: dict) -> dict:
+    """The stored record without the metadata ingest derives for matching (`records.DERIVED_METADATA`)."""
+    meta = payload.get("metadata")
+    if not isinstance(meta, dict) or not any(f in meta for f in DERIVED_METADATA):
+        return payload
+    return payload | {"metadata": {k: v for k, v in meta.items() if k not in DERIVED_METADATA}}
+
+
 def record_rows(result: RetrieveResult, chunk: Any) -> list[dict]:
     """The accepted records, in the result's order (by table, then rank)."""
     rows = []
     for c in result.results:
-        row = {"chunk": chunk, "table": c.table, "id": c.id, "payload": c.payload, "score": round(c.score, 6),
+        row = {"chunk": chunk, "table": c.table, "id": c.id, "payload": evidence_payload(c.payload),
+               "score": round(c.score, 6),
                "reason": reason_of(c)}
         if c.group:
             row["group"] = c.group
@@ -99,7 +111,8 @@ def json_lines(result: RetrieveResult, fmt: str, chunk: Any = None, extra: dict 
     """The result in `fmt` as JSON lines, each ending in a newline ("" for `records` without a record).
     `extra` (the batch line's number and id) goes on the result object; `records` rows carry `chunk`."""
     if fmt == "records":
-        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in record_rows(result, chunk))
+        return "".join(json.dumps(row, ensure_ascii=False, separators=COMPACT) + "\n"
+                       for row in record_rows(result, chunk))
     if fmt == "prompt":
         return json.dumps((extra or {}) | prompt_object(result, chunk, prompt_budget), ensure_ascii=False) + "\n"
     body = result_json(result, fmt)

@@ -17,13 +17,13 @@ import re
 
 from ..classref import ClassReference
 from ..gdscript import IDENT, parse_chunk
+from ..records import DERIVED_METADATA as API_FIELDS
 from ..records import record_code
 
 INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
 MENTION_RE = re.compile(rf"(?<![A-Za-z0-9_.])({IDENT})(?:\.({IDENT}))?")
 CLASS_PAGE_RE = re.compile(r"(?:^|/)classes(?:__|/)class_([a-z0-9_]+?)(?:__[0-9a-f]{8})?(?:\.md|\.html)?(?:#.*)?$")
 EXTENDS_RE = re.compile(rf"^extends\s+({IDENT})", re.M)
-API_FIELDS = ("code_uses", "code_classes", "code_callbacks", "code_declares", "code_globals", "mentions")
 
 
 def class_of_link(target: str, page_class: dict[str, str]) -> str | None:
