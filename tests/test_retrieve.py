@@ -367,3 +367,14 @@ def test_f_guides_are_decided_by_the_fitted_model_with_readable_arithmetic(retri
     assert all(c.verdict == "reject" for c in res.results + res.rejected if c.id.startswith("tutorials/demo3d/"))
     rules = retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=10, guide_model=False))
     assert all(c.info("validate").model is None for c in rules.results + rules.rejected if c.table == "docs_chunks")
+
+
+def test_a_migration_finding_points_at_each_old_name_where_it_is(retriever):
+    """Each old name the finding matched carries its own line and mapping, not another occurrence's."""
+    chunk = "var s: AnimatedSprite\n\nfunc _ready():\n    var k: KinematicBody2D = null\n    var t: AnimatedSprite\n"
+    res = retriever.retrieve(chunk, "F", RetrieveConfig(k=10, reranker="none"))
+    finding = next(p for p in res.by_table("label_prototypes") if p.id == "migration:godot3_class_name")
+    evidence = finding.info("validate").evidence
+    where = {(e.literal, e.chunk_line, e.mapping_id.split(":")[1].split("->")[0]) for e in evidence}
+    assert where == {("AnimatedSprite", 1, "AnimatedSprite"), ("KinematicBody2D", 4, "KinematicBody2D"),
+                     ("AnimatedSprite", 5, "AnimatedSprite")}

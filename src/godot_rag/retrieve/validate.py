@@ -200,7 +200,7 @@ def prototype_evidence(v: ValidationContext, c: Candidate, accepted_mappings: di
                  for d in info["occurrences"] if d["status"] == "godot3" and d["region"] == "code"]
         for rx in rules.get("must_match", []):
             for m in re.finditer(rx, facts.no_comments):
-                hit = next(((mid, d) for mid, d in spans if m.start() <= d["start"] < max(m.end(), d["start"] + 1)
+                hit = next(((mid, d) for mid, d in spans if m.start() <= d["start"] < max(m.end(), m.start() + 1)
                             or d["start"] <= m.start() < d["end"]), None)
                 if hit and facts.region(m.start()) != "comment":
                     evidence.append({"literal": m.group(0)[:80], "kind": "must_match", "chunk_line": hit[1]["line"],
