@@ -223,6 +223,17 @@ function journeySteps(rec, journey) {
   return list;
 }
 
+// The guide model's arithmetic: each feature's value x weight = contribution, the logit and P(direct).
+function guideModel(m) {
+  const rows = Object.keys(m.features).map((f) => [f, num(m.features[f], 4), num(m.contributions[f], 4)]);
+  const shared = (m.shared_api || []).map((a) => `${a.api} (${a.from}, specificity ${num(a.specificity, 2)})`);
+  return section("Guide model",
+    el("p", { class: m.accepted ? "v-accept" : "v-reject", text: `P(direct) ${num(m.p, 3)} ${m.accepted ? "≥" : "<"} threshold ${num(m.threshold, 3)}`
+      + ` · logit ${num(m.logit, 3)} = bias ${num(m.bias, 3)} + contributions` + (m.copied_code ? " · accepted as the code the chunk copies" : "") }),
+    table(["feature", "value", "contribution"], rows),
+    el("p", { class: "muted", text: shared.length ? "shared API: " + shared.join("; ") : "no shared API" }));
+}
+
 export function renderRecord(container, rec, journey, chunk, gold) {
   const res = journey.result;
   const p = rec.payload || {};
@@ -257,6 +268,7 @@ export function renderRecord(container, rec, journey, chunk, gold) {
       v.evidence.length ? table(["direct evidence", "kind", "weight", "chunk line"], v.evidence.map((e) => [e.literal, e.kind, e.weight != null ? num(e.weight) : "", e.chunk_line ?? ""])) : el("p", { class: "muted", text: "no direct evidence" }),
       v.contradictions.length ? table(["contradiction", "near miss of", "weight", "in code"], v.contradictions.map((c) => typeof c === "string" ? [c, "", "", ""] : [c.literal, c.near_miss_of || "", c.weight != null ? num(c.weight) : "", c.in_code == null ? "" : c.in_code ? "yes" : "no"])) : null));
   }
+  if (v && v.model) right.append(guideModel(v.model));
   if (t.judge) {
     const j = t.judge, occ = j.occurrence ? ` about line ${j.occurrence.line}:${j.occurrence.col}` : "";
     right.append(section("Qwen judge", el("p", { text: `${j.model}, ${j.question} question${occ}: answer ${j.answer}, P(yes) ${num(j.p_yes)}, confidence ${num(j.confidence)}${j.cached ? " (cached)" : ""}` }),
@@ -268,7 +280,7 @@ export function renderRecord(container, rec, journey, chunk, gold) {
   if ((v && v.occurrences) || qv) {
     const sec = section("Version decisions");
     if (qv) sec.append(el("p", { text: `query: hint ${qv.hint}, lean ${qv.lean ?? "none"}` + ((qv.godot3_markers || []).length ? ` · Godot 3 markers: ${qv.godot3_markers.join("; ")}` : "") + ((qv.godot4_markers || []).length ? ` · Godot 4 markers: ${qv.godot4_markers.join("; ")}` : "") }));
-    if (v && v.occurrences) sec.append(v.occurrences.length ? table(["line", "col", "status", "region", "why"], v.occurrences.map((o) => [o.line, o.col, o.status, o.region || "", o.why || ""])) : el("p", { class: "muted", text: "no occurrence of the old name in the chunk" }));
+    if (v && v.occurrences) sec.append(v.occurrences.length ? table(["line", "col", "status", "region", "rule", "why"], v.occurrences.map((o) => [o.line, o.col, o.status, o.region || "", o.rule || "", o.why || ""])) : el("p", { class: "muted", text: "no occurrence of the old name in the chunk" }));
     right.append(sec);
   }
   right.append(section("Scores, step by step", ...fusionArithmetic(rec, res)));
