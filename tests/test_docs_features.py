@@ -121,3 +121,26 @@ def test_judged_metrics_per_group():
     assert m["api_reference"]["share2"] == 1.0
     assert m["chunks_with_grade2"] == 0.5
     assert m["pool_grade2_recall"] == 0.5  # q1: both of its grade-2 records; q2: none of one
+
+
+def test_a_docs_record_only_bm25_found_gets_its_cosine_read(retriever):
+    """The guide model reads every docs candidate's cosine: one the embedding list did not bring gets its
+    cosine read from the database (not a 0 that weighs against it)."""
+    from conftest import REFERENCE_CHUNK
+    from godot_rag.retrieve.config import RetrieveConfig
+    from godot_rag.store import queries
+
+    res = retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=10, candidates=2))
+    seen = [c for c in res.results + res.rejected + res.cut if c.table == "docs_chunks" and c.info("validate") is not None]
+    unlisted = [c for c in seen if c.info("embedding") is None]
+    assert unlisted, "with 2 embedding candidates, BM25 brings records the embedding list did not"
+    vector = retriever.embedder.encode([REFERENCE_CHUNK])[0]
+    want = queries.cosines(retriever.conn(), "docs_chunks", vector, [c.id for c in unlisted])
+    for c in unlisted:
+        assert abs(c.info("validate").cosine - want[c.id]) < 1e-4
+        m = c.info("validate").model
+        if m is not None:
+            assert abs(m["features"]["cosine"] - round(want[c.id], 4)) < 1e-3
+    for c in seen:
+        if (emb := c.info("embedding")) is not None:
+            assert c.info("validate").cosine == emb.cosine

@@ -49,10 +49,10 @@ def collect(retriever, queries, quiet: bool = False) -> tuple[list[dict], dict[s
             if c.table != "docs_chunks" or not is_guide(c.id) or c.id in seen:
                 continue
             seen.add(c.id)
-            cm, bm, em = c.info("codematch"), c.info("bm25"), c.info("embedding")
+            cm, bm, em, v = c.info("codematch"), c.info("bm25"), c.info("embedding"), c.info("validate")
+            cosine = em.cosine if em else (v.cosine if v else None)  # the one the validator read for a BM25-only record
             rows.append({"query_id": q.id, "record_id": c.id, "page": c.page, "accepted_by_rules": c.verdict == "accept",
-                         "clone": cm.ratio if cm else 0.0, "bm25_rank": bm.rank if bm else None,
-                         "cosine": em.cosine if em else None})
+                         "clone": cm.ratio if cm else 0.0, "bm25_rank": bm.rank if bm else None, "cosine": cosine})
     return rows, per_chunk
 
 

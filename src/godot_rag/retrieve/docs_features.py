@@ -24,6 +24,7 @@ from ..classref import ClassReference
 from ..gdscript import IDENT
 from ..ingest.record_api import global_uses, record_api
 from ..records import record_code
+from ..store import queries
 from .codematch import clone_match
 from .segment import split_segments
 
@@ -86,6 +87,15 @@ class DocsApiStats:
         up = self.ref.lineage(a)
         common = next((x for x in self.ref.lineage(b) if x in up), None)
         return common is not None and not self.generic(common)
+
+
+def missing_cosines(ctx, candidates) -> dict[str, float]:
+    """The cosine of the chunk's vector with each docs candidate that the embedding list did not bring (one
+    only BM25 found): the guide model reads a record's cosine, not a 0 for a record the HNSW list missed."""
+    if not type(ctx).vectors.is_set(ctx) or not len(ctx.vectors):
+        return {}
+    ids = sorted({c.id for c in candidates if c.table == "docs_chunks" and c.info("embedding") is None})
+    return queries.cosines(ctx.retriever.conn(), "docs_chunks", ctx.vectors[0], ids)
 
 
 def chunk_classes(resolution, facts, ref: ClassReference) -> set[str]:
@@ -203,16 +213,21 @@ class GuideModel:
                 "p": round(p, 4), "threshold": self.threshold, "accepted": p >= self.threshold}
 
 
+def candidate_cosine(c, filled: dict[str, float]) -> float | None:
+    """The candidate's cosine: its embedding list's, or the one read for it (`missing_cosines`)."""
+    emb = c.info("embedding")
+    return emb.cosine if emb is not None else filled.get(c.id)
+
+
 def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, clone: float,
-                 copy_share: float = 0.5, renameable=frozenset()) -> tuple[dict, list[str]]:
+                 copy_share: float = 0.5, renameable=frozenset(), cosine: float | None = None) -> tuple[dict, list[str]]:
     """The model's verdict on one guide candidate: its trace (each feature's value and contribution, the
     shared API it rests on) and the reasons to reject it (contradictions first; empty when accepted).
     A record whose code holds `copy_share` of the chunk's code lines (up to renaming) is the code the chunk
     copies: evidence by fact, whatever the model says (the model is fitted on real code, which copies little)."""
-    bm25, emb = c.info("bm25"), c.info("embedding")
+    bm25 = c.info("bm25")
     values, basis = guide_features(stats, resolution, facts, c.payload, clone=clone,
-                                   bm25_rank=bm25.rank if bm25 is not None else None,
-                                   cosine=emb.cosine if emb is not None else None,
+                                   bm25_rank=bm25.rank if bm25 is not None else None, cosine=cosine,
                                    hub_rate=model.page_accept_rate.get(c.page or "", 0.0))
     out = model.decide(values) | basis
     if copy_share and (clone >= copy_share or copied_share(facts.text, record_code(c.payload), renameable) >= copy_share):
