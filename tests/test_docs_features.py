@@ -2,7 +2,7 @@
 import numpy as np
 
 from godot_rag.classref import ClassReference
-from godot_rag.eval.guide_fit import choose_threshold, curve, fit_logistic
+from godot_rag.eval.guide_fit import choose_threshold, curve, fit_logistic, fit_signed
 from godot_rag.eval.judged import judged_metrics
 from godot_rag.gdscript import parse_chunk
 from godot_rag.retrieve.docs_features import FEATURES, DocsApiStats, GuideModel, contradictions, guide_features
@@ -16,7 +16,8 @@ def method(t="void"):
 def reference() -> ClassReference:
     classes = {
         "Object": {"inherits": None, "page": "classes/class_object", "members": {"connect": method()}},
-        "Node": {"inherits": "Object", "page": "classes/class_node", "members": {"get_node": method("Node"), "_ready": method()}},
+        "Node": {"inherits": "Object", "page": "classes/class_node",
+                 "members": {"get_node": method("Node"), "_ready": method(), "_unhandled_input": method()}},
         "Vector2": {"inherits": None, "page": "classes/class_vector2", "members": {"distance_to": method("float")}},
         "Plane": {"inherits": None, "page": "classes/class_plane", "members": {"distance_to": method("float")}},
         "NavigationAgent2D": {"inherits": "Node", "page": "classes/class_navigationagent2d",
@@ -34,8 +35,8 @@ def reference() -> ClassReference:
     return ClassReference({"classes": classes})
 
 
-def record(uses=(), classes=(), declares=(), mentions=()):
-    return {"metadata": {"code_uses": list(uses), "code_classes": list(classes), "code_callbacks": [],
+def record(uses=(), classes=(), declares=(), mentions=(), callbacks=()):
+    return {"metadata": {"code_uses": list(uses), "code_classes": list(classes), "code_callbacks": list(callbacks),
                          "code_declares": list(declares), "mentions": list(mentions)}}
 
 
@@ -65,6 +66,22 @@ def test_shared_api_is_weighted_by_how_rare_it_is_and_declared_names_never_count
     # A function both sides declare (`update_camera`) is no shared API, whatever the record calls it.
     values, basis = features(stats, "func update_camera():\n    pass\n", record(declares=["update_camera"]))
     assert values["api_code"] == 0 and not basis["shared_api"]
+
+
+def test_a_member_of_a_hub_class_weighs_nothing_and_a_shared_callback_weighs_its_specificity():
+    ref = reference()
+    docs = {f"r{i}": record(uses=["Node.get_node"], callbacks=["_ready"]) for i in range(50)}
+    docs["input"] = record(callbacks=["_ready", "_unhandled_input"])
+    stats = stats_with(docs, ref)
+    # Node has hundreds of descendants: its members are shared by every script of its kind, even unused ones.
+    assert stats.member_specificity("Node.get_node") == 0.0
+    code = "func _ready():\n    pass\n\nfunc _unhandled_input(event):\n    pass\n\nfunc _my_helper():\n    pass\n"
+    values, basis = features(stats, code, docs["input"])
+    assert [x["api"] for x in basis["shared_callbacks"]] == ["_ready()", "_unhandled_input()"]
+    assert values["shared_callback"] > 0.7 and stats.member_specificity("_ready()") < 0.1
+    # A function the class reference does not document is the author's own name, never a shared callback.
+    values, basis = features(stats, code, record(callbacks=["_my_helper"]))
+    assert values["shared_callback"] == 0 and not basis["shared_callbacks"]
 
 
 def test_same_member_on_an_unrelated_class_is_a_contradiction():
@@ -112,6 +129,20 @@ def test_logistic_fit_and_threshold_for_precision():
     chosen = choose_threshold(points, 0.9, 0.1)
     assert chosen["precision"] >= 0.9 and chosen["share0"] <= 0.1
     assert all(c["precision"] < 0.9 or c["threshold"] >= chosen["threshold"] for c in points if c["share0"] <= 0.1 and c["accepted"] >= 5)
+
+
+def test_evidence_features_never_count_against_a_guide():
+    """A near-copy below the copy share must not weigh against a record: `clone`, like the shared API, the
+    BM25 rank and the cosine, is fitted with a weight >= 0 (a negative fit is dropped and the rest refitted)."""
+    rng = np.random.default_rng(1)
+    X = np.zeros((300, len(FEATURES)))
+    X[:, FEATURES.index("cosine")] = rng.uniform(0, 1, 300)
+    X[:, FEATURES.index("clone")] = rng.uniform(0, 1, 300)
+    y = (X[:, FEATURES.index("cosine")] - X[:, FEATURES.index("clone")] + 0.1 * rng.normal(size=300) > 0).astype(float)
+    w, _ = fit_logistic(X, y, 0.1)
+    assert w[FEATURES.index("clone")] < 0  # unconstrained, the noise fits against the evidence
+    w, _ = fit_signed(X, y, 0.1)
+    assert w[FEATURES.index("clone")] == 0 and w[FEATURES.index("cosine")] > 0
 
 
 def test_judged_metrics_per_group():

@@ -230,6 +230,8 @@ def test_detail_panel_pins_on_click_and_hover_never_replaces_it(page):
     text = page.text_content("#detail")
     assert "sum = fused score" in text and "BM25 terms" in text and "confidence 0.505" in text
     assert "LOST HERE" in text and "Version decisions" in text
+    # The guide model's arithmetic: each feature's value, weight and contribution, the logit and P(direct).
+    assert "Guide model" in text and "P(direct)" in text and "contribution" in text and "cosine" in text
     for rid in ("getting_started/demo/coding_the_player#000", "classes/class_vector2#001", "classes/class_input#002"):
         _row(page, rid).hover()
         page.mouse.move(400, 250)
