@@ -68,13 +68,12 @@ def test_shared_api_is_weighted_by_how_rare_it_is_and_declared_names_never_count
     assert values["api_code"] == 0 and not basis["shared_api"]
 
 
-def test_a_member_of_a_hub_class_weighs_nothing_and_a_shared_callback_weighs_its_specificity():
+def test_a_shared_callback_weighs_its_specificity_and_shared_api_counts_in_a_matching_context():
     ref = reference()
     docs = {f"r{i}": record(uses=["Node.get_node"], callbacks=["_ready"]) for i in range(50)}
     docs["input"] = record(callbacks=["_ready", "_unhandled_input"])
     stats = stats_with(docs, ref)
-    # Node has hundreds of descendants: its members are shared by every script of its kind, even unused ones.
-    assert stats.member_specificity("Node.get_node") == 0.0
+    assert stats.member_specificity("Node.get_node") < 0.01
     code = "func _ready():\n    pass\n\nfunc _unhandled_input(event):\n    pass\n\nfunc _my_helper():\n    pass\n"
     values, basis = features(stats, code, docs["input"])
     assert [x["api"] for x in basis["shared_callbacks"]] == ["_ready()", "_unhandled_input()"]
@@ -82,6 +81,14 @@ def test_a_member_of_a_hub_class_weighs_nothing_and_a_shared_callback_weighs_its
     # A function the class reference does not document is the author's own name, never a shared callback.
     values, basis = features(stats, code, record(callbacks=["_my_helper"]))
     assert values["shared_callback"] == 0 and not basis["shared_callbacks"]
+    # The same API in a foreign context (a 3D navigation page for a 2D agent) counts only in api_code.
+    code = "func f(agent: NavigationAgent2D):\n    return agent.get_next_path_position()\n"
+    same = record(uses=["NavigationAgent2D.get_next_path_position"], classes=["NavigationAgent2D"])
+    foreign = record(uses=["NavigationAgent2D.get_next_path_position"], classes=["NavigationAgent2D", "NavigationServer3D"])
+    v_same, _ = features(stats, code, same)
+    v_foreign, _ = features(stats, code, foreign)
+    assert v_same["api_code"] == v_foreign["api_code"] > 0 and v_same["api_in_context"] == v_same["api_code"]
+    assert v_foreign["incompatible"] == 0.5 and v_foreign["api_in_context"] == round(v_foreign["api_code"] * 0.5, 4)
 
 
 def test_same_member_on_an_unrelated_class_is_a_contradiction():

@@ -76,7 +76,7 @@ def page_rates(per_chunk: dict[str, dict]) -> tuple[Counter, int]:
 # The code a record shares with the chunk (`clone`), its BM25 rank and its cosine are evidence too: a near-copy
 # below `copy_source_share` must not weigh against a record.
 SIGNS = {"api_code": 1, "api_prose": 1, "shared_global": 1, "shared_class": 1, "clone": 1, "bm25_rank": 1, "cosine": 1,
-         "shared_callback": 1, "incompatible": -1, "hub_rate": -1}
+         "shared_callback": 1, "api_in_context": 1, "incompatible": -1, "hub_rate": -1}
 
 
 def fit_signed(X: np.ndarray, y: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, float]:

@@ -28,11 +28,11 @@ from ..store import queries
 from .codematch import clone_match
 from .segment import split_segments
 
-FEATURES = ("api_code", "api_prose", "shared_global", "shared_callback", "shared_class", "incompatible", "hub_rate", "clone",
+FEATURES = ("api_code", "api_prose", "api_in_context", "shared_global", "shared_callback", "shared_class", "incompatible", "hub_rate", "clone",
             "bm25_rank", "cosine")
 GENERIC_DESCENDANTS = 20  # a class with this many descendants is a hub of the hierarchy, not a family
 DOTTED_RE = re.compile(rf"\.({IDENT})\b")
-GENERIC_MEMBER_SHARE = 0.0  # a member of a hub class (Node, Object) is shared by every script of its kind: no evidence
+GENERIC_MEMBER_SHARE = 0.25  # what a member of a hub class keeps of its specificity (CanvasItem.draw_line is no get_node)
 CAMEL_HEAD_RE = re.compile(r"^[A-Z][a-z]+|^[A-Z]+(?=[A-Z][a-z]|\d|$)")
 
 
@@ -181,6 +181,8 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
         "bm25_rank": round(1.0 / math.log2(1 + bm25_rank), 4) if bm25_rank else 0.0,
         "cosine": round(cosine or 0.0, 4),
     }
+    # The rubric's "in a matching context": shared API counted for the share of the record's classes that fit the chunk's.
+    values["api_in_context"] = round((values["api_code"] + values["api_prose"]) * (1.0 - values["incompatible"]), 4)
     basis = {"shared_api": [{"api": a, "specificity": stats.member_specificity(a), "from": "code"} for a in shared_code]
              + [{"api": a, "specificity": stats.member_specificity(a), "from": "prose"} for a in shared_prose],
              "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
