@@ -2,7 +2,7 @@
 import numpy as np
 
 from godot_rag.classref import ClassReference
-from godot_rag.eval.guide_fit import choose_threshold, curve, fit_logistic
+from godot_rag.eval.guide_fit import choose_threshold, curve, fit_logistic, fit_signed
 from godot_rag.eval.judged import judged_metrics
 from godot_rag.gdscript import parse_chunk
 from godot_rag.retrieve.docs_features import FEATURES, DocsApiStats, GuideModel, contradictions, guide_features
@@ -16,7 +16,8 @@ def method(t="void"):
 def reference() -> ClassReference:
     classes = {
         "Object": {"inherits": None, "page": "classes/class_object", "members": {"connect": method()}},
-        "Node": {"inherits": "Object", "page": "classes/class_node", "members": {"get_node": method("Node"), "_ready": method()}},
+        "Node": {"inherits": "Object", "page": "classes/class_node",
+                 "members": {"get_node": method("Node"), "_ready": method(), "_unhandled_input": method()}},
         "Vector2": {"inherits": None, "page": "classes/class_vector2", "members": {"distance_to": method("float")}},
         "Plane": {"inherits": None, "page": "classes/class_plane", "members": {"distance_to": method("float")}},
         "NavigationAgent2D": {"inherits": "Node", "page": "classes/class_navigationagent2d",
@@ -34,8 +35,8 @@ def reference() -> ClassReference:
     return ClassReference({"classes": classes})
 
 
-def record(uses=(), classes=(), declares=(), mentions=()):
-    return {"metadata": {"code_uses": list(uses), "code_classes": list(classes), "code_callbacks": [],
+def record(uses=(), classes=(), declares=(), mentions=(), callbacks=()):
+    return {"metadata": {"code_uses": list(uses), "code_classes": list(classes), "code_callbacks": list(callbacks),
                          "code_declares": list(declares), "mentions": list(mentions)}}
 
 
@@ -65,6 +66,29 @@ def test_shared_api_is_weighted_by_how_rare_it_is_and_declared_names_never_count
     # A function both sides declare (`update_camera`) is no shared API, whatever the record calls it.
     values, basis = features(stats, "func update_camera():\n    pass\n", record(declares=["update_camera"]))
     assert values["api_code"] == 0 and not basis["shared_api"]
+
+
+def test_a_shared_callback_weighs_its_specificity_and_shared_api_counts_in_a_matching_context():
+    ref = reference()
+    docs = {f"r{i}": record(uses=["Node.get_node"], callbacks=["_ready"]) for i in range(50)}
+    docs["input"] = record(callbacks=["_ready", "_unhandled_input"])
+    stats = stats_with(docs, ref)
+    assert stats.member_specificity("Node.get_node") < 0.01
+    code = "func _ready():\n    pass\n\nfunc _unhandled_input(event):\n    pass\n\nfunc _my_helper():\n    pass\n"
+    values, basis = features(stats, code, docs["input"])
+    assert [x["api"] for x in basis["shared_callbacks"]] == ["_ready()", "_unhandled_input()"]
+    assert values["shared_callback"] > 0.7 and stats.member_specificity("_ready()") < 0.1
+    # A function the class reference does not document is the author's own name, never a shared callback.
+    values, basis = features(stats, code, record(callbacks=["_my_helper"]))
+    assert values["shared_callback"] == 0 and not basis["shared_callbacks"]
+    # The same API in a foreign context (a 3D navigation page for a 2D agent) counts only in api_code.
+    code = "func f(agent: NavigationAgent2D):\n    return agent.get_next_path_position()\n"
+    same = record(uses=["NavigationAgent2D.get_next_path_position"], classes=["NavigationAgent2D"])
+    foreign = record(uses=["NavigationAgent2D.get_next_path_position"], classes=["NavigationAgent2D", "NavigationServer3D"])
+    v_same, _ = features(stats, code, same)
+    v_foreign, _ = features(stats, code, foreign)
+    assert v_same["api_code"] == v_foreign["api_code"] > 0 and v_same["api_in_context"] == v_same["api_code"]
+    assert v_foreign["incompatible"] == 0.5 and v_foreign["api_in_context"] == round(v_foreign["api_code"] * 0.5, 4)
 
 
 def test_same_member_on_an_unrelated_class_is_a_contradiction():
@@ -114,6 +138,20 @@ def test_logistic_fit_and_threshold_for_precision():
     assert all(c["precision"] < 0.9 or c["threshold"] >= chosen["threshold"] for c in points if c["share0"] <= 0.1 and c["accepted"] >= 5)
 
 
+def test_evidence_features_never_count_against_a_guide():
+    """A near-copy below the copy share must not weigh against a record: `clone`, like the shared API, the
+    BM25 rank and the cosine, is fitted with a weight >= 0 (a negative fit is dropped and the rest refitted)."""
+    rng = np.random.default_rng(1)
+    X = np.zeros((300, len(FEATURES)))
+    X[:, FEATURES.index("cosine")] = rng.uniform(0, 1, 300)
+    X[:, FEATURES.index("clone")] = rng.uniform(0, 1, 300)
+    y = (X[:, FEATURES.index("cosine")] - X[:, FEATURES.index("clone")] + 0.1 * rng.normal(size=300) > 0).astype(float)
+    w, _ = fit_logistic(X, y, 0.1)
+    assert w[FEATURES.index("clone")] < 0  # unconstrained, the noise fits against the evidence
+    w, _ = fit_signed(X, y, 0.1)
+    assert w[FEATURES.index("clone")] == 0 and w[FEATURES.index("cosine")] > 0
+
+
 def test_judged_metrics_per_group():
     grades = {("q1", "a"): 2, ("q1", "b"): 0, ("q1", "c"): 2, ("q2", "d"): 1, ("q2", "e"): 2}
     m = judged_metrics({"q1": {"guides": ["a", "b", "x"], "api_reference": ["c"]}, "q2": {"guides": ["d"]}}, grades)
@@ -121,3 +159,26 @@ def test_judged_metrics_per_group():
     assert m["api_reference"]["share2"] == 1.0
     assert m["chunks_with_grade2"] == 0.5
     assert m["pool_grade2_recall"] == 0.5  # q1: both of its grade-2 records; q2: none of one
+
+
+def test_a_docs_record_only_bm25_found_gets_its_cosine_read(retriever):
+    """The guide model reads every docs candidate's cosine: one the embedding list did not bring gets its
+    cosine read from the database (not a 0 that weighs against it)."""
+    from conftest import REFERENCE_CHUNK
+    from godot_rag.retrieve.config import RetrieveConfig
+    from godot_rag.store import queries
+
+    res = retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=10, candidates=2))
+    seen = [c for c in res.results + res.rejected + res.cut if c.table == "docs_chunks" and c.info("validate") is not None]
+    unlisted = [c for c in seen if c.info("embedding") is None]
+    assert unlisted, "with 2 embedding candidates, BM25 brings records the embedding list did not"
+    vector = retriever.embedder.encode([REFERENCE_CHUNK])[0]
+    want = queries.cosines(retriever.conn(), "docs_chunks", vector, [c.id for c in unlisted])
+    for c in unlisted:
+        assert abs(c.info("validate").cosine - want[c.id]) < 1e-4
+        m = c.info("validate").model
+        if m is not None:
+            assert abs(m["features"]["cosine"] - round(want[c.id], 4)) < 1e-3
+    for c in seen:
+        if (emb := c.info("embedding")) is not None:
+            assert c.info("validate").cosine == emb.cosine

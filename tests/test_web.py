@@ -14,7 +14,7 @@ import zlib
 
 import pytest
 
-from conftest import launch_chromium, REFERENCE_CHUNK, ROOT, free_port
+from conftest import REFERENCE_CHUNK, ROOT, free_port, launch_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -230,7 +230,8 @@ def test_detail_panel_pins_on_click_and_hover_never_replaces_it(page):
     text = page.text_content("#detail")
     assert "sum = fused score" in text and "BM25 terms" in text and "confidence 0.505" in text
     assert "LOST HERE" in text and "Version decisions" in text
-    assert "Guide model" in text and "P(direct)" in text and "threshold" in text  # the fitted model's arithmetic
+    # The guide model's arithmetic: each feature's value, weight and contribution, the logit and P(direct).
+    assert "Guide model" in text and "P(direct)" in text and "contribution" in text and "cosine" in text
     assert page.locator("#detail td", has_text="api_code").count() == 1
     for rid in ("getting_started/demo/coding_the_player#000", "classes/class_vector2#001", "classes/class_input#002"):
         _row(page, rid).hover()

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from ..gdscript import parse_chunk
 from ..ingest.record_api import global_uses
 from ..retrieve.config import RetrieveConfig
-from ..retrieve.docs_features import FEATURES, DocsApiStats, guide_features
+from ..retrieve.docs_features import FEATURES, DocsApiStats, callback_key, chunk_callbacks, guide_features
 from ..retrieve.resolve import resolve_uses
 from .judged import read_judged
 from .queries import read_queries
@@ -49,10 +49,10 @@ def collect(retriever, queries, quiet: bool = False) -> tuple[list[dict], dict[s
             if c.table != "docs_chunks" or not is_guide(c.id) or c.id in seen:
                 continue
             seen.add(c.id)
-            cm, bm, em = c.info("codematch"), c.info("bm25"), c.info("embedding")
+            cm, bm, em, v = c.info("codematch"), c.info("bm25"), c.info("embedding"), c.info("validate")
+            cosine = em.cosine if em else (v.cosine if v else None)  # the one the validator read for a BM25-only record
             rows.append({"query_id": q.id, "record_id": c.id, "page": c.page, "accepted_by_rules": c.verdict == "accept",
-                         "clone": cm.ratio if cm else 0.0, "bm25_rank": bm.rank if bm else None,
-                         "cosine": em.cosine if em else None})
+                         "clone": cm.ratio if cm else 0.0, "bm25_rank": bm.rank if bm else None, "cosine": cosine})
     return rows, per_chunk
 
 
@@ -61,7 +61,7 @@ def chunk_shares(queries, ref) -> dict[str, float]:
     for q in queries:
         facts = parse_chunk(q.chunk_text)
         res = resolve_uses(facts, ref)
-        counts.update(set(res.apis) | set(global_uses(facts, res, ref)))
+        counts.update(set(res.apis) | set(global_uses(facts, res, ref)) | {callback_key(f) for f in chunk_callbacks(facts, ref)})
     n = max(1, len(queries))
     return {a: round(c / n, 4) for a, c in sorted(counts.items()) if c / n >= CHUNK_SHARE_MIN}
 
@@ -73,7 +73,10 @@ def page_rates(per_chunk: dict[str, dict]) -> tuple[Counter, int]:
 
 # Evidence features may only count for a guide, damping features only against it: a weight fitted with the
 # other sign (noise on a small pool) is set to 0 and the rest refitted, so the arithmetic stays readable.
-SIGNS = {"api_code": 1, "api_prose": 1, "shared_global": 1, "shared_class": 1, "incompatible": -1, "hub_rate": -1}
+# The code a record shares with the chunk (`clone`), its BM25 rank and its cosine are evidence too: a near-copy
+# below `copy_source_share` must not weigh against a record.
+SIGNS = {"api_code": 1, "api_prose": 1, "shared_global": 1, "shared_class": 1, "clone": 1, "bm25_rank": 1, "cosine": 1,
+         "shared_callback": 1, "api_in_context": 1, "incompatible": -1, "hub_rate": -1}
 
 
 def fit_signed(X: np.ndarray, y: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, float]:

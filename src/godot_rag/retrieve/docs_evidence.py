@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ..gdscript import CHAIN_RE, DIGITS_RE, IDENT, IDENT_RE, shape
 from ..records import evidence_text, record_code
 from .codematch import clone_match, numbered_code_lines
-from .docs_features import decide_guide
+from .docs_features import candidate_cosine, decide_guide
 from .trace import Contradiction, DocsEvidence, DocsEvidenceKind
 from .types import Candidate
 
@@ -268,17 +268,19 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
             reasons.append(why)
             fired.append(reject.name)
     model = None
+    cosine = candidate_cosine(c, v.cosines)
     if d.page_class is None and v.guide_model is not None:
         # A guide: contradictions stay rules; the fitted model (docs_features.py) decides the rest.
         model, ruled = decide_guide(*v.guide_model, v.resolution, v.facts, c, d.clone_ratio, v.copy_source_share,
-                                    v.renameable)
+                                    v.renameable, cosine)
         kept = [(name, why) for name, why in zip(fired, reasons) if name in FACT_RULES]
         fired = [name for name, _ in kept] + (["guide_model"] if ruled else [])
         reasons = [why for _, why in kept] + ruled
     return {"evidence": d.items, "contradictions": d.contradictions, "support": round(d.support, WEIGHT_DIGITS),
             "against": round(d.against, WEIGHT_DIGITS), "confidence": round(d.confidence, CONFIDENCE_DIGITS),
             "strong": len(d.strong), "page_class": d.page_class, "clone_lines": d.clone_lines,
-            "accepted": not reasons, "reasons": reasons, "rules": fired, "model": model}
+            "accepted": not reasons, "reasons": reasons, "rules": fired, "model": model,
+            "cosine": round(cosine, 6) if cosine is not None else None}
 
 
 def _shown_names(info: dict) -> set[str]:

@@ -24,13 +24,15 @@ from ..classref import ClassReference
 from ..gdscript import IDENT
 from ..ingest.record_api import global_uses, record_api
 from ..records import record_code
+from ..store import queries
 from .codematch import clone_match
 from .segment import split_segments
 
-FEATURES = ("api_code", "api_prose", "shared_global", "shared_class", "incompatible", "hub_rate", "clone", "bm25_rank", "cosine")
+FEATURES = ("api_code", "api_prose", "api_in_context", "shared_global", "shared_callback", "shared_class", "incompatible", "hub_rate", "clone",
+            "bm25_rank", "cosine")
 GENERIC_DESCENDANTS = 20  # a class with this many descendants is a hub of the hierarchy, not a family
 DOTTED_RE = re.compile(rf"\.({IDENT})\b")
-GENERIC_MEMBER_SHARE = 0.25  # what a member of a hub class keeps of its specificity
+GENERIC_MEMBER_SHARE = 0.25  # what a member of a hub class keeps of its specificity (CanvasItem.draw_line is no get_node)
 CAMEL_HEAD_RE = re.compile(r"^[A-Z][a-z]+|^[A-Z]+(?=[A-Z][a-z]|\d|$)")
 
 
@@ -42,6 +44,7 @@ class DocsApiStats:
     member_records: dict[str, int]
     class_records: dict[str, int]
     chunk_share: dict[str, float] = field(default_factory=dict)  # Class.member -> share of real chunks using it
+    _compatible: dict[tuple[str, str], bool] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, docs: dict[str, dict], ref: ClassReference, chunk_share: dict[str, float] | None = None) -> "DocsApiStats":
@@ -53,6 +56,8 @@ class DocsApiStats:
                 members[m] = members.get(m, 0) + 1
             for c in set(api["code_classes"]) | {x for x in api["mentions"] if "." not in x}:
                 classes[c] = classes.get(c, 0) + 1
+            for f in set(api["code_callbacks"]):
+                members[callback_key(f)] = members.get(callback_key(f), 0) + 1
         return cls(ref, len(docs), members, classes, dict(chunk_share or {}))
 
     def _idf(self, df: int) -> float:
@@ -80,12 +85,37 @@ class DocsApiStats:
         return self.descendants.get(cls, 0) >= GENERIC_DESCENDANTS or cls.startswith("@")
 
     def compatible(self, a: str, b: str) -> bool:
-        """Same class, one an ancestor of the other, or siblings under a parent that is not a hub."""
+        """Same class, one an ancestor of the other, or siblings under a parent that is not a hub (remembered:
+        a query asks about the same few pairs for every candidate)."""
+        if (a, b) not in self._compatible:
+            self._compatible[(a, b)] = self._compatible_now(a, b)
+        return self._compatible[(a, b)]
+
+    def _compatible_now(self, a: str, b: str) -> bool:
         if a == b or self.ref.related(a, b):
             return True
         up = self.ref.lineage(a)
         common = next((x for x in self.ref.lineage(b) if x in up), None)
         return common is not None and not self.generic(common)
+
+
+def callback_key(name: str) -> str:
+    """How a callback is counted beside `Class.member` (`_input()`): by name, as a record stores it."""
+    return name + "()"
+
+
+def chunk_callbacks(facts, ref: ClassReference) -> set[str]:
+    """The functions the chunk defines that override a documented method (`_input`, `_draw`)."""
+    return {f for f in facts.functions if f.startswith("_") and f in ref.named_owners}
+
+
+def missing_cosines(ctx, candidates) -> dict[str, float]:
+    """The cosine of the chunk's vector with each docs candidate that the embedding list did not bring (one
+    only BM25 found): the guide model reads a record's cosine, not a 0 for a record the HNSW list missed."""
+    if not type(ctx).vectors.is_set(ctx) or not len(ctx.vectors):
+        return {}
+    ids = sorted({c.id for c in candidates if c.table == "docs_chunks" and c.info("embedding") is None})
+    return queries.cosines(ctx.retriever.conn(), "docs_chunks", ctx.vectors[0], ids)
 
 
 def chunk_classes(resolution, facts, ref: ClassReference) -> set[str]:
@@ -133,6 +163,8 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     topic = sorted(c for c in rec_classes if not stats.generic(c))
     specific_mine = [c for c in mine if not stats.generic(c)]
     strangers = [c for c in topic if not any(stats.compatible(c, m) for m in specific_mine)] if specific_mine else []
+    # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready` weighs ~0.
+    shared_callbacks = sorted(callback_key(f) for f in chunk_callbacks(facts, stats.ref) & set(api["code_callbacks"]))
     # A stranger that shares its name's head with a class of the chunk is a rival of the same feature
     # (NavigationAgent2D vs NavigationServer3D): a contradiction, not only a mismatch.
     rivals = sorted({f"{s} vs {m}" for s in strangers for m in specific_mine
@@ -141,6 +173,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
         "api_code": round(sum(stats.member_specificity(a) for a in shared_code), 4),
         "api_prose": round(sum(stats.member_specificity(a) for a in shared_prose), 4),
         "shared_global": round(sum(stats.member_specificity(a) for a in shared_globals), 4),
+        "shared_callback": round(sum(stats.member_specificity(a) for a in shared_callbacks), 4),
         "shared_class": round(sum(stats.class_specificity(c) for c in shared_classes), 4),
         "incompatible": round(len(strangers) / len(topic), 4) if topic and specific_mine else 0.0,
         "hub_rate": round(hub_rate, 4),
@@ -148,9 +181,12 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
         "bm25_rank": round(1.0 / math.log2(1 + bm25_rank), 4) if bm25_rank else 0.0,
         "cosine": round(cosine or 0.0, 4),
     }
+    # The rubric's "in a matching context": shared API counted for the share of the record's classes that fit the chunk's.
+    values["api_in_context"] = round((values["api_code"] + values["api_prose"]) * (1.0 - values["incompatible"]), 4)
     basis = {"shared_api": [{"api": a, "specificity": stats.member_specificity(a), "from": "code"} for a in shared_code]
              + [{"api": a, "specificity": stats.member_specificity(a), "from": "prose"} for a in shared_prose],
              "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
+             "shared_callbacks": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_callbacks],
              "shared_classes": shared_classes, "strangers": strangers[:8], "clashes": clashes[:8], "rivals": rivals[:8]}
     return values, basis
 
@@ -203,16 +239,21 @@ class GuideModel:
                 "p": round(p, 4), "threshold": self.threshold, "accepted": p >= self.threshold}
 
 
+def candidate_cosine(c, filled: dict[str, float]) -> float | None:
+    """The candidate's cosine: its embedding list's, or the one read for it (`missing_cosines`)."""
+    emb = c.info("embedding")
+    return emb.cosine if emb is not None else filled.get(c.id)
+
+
 def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, clone: float,
-                 copy_share: float = 0.5, renameable=frozenset()) -> tuple[dict, list[str]]:
+                 copy_share: float = 0.5, renameable=frozenset(), cosine: float | None = None) -> tuple[dict, list[str]]:
     """The model's verdict on one guide candidate: its trace (each feature's value and contribution, the
     shared API it rests on) and the reasons to reject it (contradictions first; empty when accepted).
     A record whose code holds `copy_share` of the chunk's code lines (up to renaming) is the code the chunk
     copies: evidence by fact, whatever the model says (the model is fitted on real code, which copies little)."""
-    bm25, emb = c.info("bm25"), c.info("embedding")
+    bm25 = c.info("bm25")
     values, basis = guide_features(stats, resolution, facts, c.payload, clone=clone,
-                                   bm25_rank=bm25.rank if bm25 is not None else None,
-                                   cosine=emb.cosine if emb is not None else None,
+                                   bm25_rank=bm25.rank if bm25 is not None else None, cosine=cosine,
                                    hub_rate=model.page_accept_rate.get(c.page or "", 0.0))
     out = model.decide(values) | basis
     if copy_share and (clone >= copy_share or copied_share(facts.text, record_code(c.payload), renameable) >= copy_share):

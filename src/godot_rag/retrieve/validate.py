@@ -43,7 +43,7 @@ from ..gdscript import IDENT_RE, GDScriptFacts
 from .codematch import renameable_names
 from .context import Pool, QueryContext
 from .docs_evidence import DOCS_EVIDENCE, DocsEvidenceSettings, copied_page_overrules, docs_evidence
-from .docs_features import DocsApiStats, GuideModel
+from .docs_features import DocsApiStats, GuideModel, missing_cosines
 from .project_context import RequestContext
 from .resolve import Resolution
 from .stage import Stage
@@ -82,6 +82,7 @@ class ValidationContext(ChunkScope):
     copy_source_share: float = 0.5
     docs: DocsEvidenceSettings = DOCS_EVIDENCE
     guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (docs_features.py)
+    cosines: dict[str, float] = field(default_factory=dict)  # docs records only BM25 found -> their cosine
 
     @cached_property
     def call_pairs(self) -> set[str]:
@@ -268,13 +269,15 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     """Every candidate that reached this point gets a verdict, its direct evidence and a confidence."""
     r = ctx.retriever
     ref = r.class_reference()
+    candidates = [c for t in ctx.tables for c in ctx.table_lists(pool, t)]
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
                              renamed_classes=r.class_renames(), context=ctx.context,
-                             guide_model=r.guide_model() if ctx.cfg.guide_model else None)
+                             guide_model=r.guide_model() if ctx.cfg.guide_model else None,
+                             cosines=missing_cosines(ctx, candidates))
     ctx.validation = vctx
-    judged = validate(vctx, [c for t in ctx.tables for c in ctx.table_lists(pool, t)], ctx.occurrences)
+    judged = validate(vctx, candidates, ctx.occurrences)
     for t in ctx.tables:  # the accepted ids, in the order they came in (the web page's "lost at")
         ctx.record_ids(t, "validate", [c for c in judged if c.table == t and c.verdict == "accept"])
     ctx.note(layer="deterministic", judged=len(judged), accepted=sum(c.verdict == "accept" for c in judged))

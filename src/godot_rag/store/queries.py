@@ -89,6 +89,16 @@ def vector_search(conn: psycopg.Connection, table: str, vector: np.ndarray, limi
     return [(r[0], float(r[1])) for r in rows]
 
 
+def cosines(conn: psycopg.Connection, table: str, vector: np.ndarray, ids: list[str]) -> dict[str, float]:
+    """The cosine of `vector` with each of these records' embeddings (those that have one)."""
+    if not ids:
+        return {}
+    key = SCHEMA[table]["key"]
+    rows = conn.execute(f"SELECT {key}, 1 - (embedding <=> %s) FROM {table} WHERE {key} = ANY(%s) AND embedding IS NOT NULL",
+                        (vector, list(ids))).fetchall()
+    return {r[0]: float(r[1]) for r in rows}
+
+
 def counts(conn: psycopg.Connection) -> dict:
     out = {}
     for table in SCHEMA:

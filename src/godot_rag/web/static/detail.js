@@ -223,15 +223,20 @@ function journeySteps(rec, journey) {
   return list;
 }
 
-// The guide model's arithmetic: each feature's value x weight = contribution, the logit and P(direct).
-function guideModel(m) {
-  const rows = Object.keys(m.features).map((f) => [f, num(m.features[f], 4), num(m.contributions[f], 4)]);
-  const shared = (m.shared_api || []).map((a) => `${a.api} (${a.from}, specificity ${num(a.specificity, 2)})`);
+// A guide's fitted-model verdict as arithmetic: each feature's value x weight = contribution, their sum with the
+// bias is the logit, P(direct) = sigmoid(logit) against the stored threshold; then the shared API it rests on.
+function guideModelSection(m) {
+  const rows = Object.keys(m.features).map((f) => {
+    const c = m.contributions[f], x = m.features[f];
+    return [f, num(x, 4), x ? num(c / x, 4) : "", num(c, 4)];
+  });
+  const shared = [...(m.shared_api || []), ...(m.shared_globals || []), ...(m.shared_callbacks || [])];
   return section("Guide model",
-    el("p", { class: m.accepted ? "v-accept" : "v-reject", text: `P(direct) ${num(m.p, 3)} ${m.accepted ? "≥" : "<"} threshold ${num(m.threshold, 3)}`
-      + ` · logit ${num(m.logit, 3)} = bias ${num(m.bias, 3)} + contributions` + (m.copied_code ? " · accepted as the code the chunk copies" : "") }),
-    table(["feature", "value", "contribution"], rows),
-    el("p", { class: "muted", text: shared.length ? "shared API: " + shared.join("; ") : "no shared API" }));
+    el("p", { text: `P(direct) ${num(m.p, 3)} ${m.p >= m.threshold ? "≥" : "<"} threshold ${num(m.threshold, 3)}: logit ${num(m.logit, 4)} = bias ${num(m.bias, 4)} + the contributions`
+      + (m.copied_code ? " · the record holds the code the chunk copies (accepted by fact)" : "") }),
+    table(["feature", "value", "weight", "contribution"], rows),
+    shared.length ? table(["shared API", "specificity"], shared.map((a) => [a.api, num(a.specificity, 4)])) : el("p", { class: "muted", text: "no shared API" }),
+    (m.strangers || []).length ? el("p", { text: `classes foreign to the chunk's: ${m.strangers.join(", ")}` }) : null);
 }
 
 export function renderRecord(container, rec, journey, chunk, gold) {
@@ -268,7 +273,7 @@ export function renderRecord(container, rec, journey, chunk, gold) {
       v.evidence.length ? table(["direct evidence", "kind", "weight", "chunk line"], v.evidence.map((e) => [e.literal, e.kind, e.weight != null ? num(e.weight) : "", e.chunk_line ?? ""])) : el("p", { class: "muted", text: "no direct evidence" }),
       v.contradictions.length ? table(["contradiction", "near miss of", "weight", "in code"], v.contradictions.map((c) => typeof c === "string" ? [c, "", "", ""] : [c.literal, c.near_miss_of || "", c.weight != null ? num(c.weight) : "", c.in_code == null ? "" : c.in_code ? "yes" : "no"])) : null));
   }
-  if (v && v.model) right.append(guideModel(v.model));
+  if (v && v.model) right.append(guideModelSection(v.model));
   if (t.judge) {
     const j = t.judge, occ = j.occurrence ? ` about line ${j.occurrence.line}:${j.occurrence.col}` : "";
     right.append(section("Qwen judge", el("p", { text: `${j.model}, ${j.question} question${occ}: answer ${j.answer}, P(yes) ${num(j.p_yes)}, confidence ${num(j.confidence)}${j.cached ? " (cached)" : ""}` }),
