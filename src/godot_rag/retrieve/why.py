@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ..records import TABLES
+from .prefilter import TABLE as PREFILTER_TABLE
+from .prefilter import absent_reason
 from .trace import CutInfo
 from .types import Candidate, RetrieveResult
 
@@ -130,8 +132,10 @@ def _journey(table: str, rid: str, placed: tuple[Candidate, str] | None, lists: 
                   f"not among the first k ({result.k.get(table, result.config.get('k'))}) at the cut")
         rec.update(outcome="cut", lost="cut", reason=reason)
     elif lost in ("validate", "judge") or where == "rejected":
+        dropped = (result.trace.prefiltered or {}).get(rid) if table == PREFILTER_TABLE else None
         rec.update(outcome="rejected", lost=lost or "validate",
                    reason=cand.reason if cand is not None and cand.reason else
+                   absent_reason(dropped) + " (known before validation: no candidate was built for it)" if dropped else
                    "rejected by the validator (its reasons are not in the result: only the first k rejected records "
                    "of each table come back)")
     elif lost == "shortlist":
