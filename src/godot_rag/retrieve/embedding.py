@@ -24,13 +24,14 @@ def run_embedding(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] 
     """Segments get BM25 lists only: a second embedding pass per segment costs more than it adds.
     `prefilter`: api_mapping rows that cannot occur in the chunk get no candidate (prefilter.py)."""
     conn = ctx.retriever.conn()
+    limits = {table: max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0)) for table in ctx.tables}
+    # The whole chunk's vector only: `dense_texts` is one text (the chunk, or E's intent); every table in one go.
+    found = [queries.vector_searches(conn, limits, vector, ctx.cfg.ef_search) for vector in ctx.vectors[:1]]
     for table in ctx.tables:
-        n = max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0))
         recs = ctx.retriever.records(table)
         hits = 0
-        # The whole chunk's vector only: `dense_texts` is one text (the chunk, or E's intent).
-        for ti, vector in enumerate(ctx.vectors[:1]):
-            ranked = queries.vector_search(conn, table, vector, n, ctx.cfg.ef_search)
+        for ti, per_table in enumerate(found):
+            ranked = per_table[table]
             kept = drop_absent(ctx, table, ranked, recs, prefilter)
             out = []
             for rank, rid, cos in kept:
