@@ -42,4 +42,5 @@ summary = [json.loads(l) for l in res.stderr.splitlines() if l.startswith('{"bat
 print(json.dumps({"chunks": args.n, "output_lines": len(lines), "bytes_per_chunk": round(len(res.stdout.encode()) / args.n),
                   "wall_s": round(wall, 1), "chunks_per_s_including_start": round(args.n / wall, 2),
                   "retrieval": summary[0]["batch_summary"] if summary else None,
-                  "cpu_s": round(cpu, 1), "cores_busy": round(cpu / wall, 2)}, indent=2))
+                  "cpu_s": round(cpu, 1), "cpu_ms_per_chunk": round(cpu / args.n * 1000, 1),
+                  "cores_busy": round(cpu / wall, 2)}, indent=2))
