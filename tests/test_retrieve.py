@@ -13,6 +13,7 @@ from godot_rag.retrieve.resolve import resolve_uses
 from godot_rag.retrieve.validate import (ValidationContext, copied_page_overrules, docs_evidence, mapping_evidence,
                                          mapping_occurrences)
 from godot_rag.retrieve.version import VersionContext
+from godot_rag.retrieve.prefilter import dropped_ids
 from godot_rag.retrieve.why import why
 from conftest import REFERENCE_CHUNK
 
@@ -146,9 +147,9 @@ def test_f_migration_mappings(retriever):
     assert "migration:godot3_class_name" in ids(res, "label_prototypes")
     clean = retriever.retrieve(GODOT4, "F", RetrieveConfig(k=10, reranker="none"))
     assert ids(clean, "api_mapping") == []  # AnimatedSprite is not in AnimatedSprite2D
-    # dropped by the prefilter before any candidate was built; "why not" gives the validator's reason
-    assert clean.trace.prefiltered["class_renames:AnimatedSprite->AnimatedSprite2D"] == "AnimatedSprite"
-    (why_not,) = why(clean, "class_renames:AnimatedSprite->AnimatedSprite2D")
+    # dropped by the prefilter before any candidate was built; "why not" gives the validator's reason from the record
+    assert "class_renames:AnimatedSprite->AnimatedSprite2D" in dropped_ids(clean.trace)
+    (why_not,) = why(clean, "class_renames:AnimatedSprite->AnimatedSprite2D", retriever.records("api_mapping"))
     assert why_not.lost_at == "validate" and "source_api 'AnimatedSprite' does not occur in the chunk" in why_not.verdict
 
 
@@ -166,13 +167,14 @@ def test_f_prefilter_changes_no_decision(retriever, monkeypatch):
     monkeypatch.setattr(prefilter, "source_absent", lambda facts, payload: False)
     for chunk, res in on.items():
         off = retriever.retrieve(chunk, "F", cfg)
-        assert res.trace.prefiltered and not off.trace.prefiltered
+        dropped = prefilter.dropped_ids(res.trace)
+        assert dropped and not prefilter.dropped_ids(off.trace)
         assert _decisions(res) == _decisions(off)
-        assert not {c.id for c in res.rejected + res.cut} & set(res.trace.prefiltered)
-        off_rejected = {c.id: c.reason for c in off.rejected if c.table == "api_mapping"}
-        for rid, reason in off_rejected.items():
-            if rid in res.trace.prefiltered:
-                assert reason.startswith(prefilter.absent_reason(res.trace.prefiltered[rid]))
+        assert not {c.id for c in res.rejected + res.cut} & dropped
+        records = retriever.records("api_mapping")
+        for c in off.rejected:
+            if c.id in dropped:
+                assert c.reason.startswith(prefilter.absent_reason(records[c.id]["source_api"]))
 
 
 @pytest.mark.parametrize("method", ["maxnorm", "minmax", "zscore", "rrf"])

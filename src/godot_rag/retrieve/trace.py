@@ -302,5 +302,3 @@ class QueryTrace(StageInfo):
     profile_queries: dict[str, str] | None = None
     profile_diff: dict[str, list[str]] | None = None
     llm_fallback: str | None = None
-    # api_mapping candidates the prefilter dropped before the union (prefilter.py): id -> source_api
-    prefiltered: dict[str, str] | None = None

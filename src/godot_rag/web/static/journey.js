@@ -156,10 +156,7 @@ function journeyOf(table, id, placed, lists, rankIn, columns, result) {
     rec.sortRank = ci ? ci.position : lastRank(cells, columns);
   } else if (lost === "validate" || lost === "judge" || (placed && placed.where === "rejected")) {
     rec.outcome = "rejected"; rec.lost = lost || "validate";
-    // an api_mapping the prefilter dropped (retrieve/prefilter.py): the validator's reason, from the trace
-    const dropped = table === "api_mapping" ? ((result.trace || {}).prefiltered || {})[id] : null;
-    rec.reason = cand && cand.reason ? cand.reason : dropped ?
-      `source_api '${dropped}' does not occur in the chunk (known before validation: no candidate was built for it)` :
+    rec.reason = cand && cand.reason ? cand.reason :
       "rejected by the validator (its reasons are not in the response: only the first k rejected records of each table come back)";
     rec.confidence = trace.validate ? trace.validate.confidence : null;
     rec.sortRank = placed && placed.where === "rejected" ? 1000 + placed.index : 5000 + (lastRank(cells, columns) || 0);
