@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from godot_rag.retrieve.codematch import clone_match
@@ -12,6 +13,8 @@ from godot_rag.retrieve.resolve import resolve_uses
 from godot_rag.retrieve.validate import (ValidationContext, copied_page_overrules, docs_evidence, mapping_evidence,
                                          mapping_occurrences)
 from godot_rag.retrieve.version import VersionContext
+from godot_rag.retrieve.prefilter import dropped_ids
+from godot_rag.retrieve.why import why
 from conftest import REFERENCE_CHUNK
 
 GODOT3 = "extends KinematicBody2D\n\nfunc _process(delta):\n    $AnimatedSprite.play()\n    var n = name.get_len()"
@@ -144,8 +147,59 @@ def test_f_migration_mappings(retriever):
     assert "migration:godot3_class_name" in ids(res, "label_prototypes")
     clean = retriever.retrieve(GODOT4, "F", RetrieveConfig(k=10, reranker="none"))
     assert ids(clean, "api_mapping") == []  # AnimatedSprite is not in AnimatedSprite2D
-    rejected = {c.id: c.reason for c in clean.rejected if c.table == "api_mapping"}
-    assert "does not occur" in rejected["class_renames:AnimatedSprite->AnimatedSprite2D"]
+    # dropped by the prefilter before any candidate was built; "why not" gives the validator's reason from the record
+    assert "class_renames:AnimatedSprite->AnimatedSprite2D" in dropped_ids(clean.trace)
+    (why_not,) = why(clean, "class_renames:AnimatedSprite->AnimatedSprite2D", retriever.records("api_mapping"))
+    assert why_not.lost_at == "validate" and "source_api 'AnimatedSprite' does not occur in the chunk" in why_not.verdict
+
+
+def _decisions(res):
+    return [(c.table, c.id, c.group, c.rank, c.score, c.reason) for c in res.results]
+
+
+def test_f_prefilter_changes_no_decision(retriever, monkeypatch):
+    """The api_mapping prefilter only saves work: with it off, F returns the same records, scores and reasons
+    (the fusion normalises over the full lists), and the validator rejects each dropped mapping for not occurring."""
+    from godot_rag.retrieve import prefilter
+
+    cfg = RetrieveConfig(k=10, reranker="none")
+    on = {chunk: retriever.retrieve(chunk, "F", cfg) for chunk in (GODOT3, GODOT4, REFERENCE_CHUNK)}
+    monkeypatch.setattr(prefilter, "source_absent", lambda facts, payload: False)
+    for chunk, res in on.items():
+        off = retriever.retrieve(chunk, "F", cfg)
+        dropped = prefilter.dropped_ids(res.trace)
+        assert dropped and not prefilter.dropped_ids(off.trace)
+        assert _decisions(res) == _decisions(off)
+        assert not {c.id for c in res.rejected + res.cut} & dropped
+        records = retriever.records("api_mapping")
+        for c in off.rejected:
+            if c.id in dropped:
+                assert c.reason.startswith(prefilter.absent_reason(records[c.id]["source_api"]))
+
+
+@pytest.mark.parametrize("method", ["maxnorm", "minmax", "zscore", "rrf"])
+def test_fusion_of_prefiltered_lists_equals_the_full_lists(method):
+    """A list the prefilter thinned is normalised over its full scores: the kept candidates fuse as before."""
+    from godot_rag.retrieve.fuse import fused_scores, union
+
+    def cands(scores, source):
+        return [Candidate.of_record("api_mapping", f"m{i}", {}, s, rank, source)
+                for rank, (i, s) in enumerate(scores, 1)]
+
+    bm25 = cands([(0, 9.0), (1, 7.5), (2, 3.0), (3, 1.0)], "bm25")
+    emb = cands([(2, 0.8), (4, 0.7), (0, 0.5)], "embedding")
+    weights = {"bm25": 1.0, "embedding": 0.3}
+    full = {"bm25": bm25, "embedding": emb}
+    whole = dict(zip((c.id for c in union(full)), fused_scores(union(full), full, weights, method, 60)))
+    keep = {"m2", "m3", "m4"}  # the best of each list dropped
+    thin = {name: [c for c in lst if c.id in keep] for name, lst in full.items()}
+    scores = {name: np.asarray([c.score for c in lst]) for name, lst in full.items()}
+    merged = union(thin, whole=False)
+    got = dict(zip((c.id for c in merged), fused_scores(merged, thin, weights, method, 60, scores)))
+    assert set(got) == keep
+    for cid, (score, inputs) in got.items():
+        assert score == pytest.approx(whole[cid][0], abs=1e-12)
+        assert {n: e.rank for n, e in inputs.items()} == {n: e.rank for n, e in whole[cid][1].items()}
 
 
 def _cand(table, payload):

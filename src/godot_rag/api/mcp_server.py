@@ -186,7 +186,7 @@ def create_server(retriever: Retriever, base_cfg: RetrieveConfig | None = None,
                 k: K = 10, godot_version: GodotVersion = "auto", extends: Extends = None,
                 context: ProjectContext = None) -> Explanation:
         result = run(chunk, strategy, config(k, godot_version, extends), explain=True, context=context)
-        found = why(result, record_id.strip())
+        found = why(result, record_id.strip(), retriever.records("api_mapping"))
         if not found:
             reason = unseen_reason(result)
             return Explanation(strategy=result.strategy, record=record_id, records=[], unseen_reason=reason,

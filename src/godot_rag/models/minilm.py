@@ -141,7 +141,8 @@ def load_bert_encoder(model_dir: str, int8: bool) -> SentenceEncoder | None:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            encoder = torch.quantization.quantize_dynamic(encoder, {nn.Linear}, dtype=torch.qint8)
+            # In place: the float model is ours alone, and copying it first took 0.3-0.6 s of the cold start.
+            encoder = torch.quantization.quantize_dynamic(encoder, {nn.Linear}, dtype=torch.qint8, inplace=True)
     tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
     pieces = Tokenizer.from_file(str(root / "tokenizer.json"))
     pieces.no_truncation()

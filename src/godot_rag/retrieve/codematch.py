@@ -68,6 +68,11 @@ def lines_match(q: Sequence[str], d: Sequence[str], record_tokens: AbstractSet[s
     return True
 
 
+def _fixed_tokens(line: Sequence[str], renameable: AbstractSet[str]) -> set[str]:
+    """The tokens of a chunk line that `lines_match` can only match by equality."""
+    return {t for t in line if not (_is_ident(t) and t not in KEYWORDS and t in renameable)}
+
+
 def renameable_names(facts, ref=None) -> frozenset[str]:
     """The author's names: what the chunk declares (less the engine callbacks it overrides, `_process`),
     and names the Godot 4 API does not know (a fragment's locals declared above it). Without the class
@@ -91,7 +96,11 @@ def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None)
         return 0.0, []
     matched, hit = [], 0
     for n, line in qlines:
-        if any(lines_match(line, d, tokens, renameable) for d in by_len.get(len(line), ())):
+        same_length = by_len.get(len(line))
+        # A token that may not be renamed must appear as it is: a line with one the record lacks matches nothing.
+        if not same_length or not _fixed_tokens(line, renameable) <= tokens:
+            continue
+        if any(lines_match(line, d, tokens, renameable) for d in same_length):
             matched.append(n)
             hit += len(line)
     return hit / sum(len(toks) for _, toks in qlines), matched

@@ -68,14 +68,24 @@ class RankedLists:
 
     def __init__(self) -> None:
         self._lists: dict[str, list[dict[str, list[Candidate]]]] = {}
+        self._full: dict[tuple[str, int, str], np.ndarray] = {}
         self.retrievers: set[str] = set()
 
-    def put(self, table: str, text: int, retriever: str, cands: list[Candidate]) -> None:
+    def put(self, table: str, text: int, retriever: str, cands: list[Candidate],
+            full_scores: np.ndarray | None = None) -> None:
+        """`full_scores`: every score of the list in rank order, when `cands` holds only some of its rows
+        (the prefilter's); each candidate's `rank` is then its rank in the full list."""
         per_text = self._lists.setdefault(table, [])
         while len(per_text) <= text:
             per_text.append({})
         per_text[text][retriever] = cands
+        if full_scores is not None:
+            self._full[(table, text, retriever)] = full_scores
         self.retrievers.add(retriever)
+
+    def full_scores(self, table: str, text: int, retriever: str) -> np.ndarray | None:
+        """The list's scores before the prefilter, in rank order (None: the list is whole)."""
+        return self._full.get((table, text, retriever))
 
     def __getitem__(self, table: str) -> list[dict[str, list[Candidate]]]:
         return self._lists[table]

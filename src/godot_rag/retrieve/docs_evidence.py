@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..gdscript import CHAIN_RE, DIGITS_RE, IDENT, IDENT_RE, shape
@@ -59,6 +61,20 @@ def _pairs(chains: list[str]) -> set[str]:
         parts = ch.split(".")
         out.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]))
     return out
+
+
+# A record's names, read once: the same records come back for chunk after chunk (read-only results).
+RECORD_TEXT_CACHE = 4096
+
+
+@lru_cache(maxsize=RECORD_TEXT_CACHE)
+def _record_pairs(text: str) -> frozenset[str]:
+    return frozenset(_pairs(CHAIN_RE.findall(text)))
+
+
+@lru_cache(maxsize=2 * RECORD_TEXT_CACHE)
+def _idents(text: str) -> frozenset[str]:
+    return frozenset(IDENT_RE.findall(text))
 
 
 @dataclass
@@ -124,7 +140,7 @@ def _api_symbol(d: DocsCase) -> Iterator[Found]:
 
 
 def _call(d: DocsCase) -> Iterator[Found]:
-    rec_pairs = _pairs(CHAIN_RE.findall(d.text))
+    rec_pairs = _record_pairs(d.text)
     for pair in sorted(d.v.call_pairs):
         if pair not in d.seen and pair in rec_pairs:
             yield pair, d.s.call + d.v.idf(pair.split(".")[-1]), None
@@ -145,21 +161,21 @@ def _code_line(d: DocsCase) -> Iterator[Found]:
         yield " ".join(tokens_of[n]), d.s.code_line + d.s.code_line_per_clone * ratio, n
 
 
-def _long_shared(d: DocsCase, names: set[str], rec_idents: set[str]) -> Iterator[str]:
+def _long_shared(d: DocsCase, names: AbstractSet[str], rec_idents: AbstractSet[str]) -> Iterator[str]:
     for name in sorted(names):
         if len(name) >= d.s.min_name_chars and name in rec_idents and d.rare(name.lower()):
             yield name
 
 
 def _string(d: DocsCase) -> Iterator[Found]:
-    rec_idents = set(IDENT_RE.findall(d.text))
+    rec_idents = _idents(d.text)
     idents = {s for s in d.v.facts.string_values if IDENT_RE.fullmatch(s)}
     for lit in _long_shared(d, idents, rec_idents):
         yield f'"{lit}"', d.v.idf(lit.lower()), None
 
 
 def _identifier(d: DocsCase) -> Iterator[Found]:
-    rec_idents = set(IDENT_RE.findall(d.text))
+    rec_idents = _idents(d.text)
     for ident in _long_shared(d, d.v.facts.identifiers - d.seen, rec_idents):
         yield ident, d.v.idf(ident.lower()), None
 
@@ -185,8 +201,8 @@ EVIDENCE_RULES = (
 def _contradictions(d: DocsCase) -> Iterator[Contradiction]:
     """Names of the record equal to one of the chunk's once digit runs are masked, where neither side
     writes the other's spelling."""
-    facts, rec_idents = d.v.facts, set(IDENT_RE.findall(d.text))
-    rec_code_idents = set(IDENT_RE.findall(record_code(d.c.payload)))
+    facts, rec_idents = d.v.facts, _idents(d.text)
+    rec_code_idents = _idents(record_code(d.c.payload))
     for ident in sorted(rec_idents | {s for sym in d.symbols for s in sym.split(".")}):
         if ident in facts.identifiers or not DIGITS_RE.search(ident):
             continue

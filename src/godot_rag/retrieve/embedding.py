@@ -2,8 +2,11 @@
 cosine list per table."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..store import queries
 from .context import Pool, QueryContext
+from .prefilter import drop_absent
 from .stage import Stage
 from .trace import EmbeddingInfo
 from .types import Candidate
@@ -16,24 +19,31 @@ def run_embed_query(ctx: QueryContext, pool: Pool) -> Pool:
     return pool
 
 
-def run_embedding(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | None = None) -> Pool:
-    """Segments get BM25 lists only: a second embedding pass per segment costs more than it adds."""
+def run_embedding(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | None = None,
+                  prefilter: bool = False) -> Pool:
+    """Segments get BM25 lists only: a second embedding pass per segment costs more than it adds.
+    `prefilter`: api_mapping rows that cannot occur in the chunk get no candidate (prefilter.py)."""
     conn = ctx.retriever.conn()
+    limits = {table: max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0)) for table in ctx.tables}
+    # The whole chunk's vector only: `dense_texts` is one text (the chunk, or E's intent); every table in one go.
+    found = [queries.vector_searches(conn, limits, vector, ctx.cfg.ef_search) for vector in ctx.vectors[:1]]
     for table in ctx.tables:
-        n = max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0))
         recs = ctx.retriever.records(table)
-        # The whole chunk's vector only: `dense_texts` is one text (the chunk, or E's intent).
-        for ti, vector in enumerate(ctx.vectors[:1]):
+        hits = 0
+        for ti, per_table in enumerate(found):
+            ranked = per_table[table]
+            kept = drop_absent(ctx, table, ranked, recs, prefilter)
             out = []
-            for rank, (rid, cos) in enumerate(queries.vector_search(conn, table, vector, n,
-                                                                    ctx.cfg.ef_search), 1):
+            for rank, rid, cos in kept:
                 c = Candidate.of_record(table, rid, recs[rid], float(cos), rank, "embedding")
                 c.add_stage("embedding", EmbeddingInfo(cosine=round(cos, 6), rank=rank))
                 out.append(c)
-            ctx.lists.put(table, ti, "embedding", out)
-            if ti == 0:
-                ctx.record_ids(table, "embedding", out)
-        ctx.note(**{table: len(ctx.lists.of(table)[0].get("embedding", []))})
+            whole = len(kept) == len(ranked)
+            ctx.lists.put(table, ti, "embedding", out, None if whole else np.asarray([s for _, s in ranked], dtype=float))
+            if ti == 0:  # every id the list found, the prefiltered ones too
+                ctx.trace.candidate_ids.setdefault(table, {})["embedding"] = [rid for rid, _ in ranked]
+            hits = len(ranked)
+        ctx.note(**{table: hits})
     return pool
 
 

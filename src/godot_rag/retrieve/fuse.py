@@ -33,13 +33,14 @@ def _normalise(scores: list[float], method: str) -> list[float]:
     return ((a - a.mean()) / std).tolist() if std > 0 else [0.0] * len(a)
 
 
-def union(lists: dict[str, list[Candidate]], prefix: str = "") -> list[Candidate]:
-    """One candidate per record, in order of first appearance; each keeps every list's info."""
+def union(lists: dict[str, list[Candidate]], prefix: str = "", whole: bool = True) -> list[Candidate]:
+    """One candidate per record, in order of first appearance; each keeps every list's info. `whole`: no
+    list was prefiltered (otherwise each candidate's `rank` is its rank in its full list)."""
     merged: dict[str, Candidate] = {}
     seen: dict[str, dict[str, ListEntry]] = {}
     for name in [s for s in SOURCES if s in lists] + [s for s in lists if s not in SOURCES]:
         for i, c in enumerate(lists[name]):
-            seen.setdefault(c.id, {})[name] = ListEntry(rank=i + 1, score=round(c.score, 6))
+            seen.setdefault(c.id, {})[name] = ListEntry(rank=i + 1 if whole else c.rank, score=round(c.score, 6))
             if c.id not in merged:
                 merged[c.id] = c.derive()
             else:
@@ -51,11 +52,23 @@ def union(lists: dict[str, list[Candidate]], prefix: str = "") -> list[Candidate
     return list(merged.values())
 
 
+def _normalised(lst: list[Candidate], full: np.ndarray | None, method: str) -> tuple[dict[str, float], float]:
+    """(id -> normalised score, the list's lowest normalised score), over the full list when the prefilter
+    left only some of it (`full`: its scores in rank order; a candidate's `rank` is its place there)."""
+    if full is None:
+        values = _normalise([c.score for c in lst], method)
+        return dict(zip((c.id for c in lst), values)), (min(values) if values else 0.0)
+    values = _normalise(full.tolist(), method)
+    return {c.id: values[(c.rank or 0) - 1] for c in lst}, (min(values) if values else 0.0)
+
+
 def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weights: dict[str, float],
-                 method: str, rrf_k: int) -> list[tuple[float, dict[str, ListEntry]]]:
-    norm = {name: dict(zip((c.id for c in lst), _normalise([c.score for c in lst], method)))
-            for name, lst in lists.items()} if method != "rrf" else {}
-    floor = {name: (min(v.values()) if v else 0.0) for name, v in norm.items()} if method == "zscore" else {}
+                 method: str, rrf_k: int, full: dict[str, np.ndarray | None] | None = None
+                 ) -> list[tuple[float, dict[str, ListEntry]]]:
+    """`full`: list name -> its scores before the prefilter (RankedLists.full_scores), when it was prefiltered."""
+    both = {name: _normalised(lst, (full or {}).get(name), method) for name, lst in lists.items()} if method != "rrf" else {}
+    norm = {name: v for name, (v, _) in both.items()}
+    floor = {name: low for name, (_, low) in both.items()} if method == "zscore" else {}
     out = []
     for cand in cands:
         inputs: dict[str, ListEntry] = {}
@@ -73,7 +86,8 @@ def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weig
 def run_union(ctx: QueryContext, pool: Pool) -> Pool:
     out: Pool = {}
     for table in ctx.tables:
-        out[table] = [union(lists, ctx.source_prefix) for lists in ctx.lists.of(table)]
+        out[table] = [union(lists, ctx.source_prefix, all(ctx.lists.full_scores(table, ti, n) is None for n in lists))
+                      for ti, lists in enumerate(ctx.lists.of(table))]
         ctx.record_ids(table, "union", out[table][0])
         ctx.note(**{table: {"union": len(out[table][0]), "texts": len(out[table])}})
     return out
@@ -86,7 +100,9 @@ def run_fuse(ctx: QueryContext, pool: Pool) -> Pool:
     for table, per_text in pool.items():
         out[table] = []
         for ti, cands in enumerate(per_text):
-            scored = fused_scores(cands, ctx.lists[table][ti], weights, cfg.fusion, cfg.rrf_k)
+            lists = ctx.lists[table][ti]
+            scored = fused_scores(cands, lists, weights, cfg.fusion, cfg.rrf_k,
+                                  {n: ctx.lists.full_scores(table, ti, n) for n in lists})
             fused = []
             for cand, (score, inputs) in zip(cands, scored):
                 c = cand.derive()

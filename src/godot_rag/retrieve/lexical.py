@@ -6,13 +6,16 @@ from functools import partial
 
 from . import bm25 as bm25_mod
 from .context import Pool, QueryContext
+from .prefilter import drop_absent
 from .stage import Stage
 from .tokenize import tokenizer_of
 from .trace import Bm25Info, ExplainInfo
 from .types import Candidate
 
 
-def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | None = None) -> Pool:
+def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | None = None,
+             prefilter: bool = False) -> Pool:
+    """`prefilter`: api_mapping rows that cannot occur in the chunk get no candidate (prefilter.py)."""
     tok = tokenizer_of(ctx.cfg)
     for table in ctx.tables:
         n = max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0))
@@ -24,18 +27,22 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
         # Segments only pay off for the docs; the other tables are matched on the whole chunk.
         texts = range(len(ctx.texts)) if table == "docs_chunks" else range(1)
         all_scores = bm25_mod.score_many(index, [ctx.tokens[ti] for ti in texts], ctx.term_weights)
+        hits = []
         for ti in texts:
             scores = all_scores[:, ti]
+            top = bm25_mod.top_k(scores, n)
+            ranked = [(index.ids[i], float(scores[i])) for i in top]
+            kept = drop_absent(ctx, table, ranked, recs, prefilter)
             out = []
-            for rank, i in enumerate(bm25_mod.top_k(scores, n), 1):
-                rid = index.ids[i]
-                c = Candidate.of_record(table, rid, recs[rid], float(scores[i]), rank, "bm25")
-                c.add_stage("bm25", Bm25Info(score=round(float(scores[i]), 4), rank=rank, text=ti))
+            for rank, rid, score in kept:
+                c = Candidate.of_record(table, rid, recs[rid], score, rank, "bm25")
+                c.add_stage("bm25", Bm25Info(score=round(score, 4), rank=rank, text=ti))
                 out.append(c)
-            ctx.lists.put(table, ti, "bm25", out)
-            if ti == 0:
-                ctx.record_ids(table, "bm25", out)
-        hits = [len(ctx.lists[table][ti]["bm25"]) for ti in texts]
+            whole = len(kept) == len(ranked)
+            ctx.lists.put(table, ti, "bm25", out, None if whole else scores[top])
+            hits.append(len(ranked))
+            if ti == 0:  # every id the list found, the prefiltered ones too ("why not" starts here)
+                ctx.trace.candidate_ids.setdefault(table, {})["bm25"] = [rid for rid, _ in ranked]
         ctx.note(**{table: {"hits": hits, "n": n, "n_docs": index.n_docs}})
     return pool
 

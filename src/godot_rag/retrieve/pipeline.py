@@ -23,6 +23,7 @@ from .api_source import build_api_index
 from .config import RetrieveConfig
 from .context import Fallback, QueryContext, freeze_loaded
 from .indexes import Bm25Indexes
+from .preload import preload, start_embedder
 from .project_context import RequestContext
 from .rerank import open_reranker
 from .stage import run_stages
@@ -165,6 +166,8 @@ class Retriever:
         cfg, say = cfg or RetrieveConfig(), log or (lambda message: None)
         tok = tokenizer_of(cfg)
         say(f"warm-up: database {self.db.describe()}")
+        if embed:
+            start_embedder(self)  # on a thread, while the indexes load here
         for table in TABLES:
             t = time.perf_counter()
             index = self.bm25_index(table, tok, cfg)
@@ -206,6 +209,7 @@ class Retriever:
         ctx.trace.chunk_chars = len(chunk)
         ctx.trace.context = context.to_trace() if context is not None else None
         try:
+            preload(ctx, STRATEGIES[strategy].stage_names)
             pool = run_stages(ctx, STRATEGIES[strategy].stages)
         except Fallback as fb:
             ctx.trace.llm_fallback = fb.reason

@@ -32,6 +32,10 @@ class Stage:
         """The same stage with fixed keyword options (F's BM25 takes more api_mapping candidates)."""
         return Stage(self.name, partial(self.run, **options), about or self.about, self.requires, self.provides)
 
+    def requiring(self, *parts: str) -> Stage:
+        """The same stage with more required parts (an option that reads them: F's prefilter reads `facts`)."""
+        return Stage(self.name, self.run, self.about, self.requires + parts, self.provides)
+
 
 def _met(need: str, provided: dict[str, str]) -> bool:
     return need in provided or any(p.startswith(need + ".") for p in provided)

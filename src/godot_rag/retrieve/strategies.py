@@ -26,10 +26,11 @@ from .tsquery import DIAGNOSE, TSQUERY
 from .validate import VALIDATE
 from .version_stage import VERSION
 
-# F reads more api_mapping candidates from both lists: a chunk can use several renamed names, each with its own record.
+# F reads more api_mapping candidates from both lists: a chunk can use several renamed names, each with its own record;
+# the mappings whose source the chunk does not hold are dropped before any candidate is built (prefilter.py).
 F_MIN_CANDIDATES = {"api_mapping": 200}
-BM25_WIDE = BM25.with_options(min_candidates=F_MIN_CANDIDATES)
-EMBEDDING_WIDE = EMBEDDING.with_options(min_candidates=F_MIN_CANDIDATES)
+BM25_WIDE = BM25.with_options(min_candidates=F_MIN_CANDIDATES, prefilter=True).requiring("facts")
+EMBEDDING_WIDE = EMBEDDING.with_options(min_candidates=F_MIN_CANDIDATES, prefilter=True).requiring("facts")
 
 
 @dataclass(frozen=True)

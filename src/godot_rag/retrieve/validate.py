@@ -39,11 +39,12 @@ from functools import cached_property
 from typing import Literal
 
 from ..classref import ClassReference
-from ..gdscript import IDENT_RE, GDScriptFacts
+from ..gdscript import GDScriptFacts
 from .codematch import renameable_names
 from .context import Pool, QueryContext
 from .docs_evidence import DOCS_EVIDENCE, DocsEvidenceSettings, copied_page_overrules, docs_evidence
 from .docs_features import DocsApiStats, GuideModel, missing_cosines
+from .prefilter import source_absent
 from .project_context import RequestContext
 from .resolve import Resolution
 from .stage import Stage
@@ -134,7 +135,7 @@ def mapping_occurrences(v: ChunkScope, c: Candidate) -> dict:
         # Syntax changes: each pattern is Godot 3-only syntax, so a match in code is Godot 3 use.
         for h in _regex_hits(facts, regex_terms):
             decisions.append({**h, "status": "godot3", "why": f"line {h['line']}:{h['col']}: Godot 3 syntax `{h['literal']}`"})
-    elif not (IDENT_RE.fullmatch(src) and src not in facts.all_identifiers):
+    elif not source_absent(facts, p):
         for occ in facts.occurrences(src):
             status, why, rule = classify_in_context(facts, v.resolution, v.ref, p, occ, v.renamed_classes, v.version, v.context)
             decisions.append({**occ, "status": status, "why": why, **({"rule": rule} if rule else {})})

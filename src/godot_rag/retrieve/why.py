@@ -7,11 +7,16 @@ so the cut records come back) and `trace.candidate_ids` (table -> stage -> ranke
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..gdscript import parse_chunk
 from ..records import TABLES
+from .prefilter import TABLE as PREFILTER_TABLE
+from .prefilter import absent_reason, source_absent
 from .trace import CutInfo
 from .types import Candidate, RetrieveResult
 
@@ -93,8 +98,21 @@ def _cell(stage: str, info, list_rank: int | None) -> dict:
     return cell
 
 
+def absent_source(result: RetrieveResult, table: str, rid: str, records: Mapping[str, dict] | None) -> str | None:
+    """The source_api of an api_mapping record the chunk cannot hold (the prefilter's test, on demand), else None."""
+    payload = (records or {}).get(rid) if table == PREFILTER_TABLE else None
+    if payload is None or not source_absent(_facts(result.chunk_text), payload):
+        return None
+    return payload["source_api"]
+
+
+@lru_cache(maxsize=8)
+def _facts(chunk: str):
+    return parse_chunk(chunk)
+
+
 def _journey(table: str, rid: str, placed: tuple[Candidate, str] | None, lists: dict, columns: list[str],
-             result: RetrieveResult) -> dict:
+             result: RetrieveResult, records: Mapping[str, dict] | None = None) -> dict:
     cand, where = placed if placed else (None, None)
     trace = cand.trace if cand is not None else {}
     rank_in = {stage: {i: n for n, i in enumerate(ids, 1)} for stage, ids in lists.items()}
@@ -130,8 +148,10 @@ def _journey(table: str, rid: str, placed: tuple[Candidate, str] | None, lists: 
                   f"not among the first k ({result.k.get(table, result.config.get('k'))}) at the cut")
         rec.update(outcome="cut", lost="cut", reason=reason)
     elif lost in ("validate", "judge") or where == "rejected":
+        dropped = absent_source(result, table, rid, records)
         rec.update(outcome="rejected", lost=lost or "validate",
                    reason=cand.reason if cand is not None and cand.reason else
+                   absent_reason(dropped) + " (known before validation: no candidate was built for it)" if dropped else
                    "rejected by the validator (its reasons are not in the result: only the first k rejected records "
                    "of each table come back)")
     elif lost == "shortlist":
@@ -172,9 +192,10 @@ def unseen_reason(result: RetrieveResult) -> str:
     return "no stage saw it: it was not among " + ", nor ".join(parts) + " for this chunk"
 
 
-def why(result: RetrieveResult, record: str) -> list[WhyRecord]:
+def why(result: RetrieveResult, record: str, records: Mapping[str, dict] | None = None) -> list[WhyRecord]:
     """Every record the result knows under `record` (a record id, or a docs page path such as
-    `getting_started/first_2d_game/03.coding_the_player`), in table order; [] when no stage saw it."""
+    `getting_started/first_2d_game/03.coding_the_player`), in table order; [] when no stage saw it.
+    `records`: the api_mapping records by id, to give the reason of one that the prefilter dropped."""
     columns = [s for s in dict.fromkeys(result.trace.stage_list) if s in RECORD_STAGES]
     placed: dict[tuple[str, str], tuple[Candidate, str]] = {}
     for where, cands in (("returned", result.results), ("cut", result.cut), ("rejected", result.rejected)):
@@ -187,7 +208,8 @@ def why(result: RetrieveResult, record: str) -> list[WhyRecord]:
         ids = set().union(*lists.values()) if lists else set()
         ids |= {rid for (t, rid) in placed if t == table}
         for rid in ids:
-            journeys[(table, rid)] = _journey(table, rid, placed.get((table, rid)), lists, columns, result)
+            journeys[(table, rid)] = _journey(table, rid, placed.get((table, rid)), lists, columns, result,
+                                              records if rid == record else None)
     # a stage no record reached, or one the query skipped, is "off" (the page greys its column)
     skipped = {log.stage for log in result.trace.stages if (log.info or {}).get("skipped")}
     off = {s for s in columns if s in skipped or not any(j["cells"][s]["present"] for j in journeys.values())}

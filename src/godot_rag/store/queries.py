@@ -78,15 +78,25 @@ def tsquery_diagnosis(conn: psycopg.Connection, table: str, tokens: list[str]) -
 
 
 def vector_search(conn: psycopg.Connection, table: str, vector: np.ndarray, limit: int, ef_search: int = 100) -> list[tuple[str, float]]:
-    key = SCHEMA[table]["key"]
+    return vector_searches(conn, {table: limit}, vector, ef_search)[table]
+
+
+def vector_searches(conn: psycopg.Connection, limits: dict[str, int], vector: np.ndarray,
+                    ef_search: int = 100) -> dict[str, list[tuple[str, float]]]:
+    """`vector_search` over several tables (table -> limit) in one transaction: one SET and one round trip
+    per table, instead of four per table."""
+    out = {}
     with conn.transaction():
         conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
-        rows = conn.execute(
-            f"SELECT {key}, 1 - (embedding <=> %s) AS cos FROM {table} WHERE embedding IS NOT NULL "
-            f"ORDER BY embedding <=> %s LIMIT %s",
-            (vector, vector, limit),
-        ).fetchall()
-    return [(r[0], float(r[1])) for r in rows]
+        for table, limit in limits.items():
+            key = SCHEMA[table]["key"]
+            rows = conn.execute(
+                f"SELECT {key}, 1 - (embedding <=> %s) AS cos FROM {table} WHERE embedding IS NOT NULL "
+                f"ORDER BY embedding <=> %s LIMIT %s",
+                (vector, vector, limit),
+            ).fetchall()
+            out[table] = [(r[0], float(r[1])) for r in rows]
+    return out
 
 
 def cosines(conn: psycopg.Connection, table: str, vector: np.ndarray, ids: list[str]) -> dict[str, float]:

@@ -1,0 +1,40 @@
+"""The cold start of a query: what the strategy needs loaded, loaded side by side. The embedder (torch's
+import and the model: the larger part of a first answer) loads on a thread while this thread reads the
+records and BM25 indexes; the embed_query stage then finds it loaded, or waits for the rest of it. Each
+load is its own `load:<what>` trace step, never a query stage's time."""
+from __future__ import annotations
+
+import threading
+from functools import partial
+
+from .context import QueryContext
+from .tokenize import tokenizer_of
+
+
+def _load_quietly(embedder) -> None:
+    try:
+        embedder.load()
+    except Exception:  # noqa: BLE001 - the embed_query stage loads it again and reports the error there
+        pass
+
+
+def start_embedder(retriever) -> threading.Thread | None:
+    """Loads the embedder on a daemon thread (None when it is loaded already)."""
+    if retriever.embedder_loaded and retriever.embedder.loaded:
+        return None
+    embedder = retriever.embedder  # its settings come from the database: read on this thread's connection
+    thread = threading.Thread(target=_load_quietly, args=(embedder,), name="godot-rag-embedder-load", daemon=True)
+    thread.start()
+    return thread
+
+
+def preload(ctx: QueryContext, stage_names: list[str]) -> None:
+    """Before the stages run: the embedder on a thread (if a stage encodes the query), the BM25 indexes here."""
+    r = ctx.retriever
+    if "embed_query" in stage_names:
+        start_embedder(r)
+    if "bm25" in stage_names:
+        tok = tokenizer_of(ctx.cfg)
+        for table in ctx.tables:
+            ctx.load_step("bm25", r.bm25_loaded(table, tok), partial(r.bm25_index, table, tok, ctx.cfg), table=table,
+                          tokenizer=tok.key())
