@@ -17,9 +17,9 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
     for table in ctx.tables:
         n = max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0))
         # Reading the cache (or building it) is not query time.
-        ctx.load_step("bm25", ctx.retriever.bm25_loaded(table, tok),
-                      partial(ctx.retriever.bm25_index, table, tok, ctx.cfg), table=table, tokenizer=tok.key())
-        index = ctx.retriever.bm25_index(table, tok, ctx.cfg)
+        ctx.load_step("bm25", ctx.retriever.bm25.loaded(table, tok),
+                      partial(ctx.retriever.bm25.index, table, tok, ctx.cfg), table=table, tokenizer=tok.key())
+        index = ctx.retriever.bm25.index(table, tok, ctx.cfg)
         recs = ctx.retriever.records(table)
         # Segments only pay off for the docs; the other tables are matched on the whole chunk.
         texts = range(len(ctx.texts)) if table == "docs_chunks" else range(1)
@@ -52,7 +52,7 @@ def run_explain(ctx: QueryContext, pool: Pool) -> Pool:
     for c in shown:
         if c.info("bm25") is None or c.info("explain") is not None:
             continue
-        index = ctx.retriever.bm25_index(c.table, tok, ctx.cfg)
+        index = ctx.retriever.bm25.index(c.table, tok, ctx.cfg)
         if c.table not in slices:
             slices[c.table] = bm25_mod.query_slice(index, ctx.tokens[0])
         row = index.position[c.id]

@@ -35,11 +35,13 @@ Decided from the corpus, per occurrence, and traced:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Callable
 
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
 from .resolve import Resolution
+from .trace import OccurrenceStatus
 
 if TYPE_CHECKING:
     from .project_context import RequestContext
@@ -55,8 +57,17 @@ CODE_RENAME_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "pr
                      "enum_rename", "color_rename"}
 CONVERTER_TYPES = CODE_RENAME_TYPES | {"project_setting_rename", "input_map_rename", "theme_override_rename",
                                        "project_godot_rename", "shader_rename"}
+# String renames whose Godot 3 string is no name of the Godot 4 API (a setting path, a theme key, an action).
+SETTING_TYPES = {"project_setting_rename", "theme_override_rename", "input_map_rename", "project_godot_rename"}
 # The occurrence statuses that count as Godot 3 use (the validator's evidence); the last two are weak.
 EVIDENCE_STATUSES = ("godot3", "godot3_node", "godot3_comment")
+# Decided, not fitted: a prose change's name shorter than this, without an underscore (`rotate`, `process`),
+# is too common to stand for that change without a receiver of its class.
+SHORT_NAME_CHARS = 8
+MARKERS_SHOWN = 12  # version markers the trace lists, per version
+MARKERS_CITED = 3  # version markers a reason cites
+NAMES_CITED = 4  # Godot 4 signals a reason cites
+ARGUMENT_WINDOW = 200  # characters after `sig.connect` read for its first argument
 # Renames a comment may write as code (the converter renames them in comments too); signal names and
 # colours are not names a comment writes as code.
 COMMENT_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "property_rename", "enum_rename"}
@@ -90,7 +101,7 @@ class VersionContext:
         return "mixed" if self.godot3 else "none"
 
     def to_trace(self) -> dict:
-        return {"hint": self.hint, "godot3_markers": self.godot3[:12], "godot4_markers": self.godot4[:12],
+        return {"hint": self.hint, "godot3_markers": self.godot3[:MARKERS_SHOWN], "godot4_markers": self.godot4[:MARKERS_SHOWN],
                 "lean": self.lean()}
 
 
@@ -253,7 +264,7 @@ def _whole_node_name(facts: GDScriptFacts, start: int, end: int) -> bool:
     if before not in ("/", "$", "%", '"', "'"):
         return False
     span = next(((s, e) for s, e in facts.node_paths if s <= start < e), None)
-    if span is not None and facts.text[span[0] + 1:span[0] + 2] not in ('"', "'"):
+    if span is not None and facts.text[span[0] + 1:][:1] not in ('"', "'"):
         return True  # an unquoted `$Top/Area.get_size()`: the name ends where the identifier does
     string = next(((s, e) for s, e, _ in facts.strings if s <= start < e), None)
     if string is not None and (facts.code[string[1]:].lstrip()[:1] in ("%", "+") or facts.code[:string[0]].rstrip()[-1:] == "+"):
@@ -293,114 +304,6 @@ def _target_absent(ref: ClassReference, renamed: dict[str, str], mapping: dict, 
     return f"Godot 4 has no '{to}' on {cls} (nor on a class below it), so the rename to it is not this use's migration"
 
 
-def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict,
-                        renamed: dict[str, str] | None = None) -> tuple[str, str]:
-    """(status, why) for one literal occurrence of the mapping's source. `renamed`: the converter's class
-    renames (Godot 3 name -> Godot 4 name), to read a receiver written with its Godot 3 class name.
-
-    status: ignored | valid_godot4 | godot3 | godot3_node (a node named after a Godot 3 class) |
-    godot3_comment (a comment writes a dropped name as code) | ambiguous"""
-    renamed = renamed or {}
-    change = mapping["change_type"]
-    src = mapping["source_api"]
-    classes = [t.split(".", 1)[0] for t in mapping.get("match_terms") or [] if "." in t and not t.startswith("re:")]
-    line, col = occ["line"], occ["col"]
-    where = f"line {line}:{col}"
-    if occ["region"] == "comment":
-        if change in COMMENT_TYPES and facts.written_as_code(occ["start"], occ["end"]) and not ref.exists(src):
-            return "godot3_comment", f"{where}: a comment writes '{src}' as code, and Godot 4 documents no '{src}'"
-        return "ignored", f"{where} is in a comment" + (" (a word of prose)" if change in COMMENT_TYPES else "")
-    node_path = occ["region"] == "node_path" or (occ["region"] == "string" and _string_argument(facts, occ["start"], NODE_ARGS))
-    if node_path:
-        if change not in CLASS_TYPES:
-            return "ignored", f"{where} is a node name in a node path"
-        if not _whole_node_name(facts, occ["start"], occ["end"]):
-            return "ignored", f"{where}: '{src}' is only part of a node name (node path)"
-        # Godot names a node after its class, and a node keeps that name through a port: a node named after
-        # a class Godot 4 no longer has points to Godot 3, but weakly; one named after a live class says nothing.
-        if not ref.has_class(src):
-            return "godot3_node", f"{where}: a scene node named after the Godot 3 class '{src}' (node path)"
-        return "ambiguous", f"{where}: '{src}' names a scene node (node path), not the class itself"
-    if occ["region"] == "string":
-        if change in CLASS_TYPES and _names_class(facts, occ["start"], src):
-            if not ref.has_class(src):
-                return "godot3", f"{where}: the string names the class '{src}' in a class-name argument, and Godot 4 has no such class"
-            return "ambiguous", f"{where}: the string names the class '{src}', still a Godot 4 class"
-        if change not in STRING_TYPES:
-            return "ignored", f"{where} is in a string, and {change} is not a string-based API"
-        if change in SIGNAL_TYPES and not _string_argument(facts, occ["start"], SIGNAL_ARGS):
-            return "ignored", f"{where} is a string that is not a signal argument"
-        if change in ("project_setting_rename", "theme_override_rename", "input_map_rename", "project_godot_rename") \
-                or not ref.exists(src):
-            return "godot3", f"{where}: the string names '{src}', which Godot 4 no longer has"
-        if change in SIGNAL_TYPES and not ref.signals_named(src):
-            return "godot3", (f"{where}: the signal name '{src}': Godot 4 has no signal of that name "
-                              f"(only {', '.join(ref.where(src))}, which are not signals)")
-        return "ambiguous", f"{where}: the signal name '{src}' still exists in Godot 4 ({', '.join(ref.signals_named(src)[:4])})"
-    # Code.
-    chain, idx = _part_at(facts, occ["start"])
-    call = _call_at(facts, occ["start"])
-    is_call = (call is not None) or (chain is not None and idx is not None and idx >= 0 and chain.parts[idx].call)
-    declaration = not is_call and facts.line_text(line).lstrip().startswith(("func ", "static func "))
-    if change == "color_rename" and not (chain is not None and idx == 0 and chain.root == "Color"):
-        return "ignored", f"{where} is not a `Color.{src}` constant"
-    if change in SIGNAL_TYPES:
-        if _next_part(chain, idx) not in SIGNAL_USES:
-            return "ignored", f"{where} uses '{src}' as {'a method call' if is_call else 'a name'}, not as the signal"
-    if change in METHOD_TYPES and not is_call and not declaration:
-        return "ignored", f"{where} is not a call of '{src}'"
-    if declaration and change in METHOD_TYPES and (why := _godot3_override(ref, renamed, res, mapping, classes)):
-        return "godot3", f"{where}: {why}"
-    # What does this occurrence resolve to in Godot 4?
-    for u in res.uses:
-        if u.line == line and u.member == src and (u.col == col or (call is not None and u.col == call.col)):
-            if classes and not any(ref.related(c, u.cls) for c in classes if ref.has_class(c)):
-                return "ignored", f"{where} resolves to {u.api}, not to {' or '.join(classes)}"
-            found = ref.member(u.cls, src, code=True) if u.kind == "theme_property" else (u.cls, {"kind": u.kind})
-            as_signal = _next_part(chain, idx) in SIGNAL_USES or _awaited(facts, chain)
-            if not is_call and (found is None or (found[1]["kind"] == "signal" and change not in SIGNAL_TYPES and not as_signal)):
-                # `button.pressed = true`: Godot 4's `pressed` there is a signal (and a theme item, which code
-                # reaches only through the theme API); used as a plain value it is the Godot 3 property.
-                what = f"the Godot 4 signal {found[0]}.{src}" if found else f"{u.api}, a Godot 4 theme item"
-                return "ambiguous", f"{where} names {what}, but uses it as a plain value"
-            return "valid_godot4", f"{where} resolves to {u.api}, valid Godot 4 API"
-    prose = change not in CONVERTER_TYPES
-    missing = next((u for u in res.unresolved if u.missing_on and u.line == line and u.col == col and u.name == src), None)
-    if change == "enum_rename":
-        written = None if missing else _receiver(facts, res, call, chain, idx, occ["start"])[0]
-        receiver = missing.missing_on if missing else _godot4_class(written, ref, renamed)
-        if why := _target_absent(ref, renamed, mapping, receiver):
-            return "ignored", f"{where}: {why}"
-    # A page's sentence without its class says nothing about this receiver.
-    if missing is not None and not (prose and not classes):
-        related = [c for c in classes if ref.has_class(c) and ref.related(c, missing.missing_on)]
-        if classes and not related and any(ref.has_class(c) for c in classes):
-            return "ignored", f"{where}: the receiver is {missing.missing_on}, and the change concerns {' or '.join(classes)}"
-        return "godot3", f"{where}: {missing.missing_on} has no '{src}' in Godot 4"
-    if change in CLASS_TYPES:
-        if chain is not None and idx == -1 and chain.parts:
-            first = chain.parts[0]
-            found = ref.member(src, first.name) if ref.has_class(src) else None
-            if found:
-                return "valid_godot4", f"{where}: {src}.{first.name} resolves in Godot 4 ({found[0]}.{first.name})"
-        if not ref.has_class(src):
-            return "godot3", f"{where}: Godot 4 has no class '{src}'"
-        return "ambiguous", f"{where}: '{src}' is still a Godot 4 class"
-    exists = ref.exists(src) if change != "color_rename" else src in ref.classes.get("Color", {}).get("members", {})
-    off_class, known = (_off_changed_class(facts, res, ref, renamed, classes, src, call, chain, idx, where, occ["start"])
-                        if prose and classes and not declaration else (None, False))
-    if not exists:
-        if off_class and known:  # `map_to_world()` on a TileMap is not `GridMap's map_to_world`
-            return "ignored", off_class
-        if prose and len(src) < 8 and "_" not in src:
-            return "ignored", (f"{where}: '{src}' is too short or common to stand for "
-                               f"{classes[0] + '.' if classes else ''}{src} without a receiver of that class")
-        return "godot3", f"{where}: Godot 4 documents no '{src}'"
-    if off_class:
-        return "ignored", off_class
-    return "ambiguous", f"{where}: '{src}' is still Godot 4 API ({', '.join(ref.where(src))})"
-
-
 # -- rules that read the project around the chunk, and the Godot 4-only syntax of the chunk -------------------
 @dataclass
 class Occurrence:
@@ -426,6 +329,44 @@ class Occurrence:
         self.declaration = (self.code and not self.is_call
                             and self.facts.line_text(self.occ["line"]).lstrip().startswith(("func ", "static func ")))
         self.index = self.context.index() if self.context is not None else None
+
+    @cached_property
+    def place(self) -> str:
+        """The region, where a string passed as a node path (`get_node("Camera")`) counts as a node path."""
+        region = self.occ["region"]
+        if region == "string" and _string_argument(self.facts, self.occ["start"], NODE_ARGS):
+            return "node_path"
+        return region
+
+    @cached_property
+    def classes(self) -> list[str]:
+        """The classes a change the migration page states for one class concerns (its `Class.member` terms)."""
+        return _classes(self.mapping)
+
+    @property
+    def prose(self) -> bool:
+        """A change the migration page states in prose, not one of the converter's renames."""
+        return self.change not in CONVERTER_TYPES
+
+    @cached_property
+    def use(self):
+        """The Godot 4 API this code occurrence resolves to (the resolve stage), or None."""
+        return self.resolved() if self.place == "code" else None
+
+    @cached_property
+    def exists(self) -> bool:
+        """Whether Godot 4 documents the name (a colour: as a Color constant)."""
+        if self.change == "color_rename":
+            return self.src in self.ref.classes.get("Color", {}).get("members", {})
+        return self.ref.exists(self.src)
+
+    @cached_property
+    def off_class(self) -> tuple[str | None, bool]:
+        """(why, receiver known): why a code use is not a use of the class a prose change concerns (`_off_changed_class`)."""
+        if not (self.prose and self.classes and not self.declaration):
+            return None, False
+        return _off_changed_class(self.facts, self.res, self.ref, self.renamed, self.classes, self.src, self.call,
+                                  self.chain, self.idx, self.where, self.occ["start"])
 
     @property
     def godot4(self) -> str | None:
@@ -463,7 +404,7 @@ def godot4_signal_syntax(o: Occurrence) -> str | None:
     if nxt is not None and nxt.name == "emit" and nxt.call:
         return f"{o.where}: `{o.src}.emit()` is Godot 4 signal syntax (Godot 3 wrote emit_signal(\"{o.src}\"))"
     if nxt is not None and nxt.name == "connect" and nxt.call:
-        first = o.facts.text[nxt.end:nxt.end + 200].lstrip()[1:].lstrip()[:1]  # the first argument's first character
+        first = o.facts.text[nxt.end:nxt.end + ARGUMENT_WINDOW].lstrip()[1:].lstrip()[:1]  # the first argument's first character
         if first and first not in ")\"'&^":  # a string there is Godot 3's `obj.connect("signal", ...)`
             return f"{o.where}: `{o.src}.connect(callable)` is Godot 4 signal syntax"
     last = o.chain is None or o.idx == len(o.chain.parts) - 1
@@ -552,7 +493,7 @@ class VersionRule:
     """A named decision: when `applies` gives a reason, the occurrence's status is `outcome`."""
     name: str
     applies: Callable[[Occurrence], str | None]
-    outcome: str
+    outcome: OccurrenceStatus
 
 
 # Checked in order before the chunk-only decisions of `classify_occurrence`; the first that applies decides.
@@ -595,28 +536,289 @@ GODOT3_OVERRULES = (VersionRule("godot4_project_compiles", godot4_project_compil
 NOT_COMPILED = "Godot 4 has no such engine API, so this code would not compile in Godot 4"
 
 
+# -- the chunk-only decisions: what the occurrence's place, its resolution and the class reference say -----------
+def _comment_writes_dropped_name(o: Occurrence) -> str | None:
+    if (o.place == "comment" and o.change in COMMENT_TYPES and o.facts.written_as_code(o.occ["start"], o.occ["end"])
+            and not o.ref.exists(o.src)):
+        return f"{o.where}: a comment writes '{o.src}' as code, and Godot 4 documents no '{o.src}'"
+    return None
+
+
+def _in_comment(o: Occurrence) -> str | None:
+    if o.place != "comment":
+        return None
+    return f"{o.where} is in a comment" + (" (a word of prose)" if o.change in COMMENT_TYPES else "")
+
+
+def _node_path_not_class(o: Occurrence) -> str | None:
+    return f"{o.where} is a node name in a node path" if o.place == "node_path" and o.change not in CLASS_TYPES else None
+
+
+def _part_of_node_name(o: Occurrence) -> str | None:
+    if o.place == "node_path" and not _whole_node_name(o.facts, o.occ["start"], o.occ["end"]):
+        return f"{o.where}: '{o.src}' is only part of a node name (node path)"
+    return None
+
+
+# Godot names a node after its class, and a node keeps that name through a port: a node named after a class
+# Godot 4 no longer has points to Godot 3, but weakly; one named after a live class says nothing.
+def _node_named_after_dropped_class(o: Occurrence) -> str | None:
+    if o.place == "node_path" and not o.ref.has_class(o.src):
+        return f"{o.where}: a scene node named after the Godot 3 class '{o.src}' (node path)"
+    return None
+
+
+def _node_named_after_class(o: Occurrence) -> str | None:
+    return f"{o.where}: '{o.src}' names a scene node (node path), not the class itself" if o.place == "node_path" else None
+
+
+def _class_name_string(o: Occurrence) -> bool:
+    return o.place == "string" and o.change in CLASS_TYPES and _names_class(o.facts, o.occ["start"], o.src)
+
+
+def _string_names_dropped_class(o: Occurrence) -> str | None:
+    if _class_name_string(o) and not o.ref.has_class(o.src):
+        return f"{o.where}: the string names the class '{o.src}' in a class-name argument, and Godot 4 has no such class"
+    return None
+
+
+def _string_names_class(o: Occurrence) -> str | None:
+    return f"{o.where}: the string names the class '{o.src}', still a Godot 4 class" if _class_name_string(o) else None
+
+
+def _string_not_string_api(o: Occurrence) -> str | None:
+    if o.place == "string" and o.change not in STRING_TYPES:
+        return f"{o.where} is in a string, and {o.change} is not a string-based API"
+    return None
+
+
+def _string_not_signal_argument(o: Occurrence) -> str | None:
+    if o.place == "string" and o.change in SIGNAL_TYPES and not _string_argument(o.facts, o.occ["start"], SIGNAL_ARGS):
+        return f"{o.where} is a string that is not a signal argument"
+    return None
+
+
+def _string_names_dropped(o: Occurrence) -> str | None:
+    if o.place == "string" and (o.change in SETTING_TYPES or not o.ref.exists(o.src)):
+        return f"{o.where}: the string names '{o.src}', which Godot 4 no longer has"
+    return None
+
+
+def _signal_name_not_a_signal(o: Occurrence) -> str | None:
+    if o.place == "string" and o.change in SIGNAL_TYPES and not o.ref.signals_named(o.src):
+        return (f"{o.where}: the signal name '{o.src}': Godot 4 has no signal of that name "
+                f"(only {', '.join(o.ref.where(o.src))}, which are not signals)")
+    return None
+
+
+def _signal_name_exists(o: Occurrence) -> str | None:
+    if o.place != "string":
+        return None
+    signals = ", ".join(o.ref.signals_named(o.src)[:NAMES_CITED])
+    return f"{o.where}: the signal name '{o.src}' still exists in Godot 4 ({signals})"
+
+
+def _not_color_constant(o: Occurrence) -> str | None:
+    if o.place == "code" and o.change == "color_rename" and not (o.chain is not None and o.idx == 0 and o.chain.root == "Color"):
+        return f"{o.where} is not a `Color.{o.src}` constant"
+    return None
+
+
+def _signal_not_used_as_signal(o: Occurrence) -> str | None:
+    if o.place == "code" and o.change in SIGNAL_TYPES and _next_part(o.chain, o.idx) not in SIGNAL_USES:
+        return f"{o.where} uses '{o.src}' as {'a method call' if o.is_call else 'a name'}, not as the signal"
+    return None
+
+
+def _method_not_called(o: Occurrence) -> str | None:
+    if o.place == "code" and o.change in METHOD_TYPES and not o.is_call and not o.declaration:
+        return f"{o.where} is not a call of '{o.src}'"
+    return None
+
+
+def _godot3_virtual_override(o: Occurrence) -> str | None:
+    if o.declaration and o.change in METHOD_TYPES and (why := _godot3_override(o.ref, o.renamed, o.res, o.mapping, o.classes)):
+        return f"{o.where}: {why}"
+    return None
+
+
+def _resolves_off_class(o: Occurrence) -> str | None:
+    u = o.use
+    if u is not None and o.classes and not any(o.ref.related(c, u.cls) for c in o.classes if o.ref.has_class(c)):
+        return f"{o.where} resolves to {u.api}, not to {' or '.join(o.classes)}"
+    return None
+
+
+def _godot4_signal_as_value(o: Occurrence) -> str | None:
+    """`button.pressed = true`: Godot 4's `pressed` there is a signal (and a theme item, which code reaches
+    only through the theme API); used as a plain value it is the Godot 3 property."""
+    u = o.use
+    if u is None or o.is_call:
+        return None
+    found = o.ref.member(u.cls, o.src, code=True) if u.kind == "theme_property" else (u.cls, {"kind": u.kind})
+    as_signal = _next_part(o.chain, o.idx) in SIGNAL_USES or _awaited(o.facts, o.chain)
+    if found is not None and (found[1]["kind"] != "signal" or o.change in SIGNAL_TYPES or as_signal):
+        return None
+    what = f"the Godot 4 signal {found[0]}.{o.src}" if found else f"{u.api}, a Godot 4 theme item"
+    return f"{o.where} names {what}, but uses it as a plain value"
+
+
+def _resolves_in_godot4(o: Occurrence) -> str | None:
+    return f"{o.where} resolves to {o.use.api}, valid Godot 4 API" if o.use is not None else None
+
+
+def _enum_target_absent(o: Occurrence) -> str | None:
+    if o.place != "code" or o.change != "enum_rename":
+        return None
+    missing = o.missing()
+    written = None if missing else _receiver(o.facts, o.res, o.call, o.chain, o.idx, o.occ["start"])[0]
+    receiver = missing.missing_on if missing else _godot4_class(written, o.ref, o.renamed)
+    why = _target_absent(o.ref, o.renamed, o.mapping, receiver)
+    return f"{o.where}: {why}" if why else None
+
+
+def _missing_here(o: Occurrence):
+    """The member missing on this occurrence's receiver in Godot 4, where it says something: a page's sentence
+    without its class says nothing about this receiver."""
+    return o.missing() if o.place == "code" and not (o.prose and not o.classes) else None
+
+
+def _missing_on_other_class(o: Occurrence) -> str | None:
+    if (m := _missing_here(o)) is None or not o.classes or not any(o.ref.has_class(c) for c in o.classes):
+        return None
+    if any(o.ref.has_class(c) and o.ref.related(c, m.missing_on) for c in o.classes):
+        return None
+    return f"{o.where}: the receiver is {m.missing_on}, and the change concerns {' or '.join(o.classes)}"
+
+
+def _missing_on_receiver(o: Occurrence) -> str | None:
+    return f"{o.where}: {m.missing_on} has no '{o.src}' in Godot 4" if (m := _missing_here(o)) is not None else None
+
+
+def _class_member_resolves(o: Occurrence) -> str | None:
+    if o.place != "code" or o.change not in CLASS_TYPES or not (o.chain is not None and o.idx == -1 and o.chain.parts):
+        return None
+    first = o.chain.parts[0]
+    found = o.ref.member(o.src, first.name) if o.ref.has_class(o.src) else None
+    return f"{o.where}: {o.src}.{first.name} resolves in Godot 4 ({found[0]}.{first.name})" if found else None
+
+
+def _class_dropped(o: Occurrence) -> str | None:
+    if o.place == "code" and o.change in CLASS_TYPES and not o.ref.has_class(o.src):
+        return f"{o.where}: Godot 4 has no class '{o.src}'"
+    return None
+
+
+def _class_still_exists(o: Occurrence) -> str | None:
+    return f"{o.where}: '{o.src}' is still a Godot 4 class" if o.place == "code" and o.change in CLASS_TYPES else None
+
+
+def _known_receiver_off_class(o: Occurrence) -> str | None:
+    """`map_to_world()` on a TileMap is not `GridMap's map_to_world`."""
+    why, known = o.off_class
+    return why if o.place == "code" and not o.exists and known else None
+
+
+def _short_prose_name(o: Occurrence) -> str | None:
+    if o.place == "code" and not o.exists and o.prose and len(o.src) < SHORT_NAME_CHARS and "_" not in o.src:
+        return (f"{o.where}: '{o.src}' is too short or common to stand for "
+                f"{o.classes[0] + '.' if o.classes else ''}{o.src} without a receiver of that class")
+    return None
+
+
+def _name_dropped(o: Occurrence) -> str | None:
+    return f"{o.where}: Godot 4 documents no '{o.src}'" if o.place == "code" and not o.exists else None
+
+
+def _receiver_off_class(o: Occurrence) -> str | None:
+    return o.off_class[0] if o.place == "code" else None
+
+
+def _still_godot4_api(o: Occurrence) -> str | None:
+    return f"{o.where}: '{o.src}' is still Godot 4 API ({', '.join(o.ref.where(o.src))})" if o.place == "code" else None
+
+
+# The chunk-only decisions, in order: the first whose test gives a reason decides. Each place (comment, node
+# path, string, code) ends on a rule that always fires there.
+OCCURRENCE_RULES = (
+    VersionRule("comment_writes_dropped_name", _comment_writes_dropped_name, "godot3_comment"),
+    VersionRule("in_comment", _in_comment, "ignored"),
+    VersionRule("node_path_not_class", _node_path_not_class, "ignored"),
+    VersionRule("part_of_node_name", _part_of_node_name, "ignored"),
+    VersionRule("node_named_after_dropped_class", _node_named_after_dropped_class, "godot3_node"),
+    VersionRule("node_named_after_class", _node_named_after_class, "ambiguous"),
+    VersionRule("string_names_dropped_class", _string_names_dropped_class, "godot3"),
+    VersionRule("string_names_class", _string_names_class, "ambiguous"),
+    VersionRule("string_not_string_api", _string_not_string_api, "ignored"),
+    VersionRule("string_not_signal_argument", _string_not_signal_argument, "ignored"),
+    VersionRule("string_names_dropped", _string_names_dropped, "godot3"),
+    VersionRule("signal_name_not_a_signal", _signal_name_not_a_signal, "godot3"),
+    VersionRule("signal_name_exists", _signal_name_exists, "ambiguous"),
+    VersionRule("not_color_constant", _not_color_constant, "ignored"),
+    VersionRule("signal_not_used_as_signal", _signal_not_used_as_signal, "ignored"),
+    VersionRule("method_not_called", _method_not_called, "ignored"),
+    VersionRule("godot3_virtual_override", _godot3_virtual_override, "godot3"),
+    VersionRule("resolves_off_class", _resolves_off_class, "ignored"),
+    VersionRule("godot4_signal_as_value", _godot4_signal_as_value, "ambiguous"),
+    VersionRule("resolves_in_godot4", _resolves_in_godot4, "valid_godot4"),
+    VersionRule("enum_target_absent", _enum_target_absent, "ignored"),
+    VersionRule("missing_on_other_class", _missing_on_other_class, "ignored"),
+    VersionRule("missing_on_receiver", _missing_on_receiver, "godot3"),
+    VersionRule("class_member_resolves", _class_member_resolves, "valid_godot4"),
+    VersionRule("class_dropped", _class_dropped, "godot3"),
+    VersionRule("class_still_exists", _class_still_exists, "ambiguous"),
+    VersionRule("known_receiver_off_class", _known_receiver_off_class, "ignored"),
+    VersionRule("short_prose_name", _short_prose_name, "ignored"),
+    VersionRule("name_dropped", _name_dropped, "godot3"),
+    VersionRule("receiver_off_class", _receiver_off_class, "ignored"),
+    VersionRule("still_godot4_api", _still_godot4_api, "ambiguous"),
+)
+
+
+def first_rule(rules: tuple[VersionRule, ...], o: Occurrence) -> tuple[VersionRule, str] | None:
+    """The first rule of the table that applies to the occurrence, with its reason."""
+    return next(((rule, why) for rule in rules if (why := rule.applies(o))), None)
+
+
+def decide_occurrence(o: Occurrence) -> tuple[OccurrenceStatus, str, str]:
+    """(status, why, rule) from the chunk alone: the first of `OCCURRENCE_RULES` that applies."""
+    fired = first_rule(OCCURRENCE_RULES, o)
+    if fired is None:
+        raise ValueError(f"{o.where}: no occurrence rule applies to region {o.occ['region']!r}")
+    return fired[0].outcome, fired[1], fired[0].name
+
+
+def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict,
+                        renamed: dict[str, str] | None = None) -> tuple[OccurrenceStatus, str]:
+    """(status, why) for one literal occurrence of the mapping's source, from the chunk alone. `renamed`: the
+    converter's class renames (Godot 3 name -> Godot 4 name), to read a receiver written with its Godot 3 class name.
+
+    status: ignored | valid_godot4 | godot3 | godot3_node (a node named after a Godot 3 class) |
+    godot3_comment (a comment writes a dropped name as code) | ambiguous"""
+    status, why, _ = decide_occurrence(Occurrence(facts, res, ref, mapping, occ, renamed or {}, None, None))
+    return status, why
+
+
 def _classes(mapping: dict) -> list[str]:
     return [t.split(".", 1)[0] for t in mapping.get("match_terms") or [] if "." in t and not t.startswith("re:")]
 
 
 def classify_in_context(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict,
                         renamed: dict[str, str] | None = None, version: VersionContext | None = None,
-                        context=None) -> tuple[str, str, str | None]:
-    """(status, why, rule): `classify_occurrence` with the named rules around it. `rule` names the rule
-    that decided (None: the chunk-only decisions)."""
+                        context=None) -> tuple[OccurrenceStatus, str, str]:
+    """(status, why, rule): the rules that read the project and the Godot 4-only syntax (`VERSION_RULES`), then the
+    chunk-only ones (`OCCURRENCE_RULES`), then the overrules of a `godot3` decision. `rule` names the rule that decided."""
     o = Occurrence(facts, res, ref, mapping, occ, renamed or {}, version, context)
-    for rule in VERSION_RULES:
-        if why := rule.applies(o):
-            return rule.outcome, f"{why} [rule {rule.name}]", rule.name
-    status, why = classify_occurrence(facts, res, ref, mapping, occ, renamed)
+    if fired := first_rule(VERSION_RULES, o):
+        return fired[0].outcome, f"{fired[1]} [rule {fired[0].name}]", fired[0].name
+    status, why, name = decide_occurrence(o)
     if status != "godot3":
-        return status, why, None
-    for rule in GODOT3_OVERRULES:
-        if overruled := rule.applies(o):
-            return rule.outcome, f"{why}; {overruled} [rule {rule.name}]", rule.name
+        return status, why, name
+    if overruled := first_rule(GODOT3_OVERRULES, o):
+        return overruled[0].outcome, f"{why}; {overruled[1]} [rule {overruled[0].name}]", overruled[0].name
     if context is not None and context.major == "4":
         return status, f"{why}; {NOT_COMPILED} [rule engine_api_missing]", "engine_api_missing"
-    return status, why, None
+    return status, why, name
 
 
 def decide_ambiguous(ctx: VersionContext) -> tuple[bool, str]:
@@ -624,9 +826,9 @@ def decide_ambiguous(ctx: VersionContext) -> tuple[bool, str]:
     if ctx.hint == "4":
         return False, "godot_version hint is 4"
     if lean == "3":
-        return True, "the chunk has Godot 3 markers: " + "; ".join(ctx.godot3[:3])
+        return True, "the chunk has Godot 3 markers: " + "; ".join(ctx.godot3[:MARKERS_CITED])
     if lean == "4":
-        return False, "the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:3])
+        return False, "the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:MARKERS_CITED])
     if lean == "mixed":
         return False, "the chunk has both Godot 3 and Godot 4 markers"
     if ctx.hint == "3":
@@ -641,16 +843,17 @@ def node_name_overruled(ctx: VersionContext) -> str | None:
     if ctx.hint == "4":
         return "a node name is weak evidence, and the godot_version hint is 4"
     if ctx.lean() == "4":
-        return "a node name is weak evidence, and the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:3])
+        return "a node name is weak evidence, and the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:MARKERS_CITED])
     return None
+
+
+EVIDENCE_ORDER = ("godot3", "ambiguous", "godot3_node", "godot3_comment")  # "ambiguous": a godot3 the markers decided
 
 
 def evidence_rank(d: dict) -> int:
     """Strength of an occurrence taken as Godot 3 use, strongest first: a sure use in code, an ambiguous
     one the markers decided, a node name, a comment. The evidence shown and the judge's question take the strongest."""
-    if d["status"] == "godot3":
-        return 1 if d.get("ambiguous") else 0
-    return 2 if d["status"] == "godot3_node" else 3
+    return EVIDENCE_ORDER.index("ambiguous" if d["status"] == "godot3" and d.get("ambiguous") else d["status"])
 
 
 def comment_reference_overruled(ctx: VersionContext) -> str | None:
@@ -667,6 +870,15 @@ def comment_reference_overruled(ctx: VersionContext) -> str | None:
                "none": "has no Godot 3 markers"}[lean])
 
 
-# The weak evidence statuses, each with what overrules it on the chunk's version markers and the hint.
-WEAK_OVERRULES = {"godot3_node": node_name_overruled, "godot3_comment": comment_reference_overruled}
+@dataclass(frozen=True)
+class WeakOverrule:
+    """A named overrule of weak evidence: when `applies` gives a reason on the chunk's version markers and the
+    hint, the occurrence is `ignored`."""
+    name: str
+    applies: Callable[[VersionContext], str | None]
+
+
+# The weak evidence statuses, each with the named rule that overrules it.
+WEAK_OVERRULES = {"godot3_node": WeakOverrule("node_name_overruled", node_name_overruled),
+                  "godot3_comment": WeakOverrule("comment_reference_overruled", comment_reference_overruled)}
 
