@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..store import queries
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import EmbeddingInfo
+from .trace import SCORE_DIGITS, EmbeddingInfo
 from .types import Candidate
 
 
@@ -28,7 +28,7 @@ def run_embedding(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] 
             for rank, (rid, cos) in enumerate(queries.vector_search(conn, table, vector, n,
                                                                     ctx.cfg.ef_search), 1):
                 c = Candidate.of_record(table, rid, recs[rid], float(cos), rank, "embedding")
-                c.add_stage("embedding", EmbeddingInfo(cosine=round(cos, 6), rank=rank))
+                c.add_stage("embedding", EmbeddingInfo(cosine=round(cos, SCORE_DIGITS), rank=rank))
                 out.append(c)
             ctx.lists.put(table, ti, "embedding", out)
             if ti == 0:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import FuseInfo, ListEntry, MergeInfo, UnionInfo
+from .trace import SCORE_DIGITS, FuseInfo, ListEntry, MergeInfo, UnionInfo
 from .types import Candidate
 
 SOURCES = ("bm25", "embedding")  # the union's order: a tie in score is then broken by id
@@ -39,7 +39,7 @@ def union(lists: dict[str, list[Candidate]], prefix: str = "") -> list[Candidate
     seen: dict[str, dict[str, ListEntry]] = {}
     for name in [s for s in SOURCES if s in lists] + [s for s in lists if s not in SOURCES]:
         for i, c in enumerate(lists[name]):
-            seen.setdefault(c.id, {})[name] = ListEntry(rank=i + 1, score=round(c.score, 6))
+            seen.setdefault(c.id, {})[name] = ListEntry(rank=i + 1, score=round(c.score, SCORE_DIGITS))
             if c.id not in merged:
                 merged[c.id] = c.derive()
             else:
@@ -61,7 +61,7 @@ def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weig
         inputs: dict[str, ListEntry] = {}
         for name, entry in cand.info("union").inputs.items():
             inputs[name] = entry if method == "rrf" else ListEntry(rank=entry.rank, score=entry.score,
-                                                                   normalised=round(norm[name][cand.id], 6))
+                                                                   normalised=round(norm[name][cand.id], SCORE_DIGITS))
         if method == "rrf":
             fused = sum(weights.get(n, 1.0) / (rrf_k + e.rank) for n, e in inputs.items())
         else:
@@ -96,7 +96,7 @@ def run_fuse(ctx: QueryContext, pool: Pool) -> Pool:
             for i, (c, inputs) in enumerate(fused):
                 c.rank = i + 1
                 c.add_stage("fuse", FuseInfo(method=cfg.fusion, rrf_k=cfg.rrf_k if cfg.fusion == "rrf" else None,
-                                             weights=weights, inputs=inputs, score=round(c.score, 6), rank=i + 1))
+                                             weights=weights, inputs=inputs, score=round(c.score, SCORE_DIGITS), rank=i + 1))
             out[table].append([c for c, _ in fused])
         ctx.record_ids(table, "fuse", out[table][0])
     ctx.note(method=cfg.fusion, weights=weights)
@@ -127,7 +127,7 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> l
         cand.rank = i + 1
         cand.score = 1.0 / (i + 1)  # the merge is by rank; the score is the reciprocal merged rank
         cand.add_stage("merge", MergeInfo(whole_rank=r[0], segment_ranks=r[1:], best_rank=min(x for x in r if x),
-                                          score=round(cand.score, 6), rank=i + 1))
+                                          score=round(cand.score, SCORE_DIGITS), rank=i + 1))
     return out
 
 

@@ -36,7 +36,7 @@ from ..records import evidence_text, focused_text, model_text
 from ..store import calibration
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import JudgeInfo, Occurrence
+from .trace import RATIO_DIGITS, JudgeInfo, Occurrence
 from .types import Candidate
 from .version import EVIDENCE_STATUSES, evidence_rank
 
@@ -156,9 +156,6 @@ def table_calibration(cal: dict | None, table: str, override: float | None) -> d
     return {**t, "threshold_from": "calibration"}
 
 
-UNCALIBRATED_MAPPING_BAND = (0.0, 0.6)  # accepts that rest on weak occurrences (validate caps them at 0.6 and 0.5)
-
-
 def asked_occurrence(c: Candidate) -> Occurrence | None:
     """The occurrence a mapping's question is about: the strongest Godot 3 use (a sure use in code, else
     an ambiguous one, else a node name). None for a rejected mapping (the judge never accepts what the
@@ -193,7 +190,9 @@ def mapping_targets(ctx: QueryContext, mappings: list[Candidate], tcal: dict) ->
     """Accepted mappings inside the calibrated band of deterministic confidence (uncalibrated: the ambiguous ones)."""
     if not asks_mappings(ctx.version.hint, ctx.version.lean()):
         return []
-    return [(c, occ) for c in _inside(mappings, band_of(tcal, UNCALIBRATED_MAPPING_BAND))
+    # Uncalibrated: the accepts that rest on weak or ambiguous occurrences (their confidence is capped at these settings).
+    weak = (0.0, max(ctx.cfg.mapping_confidence_ambiguous, ctx.cfg.mapping_confidence_weak))
+    return [(c, occ) for c in _inside(mappings, band_of(tcal, weak))
             if (occ := asked_occurrence(c)) is not None]
 
 
@@ -229,9 +228,9 @@ def _judged(c: Candidate, j: dict, tcal: dict, question: Literal["occurrence", "
     if tcal["mode"] != "decide":
         conf = det.confidence  # an annotation changes no score
     elif question == "occurrence":
-        conf = round(p, 4) if accepted else 0.0
+        conf = round(p, RATIO_DIGITS) if accepted else 0.0
     else:
-        conf = round(det.confidence * p, 4) if accepted else 0.0
+        conf = round(det.confidence * p, RATIO_DIGITS) if accepted else 0.0
     occurrence = Occurrence.model_validate(occ) if isinstance(occ, dict) else occ
     c.add_stage("judge", JudgeInfo(model=j["model"], question=question, occurrence=occurrence, raw_answer=j["raw"],
                                    answer=j["answer"], p_yes=p, p_yes_source=j["p_yes_source"], mode=tcal["mode"],

@@ -8,7 +8,7 @@ from . import bm25 as bm25_mod
 from .context import Pool, QueryContext
 from .stage import Stage
 from .tokenize import tokenizer_of
-from .trace import Bm25Info, ExplainInfo
+from .trace import RATIO_DIGITS, Bm25Info, ExplainInfo
 from .types import Candidate
 
 
@@ -30,7 +30,7 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
             for rank, i in enumerate(bm25_mod.top_k(scores, n), 1):
                 rid = index.ids[i]
                 c = Candidate.of_record(table, rid, recs[rid], float(scores[i]), rank, "bm25")
-                c.add_stage("bm25", Bm25Info(score=round(float(scores[i]), 4), rank=rank, text=ti))
+                c.add_stage("bm25", Bm25Info(score=round(float(scores[i]), RATIO_DIGITS), rank=rank, text=ti))
                 out.append(c)
             ctx.lists.put(table, ti, "bm25", out)
             if ti == 0:

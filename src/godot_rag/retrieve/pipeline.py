@@ -27,6 +27,7 @@ from .rerank import open_reranker
 from .stage import run_stages
 from .strategies import STRATEGIES, check_strategy
 from .tokenize import tokenizer_of
+from .trace import MS_DIGITS
 from .types import RetrieveResult
 from .version import CLASS_TYPES, version_names
 
@@ -188,7 +189,7 @@ class Retriever:
                                context=context)
             pool = run_stages(ctx, STRATEGIES[fb.strategy].stages)
         results = [c for t in cfg.tables for c in ctx.table_lists(pool, t)]
-        ctx.trace.total_ms = round((time.perf_counter() - t0) * 1000, 3)
+        ctx.trace.total_ms = round((time.perf_counter() - t0) * 1000, MS_DIGITS)
         k = STRATEGIES[strategy].k_of(cfg)
         return RetrieveResult(strategy=strategy, chunk_text=chunk, chunk_sha256=hashlib.sha256(chunk.encode()).hexdigest(),
                               k=k, config=cfg.to_dict(), results=results, rejected=ctx.rejected,

@@ -24,13 +24,13 @@ from typing import Any
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
 from .stage import Stage
+from .trace import RATIO_DIGITS
 
 # Kinds of member whose documented type is a value one can keep calling into.
 TYPED_KINDS = {"method", "property", "constructor"}
 # Decided: without `extends`, a bare call resolves to the class that documents it for this share of the classes
 # that have every bare-called method (`get_tree()`: all but TreeItem).
 OWNER_SHARE = 0.95
-SHARE_DIGITS = 4  # as the trace shows a share
 CODE_QUOTED = 80  # characters of the code a use or an unresolved name quotes
 USES_SHOWN, GLOBALS_SHOWN = 60, 30  # resolved and unresolved uses, and global functions, the query trace lists
 
@@ -129,7 +129,7 @@ def _infer_owners(names: list[str], ref: ClassReference, share: float = OWNER_SH
             counts[m[cls]] = counts.get(m[cls], 0) + 1
         owner, hits = max(counts.items(), key=lambda kv: kv[1])
         if hits / len(candidates) >= share:
-            out[n] = (owner, round(hits / len(candidates), SHARE_DIGITS))
+            out[n] = (owner, round(hits / len(candidates), RATIO_DIGITS))
     return out
 
 

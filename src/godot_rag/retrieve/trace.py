@@ -10,6 +10,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+# The digits the trace keeps (F's api_reference order compares scores at SCORE_DIGITS too).
+SCORE_DIGITS = 6  # scores and cosines
+RATIO_DIGITS = 4  # ratios, shares, confidences, probabilities, BM25's terms
+MS_DIGITS = 3  # milliseconds
+
 
 class StageInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
