@@ -13,9 +13,10 @@ from godot_rag.retrieve.resolve import resolve_uses
 from godot_rag.retrieve.types import Candidate
 from godot_rag.retrieve.validate import ChunkScope, ValidationContext, validate
 from godot_rag.retrieve.version_stage import decide_occurrences, mapping_markers
-from godot_rag.retrieve.version import (GODOT3_OVERRULES, OCCURRENCE_RULES, VERSION_RULES, WEAK_OVERRULES, VersionContext,
-                                        classify_in_context, classify_occurrence, comment_reference_overruled,
-                                        decide_ambiguous, version_context, version_names)
+from godot_rag.retrieve.version import (WEAK_OVERRULES, VersionContext, comment_reference_overruled, decide_ambiguous,
+                                        version_context, version_names)
+from godot_rag.retrieve.version_rules import (GODOT3_OVERRULES, OCCURRENCE_RULES, VERSION_RULES, classify_in_context,
+                                              classify_occurrence)
 from conftest import REFERENCE_CHUNK, SHARED
 
 

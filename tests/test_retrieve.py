@@ -127,7 +127,7 @@ def test_f_trace_and_json_name_the_version_rule_of_each_occurrence(retriever):
     import json
 
     from godot_rag.formats import result_json
-    from godot_rag.retrieve.version import OCCURRENCE_RULES
+    from godot_rag.retrieve.version_rules import OCCURRENCE_RULES
 
     res = retriever.retrieve(GODOT3, "F", RetrieveConfig(k=10, reranker="none"))
     kinematic = next(c for c in res.results if c.id == "class_renames:KinematicBody2D->CharacterBody2D")

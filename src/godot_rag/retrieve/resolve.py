@@ -207,8 +207,9 @@ def _resolve_bare_calls(facts: GDScriptFacts, ref: ClassReference, res: Resoluti
             owner, share = inferred[n]
             hit = (owner, ref.classes[owner]["members"][n], f"inferred_own_class ({share:.0%} of the classes with these calls)")
         if hit:
-            add(hit[0], n, hit[1]["kind"], call.line, call.col, f"{n}()", hit[2])
-            call_types[call.start] = ref.type_of(hit[1])
+            cls, info, via = hit
+            add(cls, n, info["kind"], call.line, call.col, f"{n}()", via)
+            call_types[call.start] = ref.type_of(info)
             continue
         if ref.global_member(n) is not None:
             res.globals.append(n)  # global functions are listed, not followed: their page is not the class's

@@ -21,7 +21,7 @@ Acceptance rules:
   confidence = support / (support + 1.5 * contradiction + 4). When the chunk is a copy of
   a guide page's code, a guide record from another page that adds nothing to what that
   page shows is rejected (`copied_page_overrules`);
-- api_mapping: an occurrence of `source_api` that is Godot 3 use (see `version.py`:
+- api_mapping: an occurrence of `source_api` that is Godot 3 use (see `version_rules.py`:
   code, or a comment that writes a dropped name as code in Godot 3 code; not resolvable as
   valid Godot 4 API; ambiguous ones decided by the chunk's version markers and the
   `godot_version` hint), not claimed by a negative
@@ -50,7 +50,8 @@ from .resolve import Resolution
 from .stage import Stage
 from .trace import JudgeInfo, Occurrence, ValidateInfo
 from .types import Candidate
-from .version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionContext, classify_in_context, decide_ambiguous, evidence_rank
+from .version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionContext, decide_ambiguous, evidence_rank
+from .version_rules import classify_in_context
 
 __all__ = ["ChunkScope", "ValidationContext", "Occurrences", "validate", "docs_evidence", "copied_page_overrules",
            "mapping_occurrences", "mapping_evidence", "prototype_evidence", "follow_mappings", "VALIDATE"]
