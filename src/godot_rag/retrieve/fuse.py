@@ -17,6 +17,7 @@ from .trace import SCORE_DIGITS, FuseInfo, ListEntry, MergeInfo, UnionInfo
 from .types import Candidate
 
 SOURCES = ("bm25", "embedding")  # the union's order: a tie in score is then broken by id
+NO_RANK = 10 ** 6  # sorts after every rank: a list the record is not in
 
 
 def _normalise(scores: list[float], method: str) -> list[float]:
@@ -115,11 +116,10 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> l
             if c.id not in merged:
                 merged[c.id] = c.derive()
             ranks.setdefault(c.id, [None] * len(lists))[li] = i + 1
-    big = 10 ** 6
 
     def key(cid: str):
         r = ranks[cid]
-        return (min(x for x in r if x), r[0] or big, min((x for x in r[1:] if x), default=big), cid)
+        return (min(x for x in r if x), r[0] or NO_RANK, min((x for x in r[1:] if x), default=NO_RANK), cid)
 
     out = [merged[cid] for cid in sorted(merged, key=key)]
     for i, cand in enumerate(out):

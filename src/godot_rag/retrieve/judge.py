@@ -45,6 +45,10 @@ SYSTEM = ("You review Godot game code written in GDScript. You get SOURCE_CODE a
           "SOURCE_CODE and the record]}.")
 MAX_CHUNK_CHARS = 1200  # about 350 tokens: the shared prefix costs ~2.5 s with the 1.5B on 2 cores
 RECORD_CHARS = 300
+NUMBERING_CHARS = 6  # what numbering adds to a line: `NNN| ` and its newline
+LITERALS_ASKED = 10  # shared literals whose record lines a docs question shows
+NOTES_CHARS, LINE_CHARS = 300, 200  # of a mapping's notes and of the chunk's line, in an occurrence question
+STALE_SHOWN = 3  # skipped calibrations the trace names
 CACHE_SIZE = 4096  # judged questions kept per process (a long-running `serve` stays bounded)
 _cache: "OrderedDict[tuple, dict]" = OrderedDict()
 _cache_lock = threading.Lock()  # questions to a server are asked from several threads
@@ -54,7 +58,7 @@ def numbered(chunk: str) -> str:
     """The chunk with line numbers, so a question can point at a line; the shared prefix of every question."""
     out, size = [], 0
     for i, line in enumerate(chunk.splitlines(), 1):
-        size += len(line) + 6
+        size += len(line) + NUMBERING_CHARS
         if size > MAX_CHUNK_CHARS:
             out.append("... (cut)")
             break
@@ -69,7 +73,7 @@ def prefix(chunk: str) -> str:
 def docs_question(c: Candidate, evidence: list[str]) -> str:
     """The record's lines that hold the shared literals, then the question: about 70 tokens, 0.64 s with
     the 1.5B on 2 cores (the first 500 characters and a literal list were 162 tokens, 1.35 s)."""
-    rec = focused_text(c.table, c.payload, evidence[:10], limit=RECORD_CHARS)  # as the judge set keeps them
+    rec = focused_text(c.table, c.payload, evidence[:LITERALS_ASKED], limit=RECORD_CHARS)  # as the judge set keeps them
     return (f"RECORD (Godot 4 documentation):\n{rec}\n\n"
             "Question: does RECORD document the Godot API or the technique that SOURCE_CODE uses?")
 
@@ -77,9 +81,9 @@ def docs_question(c: Candidate, evidence: list[str]) -> str:
 def occurrence_question(c: Candidate, line: int, line_text: str) -> str:
     p = c.payload
     src, dst, change = p["source_api"], p["target_api"], p["change_type"].replace("_", " ")
-    notes = (p.get("notes") or p.get("description") or "")[:300]
+    notes = (p.get("notes") or p.get("description") or "")[:NOTES_CHARS]
     return (f"MIGRATION RECORD: Godot 3 `{src}` became `{dst}` in Godot 4 ({change}). {notes}\n\n"
-            f"Line {line}: {line_text.strip()[:200]}\n\n"
+            f"Line {line}: {line_text.strip()[:LINE_CHARS]}\n\n"
             f"Question: is `{src}` on line {line} the Godot 3 `{src}` that became `{dst}` (yes), "
             f"or valid Godot 4 code as it stands (no)?")
 
@@ -312,7 +316,7 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
              modes={t: v["mode"] for t, v in tcal.items()}, thresholds={t: v.get("threshold") for t, v in tcal.items()},
              bands={t: v.get("band") for t, v in tcal.items()}, asked_occurrences=len(occ_targets), asked_docs=len(doc_targets))
     if stale:  # after the summary: an --explain line is cut, and the summary matters most
-        ctx.note(calibration_skipped=stale[:3])
+        ctx.note(calibration_skipped=stale[:STALE_SHOWN])
     if not occ_targets and not doc_targets:
         return pool
     try:
