@@ -13,8 +13,10 @@ from godot_rag.retrieve.resolve import resolve_uses
 from godot_rag.retrieve.types import Candidate
 from godot_rag.retrieve.validate import ChunkScope, ValidationContext, validate
 from godot_rag.retrieve.version_stage import decide_occurrences, mapping_markers
-from godot_rag.retrieve.version import (VersionContext, classify_occurrence, comment_reference_overruled, decide_ambiguous,
+from godot_rag.retrieve.version import (WEAK_OVERRULES, VersionContext, comment_reference_overruled, decide_ambiguous,
                                         version_context, version_names)
+from godot_rag.retrieve.version_rules import (GODOT3_OVERRULES, OCCURRENCE_RULES, VERSION_RULES, classify_in_context,
+                                              classify_occurrence)
 from conftest import REFERENCE_CHUNK, SHARED
 
 
@@ -404,3 +406,42 @@ def test_resolution_matches_the_real_code_api_gold(ref):
         gold = set(q["relevant_api"])
         tp, fp, fn = tp + len(got & gold), fp + len(got - gold), fn + len(gold - got)
     assert tp / (tp + fp) > 0.9 and tp / (tp + fn) > 0.9
+
+
+def test_the_version_rules_are_one_ordered_table_of_named_rules():
+    names = [r.name for r in VERSION_RULES + OCCURRENCE_RULES + GODOT3_OVERRULES] + [w.name for w in WEAK_OVERRULES.values()]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    assert len(OCCURRENCE_RULES) >= 30  # every decision of the chunk alone is a rule of its own
+    assert {r.outcome for r in OCCURRENCE_RULES} == {"godot3", "godot3_node", "godot3_comment", "valid_godot4", "ambiguous",
+                                                     "ignored"}
+    # Each place ends on a rule that always fires there; the last one ends the table.
+    assert OCCURRENCE_RULES[-1].name == "still_godot4_api" and OCCURRENCE_RULES[1].name == "in_comment"
+
+
+# Real occurrences (the demos' Godot 3 scripts in ../shared/eval) and the rule that decides each.
+REAL_OCCURRENCES = [
+    ("rc3:2d/bullet_shower/bullets.gd#2", ("Physics2DServer", "PhysicsServer2D", "class_rename"), "godot3", "class_dropped"),
+    ("rc3:2d/bullet_shower/bullets.gd#2", ("rand_range", "randf_range", "method_rename"), "godot3", "name_dropped"),
+    ("rc3:2d/bullet_shower/player.gd#0", ("AnimatedSprite", "AnimatedSprite2D", "class_rename"), "godot3_node",
+     "node_named_after_dropped_class"),
+    ("rc3:2d/finite_state_machine/player/player_controller.gd#0", ("KinematicBody2D", "CharacterBody2D", "class_rename"),
+     "ignored", "in_comment"),
+    ("rc3:misc/2.5d/addons/node25d/node25d_plugin.gd#1", ("KinematicBody", "CharacterBody3D", "class_rename"), "godot3",
+     "string_names_dropped_class"),
+    ("rc3:3d/waypoints/waypoint.gd#2", ("get_size_override", "get_size_2d_override", "method_rename"), "godot3_comment",
+     "comment_writes_dropped_name"),
+]
+
+
+@pytest.mark.parametrize("query,mapping,status,rule", REAL_OCCURRENCES)
+def test_a_real_occurrence_names_the_rule_that_decided_it(ref, query, mapping, status, rule):
+    chunk = next(q["chunk_text"] for q in map(json.loads, open(SHARED / "eval" / "realcode_godot3.dev.jsonl", encoding="utf-8"))
+                 if q["id"] == query)
+    facts = parse_chunk(chunk)
+    res, m = resolve_uses(facts, ref), _mapping(*mapping)
+    decided = [classify_in_context(facts, res, ref, m, occ) for occ in facts.occurrences(m["source_api"])]
+    assert (status, rule) in [(s, r) for s, _, r in decided], decided
+    assert all(r in {x.name for x in OCCURRENCE_RULES} for _, _, r in decided)
+    # The reason stays the rule's own text; the chunk-only wrapper decides the same.
+    assert [d[:2] for d in decided] == [classify_occurrence(facts, res, ref, m, occ)
+                                        for occ in facts.occurrences(m["source_api"])]

@@ -126,6 +126,26 @@ def test_f_node_named_after_a_godot3_class_is_overruled_by_godot4_markers_or_hin
         assert occ.status == "ignored" and "node path" in occ.why and why in occ.why
 
 
+def test_f_trace_and_json_name_the_version_rule_of_each_occurrence(retriever):
+    import json
+
+    from godot_rag.formats import result_json
+    from godot_rag.retrieve.version_rules import OCCURRENCE_RULES
+
+    res = retriever.retrieve(GODOT3, "F", RetrieveConfig(k=10, reranker="none"))
+    kinematic = next(c for c in res.results if c.id == "class_renames:KinematicBody2D->CharacterBody2D")
+    assert [(o.status, o.rule) for o in kinematic.info("validate").occurrences] == [("godot3", "class_dropped")]
+    node = next(c for c in res.results + res.rejected if c.id == "class_renames:AnimatedSprite->AnimatedSprite2D")
+    assert node.info("validate").occurrences[0].rule == "node_named_after_dropped_class"
+    named = {r.name for r in OCCURRENCE_RULES}
+    decided = [o.rule for c in res.results + res.rejected if c.table == "api_mapping" for o in c.info("validate").occurrences]
+    assert decided and all(r for r in decided) and "class_dropped" in named
+    # The same names in the JSON the CLI, HTTP and MCP write.
+    data = json.loads(result_json(res))
+    occ = next(c for c in data["results"] if c["id"] == kinematic.id)["trace"]["validate"]["occurrences"]
+    assert occ[0]["rule"] == "class_dropped" and occ[0]["why"] == kinematic.info("validate").occurrences[0].why
+
+
 def test_f_class_name_passed_as_a_string_to_a_class_name_argument_is_a_use(retriever):
     mapping = "class_renames:KinematicBody2D->CharacterBody2D"
     chunk = 'func _enter_tree():\n    add_custom_type("Mover", "KinematicBody2D", preload("mover.gd"), null)\n'

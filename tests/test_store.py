@@ -166,7 +166,7 @@ def test_bm25_index_is_persisted_and_rebuilt_only_on_change(fixture_db, tmp_path
     from godot_rag.store.bm25_cache import load_counts
 
     r = Retriever(fixture_db, cache_dir=tmp_path)
-    default = r.bm25_index("docs_chunks", TokenizerConfig(), RetrieveConfig())
+    default = r.bm25.index("docs_chunks", TokenizerConfig(), RetrieveConfig())
     files = list(tmp_path.glob("bm25-docs_chunks-*.npz"))
     assert len(files) == 1
     with fixture_db.connect() as conn:
@@ -175,13 +175,13 @@ def test_bm25_index_is_persisted_and_rebuilt_only_on_change(fixture_db, tmp_path
     assert load_counts(tmp_path, "docs_chunks", digest, TokenizerConfig().key(), ids) is not None  # a hit never tokenizes
     assert load_counts(tmp_path, "docs_chunks", digest, TokenizerConfig().key(), ids[:-1]) is None  # other content: rebuilt
     # Another tokenizer setting (a request's `tokenizer_parts`) adds its own file and never deletes the default one.
-    r.bm25_index("docs_chunks", TokenizerConfig(parts=True), RetrieveConfig(tokenizer_parts=True))
+    r.bm25.index("docs_chunks", TokenizerConfig(parts=True), RetrieveConfig(tokenizer_parts=True))
     assert set(files) < set(tmp_path.glob("bm25-docs_chunks-*.npz"))
     # k1/b chosen per request share the counts, and only a few variants are kept.
     for i in range(BM25_PARAM_SLOTS + 4):
-        idx = r.bm25_index("docs_chunks", TokenizerConfig(), RetrieveConfig(k1=0.5 + i / 10))
+        idx = r.bm25.index("docs_chunks", TokenizerConfig(), RetrieveConfig(k1=0.5 + i / 10))
         assert idx.tf is default.tf and idx.params.k1 == 0.5 + i / 10
-    assert len(r._bm25._weighted) == BM25_PARAM_SLOTS
+    assert len(r.bm25._weighted) == BM25_PARAM_SLOTS
 
 
 def test_broken_handle_list_is_repaired(make_database, fixture_jsonl):

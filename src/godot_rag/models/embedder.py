@@ -49,6 +49,12 @@ class Embedder:
         self._model: Any = None  # minilm.SentenceEncoder or a sentence-transformers model
         self._lock = threading.Lock()
 
+    @classmethod
+    def from_meta(cls, meta: dict) -> "Embedder":
+        """The embedder the database's vectors were made with (its `embedding` meta entry, as `embed` wrote it)."""
+        return cls(meta.get("model", DEFAULT_MODEL), pooling=meta.get("pooling", "window-mean"),
+                   precision=meta.get("precision", "int8"))
+
     @property
     def key(self) -> str:
         """Identifies what produced a vector: a change re-embeds the rows."""

@@ -6,7 +6,7 @@ import re
 
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import ApiInfo, ApiUseEntry
+from .trace import SCORE_DIGITS, ApiInfo, ApiUseEntry
 from .types import Candidate
 
 BOLD_NAME_RE = re.compile(r"\*\*(@?[A-Za-z_\\][A-Za-z0-9_\\]*)\*\*")
@@ -82,7 +82,8 @@ def run_api(ctx: QueryContext, pool: Pool) -> Pool:
             c.source = f"{c.source}+api"
             c.group = "api_reference"
             c.score = before + weight  # the api source's own weight, added to the fused score
-            c.add_stage("api", ApiInfo(weight=weight, score_before=round(before, 6), score=round(c.score, 6), uses=own.uses))
+            c.add_stage("api", ApiInfo(weight=weight, score_before=round(before, SCORE_DIGITS), score=round(c.score, SCORE_DIGITS),
+                                       uses=own.uses))
         joined.append(c)
     out = dict(pool)
     out["docs_chunks"] = [joined + list(api.values())]

@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import sparse
 
+from .trace import RATIO_DIGITS
+
 
 def idf(n_docs: int, df):
     """Lucene's idf, ln(1 + (N - df + 0.5) / (df + 0.5)): the one formula for scoring, explaining and the validator."""
@@ -141,14 +143,14 @@ def explain(index: BM25Index, tokens: list[str], doc: int, _sub=None, term_weigh
         term_idf = float(idf(index.n_docs, df))
         tfn = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
         w = (term_weights or {}).get(t, 1.0)
-        entry = {"term": t, "df": int(df), "tf": int(tf), "idf": round(term_idf, 4), "tfn": round(tfn, 4),
-                 "contribution": round(w * term_idf * tfn, 4)}
+        entry = {"term": t, "df": int(df), "tf": int(tf), "idf": round(term_idf, RATIO_DIGITS), "tfn": round(tfn, RATIO_DIGITS),
+                 "contribution": round(w * term_idf * tfn, RATIO_DIGITS)}
         if w != 1.0:
             entry["query_weight"] = w
         terms.append(entry)
     terms.sort(key=lambda x: -x["contribution"])
     return {"k1": k1, "b": b, "dl": int(dl), "avgdl": round(avgdl, 2), "n_docs": index.n_docs, "matched_terms": terms,
-            "score": round(sum(t["contribution"] for t in terms), 4)}
+            "score": round(sum(t["contribution"] for t in terms), RATIO_DIGITS)}
 
 
 def query_slice(index: BM25Index, tokens: list[str]):

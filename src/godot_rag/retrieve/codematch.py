@@ -21,14 +21,19 @@ from ..gdscript import IDENT, KEYWORDS, parse_chunk
 from ..records import record_code
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import CodematchInfo
+from .trace import RATIO_DIGITS, SCORE_DIGITS, CodematchInfo
 from .types import Candidate
 
 TOKEN_RE = re.compile(IDENT + r"|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|"
                       r"==|!=|<=|>=|\+=|-=|\*=|/=|->|:=|\S")
 
 
-@lru_cache(maxsize=32_768)
+MIN_LINE_TOKENS = 3  # decided: a shorter line (`pass`, `else:`, `}`) matches in any code, so it is no evidence
+MATCHED_LINES_SHOWN = 12  # matched lines the trace lists
+CODE_CACHE = 32_768  # codes kept tokenized (records' and chunks')
+
+
+@lru_cache(maxsize=CODE_CACHE)
 def numbered_code_lines(code: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
     """(1-based line number, tokens) of each line with 3 tokens or more once its comment is cut.
     Cached: a record's code is matched by codematch and again by the validator, for every segment."""
@@ -37,12 +42,12 @@ def numbered_code_lines(code: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
         toks = TOKEN_RE.findall(line)
         if "#" in toks:  # a string is one token, so a lone `#` starts the comment (`# The player's ...` too)
             toks = toks[: toks.index("#")]
-        if len(toks) >= 3:
+        if len(toks) >= MIN_LINE_TOKENS:
             out.append((n, tuple(toks)))
     return tuple(out)
 
 
-@lru_cache(maxsize=32_768)
+@lru_cache(maxsize=CODE_CACHE)
 def _record_lines(code: str) -> tuple[frozenset[str], dict[int, list[tuple[str, ...]]]]:
     """A record's code lines by length, and its tokens (read-only)."""
     by_len: dict[int, list[tuple[str, ...]]] = defaultdict(list)
@@ -122,9 +127,10 @@ def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
     out = []
     for i, (c, ratio, before, matched) in enumerate(scored):
         c.rank = i + 1
-        c.add_stage("codematch", CodematchInfo(ratio=round(ratio, 4), alpha=alpha, score_before=round(before, 6),
-                                               score=round(c.score, 6), rank=i + 1,
-                                               matched_lines=[" ".join(qlines[n]) for n in matched][:12]))
+        shown = [" ".join(qlines[n]) for n in matched][:MATCHED_LINES_SHOWN]
+        c.add_stage("codematch", CodematchInfo(ratio=round(ratio, RATIO_DIGITS), alpha=alpha,
+                                               score_before=round(before, SCORE_DIGITS), score=round(c.score, SCORE_DIGITS),
+                                               rank=i + 1, matched_lines=shown))
         out.append(c)
     return out
 

@@ -28,6 +28,7 @@ def clip(text, limit: int = 60) -> str:
 Fusion = Literal["maxnorm", "rrf", "minmax", "zscore"]
 Reranker = Literal["none", "nanoranker", "qwen", "cross-encoder"]
 Weight = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False, strict=True)]  # strict: "0.5" and true are refused, as for the ints
+Share = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]
 
 
 class RetrieveConfig(BaseModel):
@@ -64,6 +65,12 @@ class RetrieveConfig(BaseModel):
     guide_model: StrictBool = Field(True, description="F: the fitted model (store/guide_model.json) decides guides; "
                                     "false: the evidence rules decide them as for class-reference records")
     min_direct_evidence: int = Field(1, ge=0, le=50, strict=True)
+    mapping_confidence_sure: Share = Field(0.9, description="F: an accepted mapping's confidence is at least this when a "
+                                           "sure Godot 3 use in code supports it")
+    mapping_confidence_ambiguous: Share = Field(0.6, description="F: at most this when only ambiguous uses, decided by the "
+                                                "chunk's version markers and the hint, support it")
+    mapping_confidence_weak: Share = Field(0.5, description="F: at most this when only weak evidence (a scene node named "
+                                           "after a class, a comment) supports it")
     copy_source_share: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False, strict=True,
                                      description="F: a guide page whose code holds this share of the chunk's code is the "
                                                  "copied page; guides that add nothing to it are rejected (0 turns it off)")

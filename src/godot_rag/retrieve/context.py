@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar, overload
 import numpy as np
 
 from .config import RetrieveConfig
-from .trace import QueryTrace, StageLog
+from .trace import MS_DIGITS, QueryTrace, StageLog
 from .types import Candidate
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ class QueryContext:
 
     def log_extra(self, stage: str, ms: float, **info) -> None:
         """A step timed on its own inside a stage (loading a model is never a query stage's time)."""
-        self.trace.stages.append(StageLog(stage=stage, ms=round(ms, 3), info=info))
+        self.trace.stages.append(StageLog(stage=stage, ms=round(ms, MS_DIGITS), info=info))
         self._set_aside_ms += ms
 
     def load_step(self, label: str, loaded: bool, load: Callable[[], object], **info) -> None:

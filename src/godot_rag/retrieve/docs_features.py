@@ -27,12 +27,18 @@ from ..records import record_code
 from ..store import queries
 from .codematch import clone_match
 from .segment import split_segments
+from .trace import RATIO_DIGITS
 
 FEATURES = ("api_code", "api_prose", "api_in_context", "shared_global", "shared_callback", "shared_class", "incompatible", "hub_rate", "clone",
             "bm25_rank", "cosine")
 GENERIC_DESCENDANTS = 20  # a class with this many descendants is a hub of the hierarchy, not a family
 DOTTED_RE = re.compile(rf"\.({IDENT})\b")
 GENERIC_MEMBER_SHARE = 0.25  # what a member of a hub class keeps of its specificity (CanvasItem.draw_line is no get_node)
+COMMON_CHUNK_SHARE = 0.25  # a member used by this share of real chunks has no specificity left
+MIN_HEAD_CHARS = 3  # a class name's head (`Navigation` of NavigationAgent2D) that makes two classes rivals
+MIN_BLOCK_LINES = 3  # code lines of a top-level block of the chunk that a page may copy on its own
+LOGIT_LIMIT = 50.0  # keeps exp() in range; P is 0 or 1 to double precision beyond it
+BASIS_SHOWN, CONTRIBUTIONS_CITED = 8, 3  # names the trace lists per kind; feature contributions a rejection cites
 CAMEL_HEAD_RE = re.compile(r"^[A-Z][a-z]+|^[A-Z]+(?=[A-Z][a-z]|\d|$)")
 
 
@@ -65,13 +71,13 @@ class DocsApiStats:
         return max(0.0, math.log((self.n_records + 1) / (df + 1)) / math.log(self.n_records + 1)) if self.n_records else 0.0
 
     def member_specificity(self, api: str) -> float:
-        chunk = 1.0 - min(1.0, 4.0 * self.chunk_share.get(api, 0.0))  # used by a quarter of real chunks: nothing
+        chunk = 1.0 - min(1.0, self.chunk_share.get(api, 0.0) / COMMON_CHUNK_SHARE)
         # A member of a hub class (Node, Object, CanvasItem) is shared by every script of its kind.
         hub = GENERIC_MEMBER_SHARE if not api.startswith("@") and self.generic(api.split(".", 1)[0]) else 1.0
-        return round(self._idf(self.member_records.get(api, 0)) * chunk * hub, 4)
+        return round(self._idf(self.member_records.get(api, 0)) * chunk * hub, RATIO_DIGITS)
 
     def class_specificity(self, cls: str) -> float:
-        return 0.0 if self.generic(cls) else round(self._idf(self.class_records.get(cls, 0)), 4)
+        return 0.0 if self.generic(cls) else round(self._idf(self.class_records.get(cls, 0)), RATIO_DIGITS)
 
     @cached_property
     def descendants(self) -> dict[str, int]:
@@ -168,26 +174,27 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     # A stranger that shares its name's head with a class of the chunk is a rival of the same feature
     # (NavigationAgent2D vs NavigationServer3D): a contradiction, not only a mismatch.
     rivals = sorted({f"{s} vs {m}" for s in strangers for m in specific_mine
-                     if (h := CAMEL_HEAD_RE.match(s)) and len(h.group(0)) >= 3 and m.startswith(h.group(0))})
+                     if (h := CAMEL_HEAD_RE.match(s)) and len(h.group(0)) >= MIN_HEAD_CHARS and m.startswith(h.group(0))})
     values = {
-        "api_code": round(sum(stats.member_specificity(a) for a in shared_code), 4),
-        "api_prose": round(sum(stats.member_specificity(a) for a in shared_prose), 4),
-        "shared_global": round(sum(stats.member_specificity(a) for a in shared_globals), 4),
-        "shared_callback": round(sum(stats.member_specificity(a) for a in shared_callbacks), 4),
-        "shared_class": round(sum(stats.class_specificity(c) for c in shared_classes), 4),
-        "incompatible": round(len(strangers) / len(topic), 4) if topic and specific_mine else 0.0,
-        "hub_rate": round(hub_rate, 4),
-        "clone": round(clone, 4),
-        "bm25_rank": round(1.0 / math.log2(1 + bm25_rank), 4) if bm25_rank else 0.0,
-        "cosine": round(cosine or 0.0, 4),
+        "api_code": round(sum(stats.member_specificity(a) for a in shared_code), RATIO_DIGITS),
+        "api_prose": round(sum(stats.member_specificity(a) for a in shared_prose), RATIO_DIGITS),
+        "shared_global": round(sum(stats.member_specificity(a) for a in shared_globals), RATIO_DIGITS),
+        "shared_callback": round(sum(stats.member_specificity(a) for a in shared_callbacks), RATIO_DIGITS),
+        "shared_class": round(sum(stats.class_specificity(c) for c in shared_classes), RATIO_DIGITS),
+        "incompatible": round(len(strangers) / len(topic), RATIO_DIGITS) if topic and specific_mine else 0.0,
+        "hub_rate": round(hub_rate, RATIO_DIGITS),
+        "clone": round(clone, RATIO_DIGITS),
+        "bm25_rank": round(1.0 / math.log2(1 + bm25_rank), RATIO_DIGITS) if bm25_rank else 0.0,
+        "cosine": round(cosine or 0.0, RATIO_DIGITS),
     }
     # The rubric's "in a matching context": shared API counted for the share of the record's classes that fit the chunk's.
-    values["api_in_context"] = round((values["api_code"] + values["api_prose"]) * (1.0 - values["incompatible"]), 4)
+    values["api_in_context"] = round((values["api_code"] + values["api_prose"]) * (1.0 - values["incompatible"]), RATIO_DIGITS)
     basis = {"shared_api": [{"api": a, "specificity": stats.member_specificity(a), "from": "code"} for a in shared_code]
              + [{"api": a, "specificity": stats.member_specificity(a), "from": "prose"} for a in shared_prose],
              "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
              "shared_callbacks": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_callbacks],
-             "shared_classes": shared_classes, "strangers": strangers[:8], "clashes": clashes[:8], "rivals": rivals[:8]}
+             "shared_classes": shared_classes, "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
+             "rivals": rivals[:BASIS_SHOWN]}
     return values, basis
 
 
@@ -201,7 +208,7 @@ def contradictions(basis: dict) -> list[str]:
     return out
 
 
-def copied_share(chunk: str, code: str, renameable, min_lines: int = 3) -> float:
+def copied_share(chunk: str, code: str, renameable, min_lines: int = MIN_BLOCK_LINES) -> float:
     """The largest share of one block of the chunk (the whole chunk, or a top-level block of it with at least
     `min_lines` code lines) that the record's code holds up to renaming: a chunk made of two pages' code
     copies each of them in one of its blocks."""
@@ -232,11 +239,11 @@ class GuideModel:
                    {k: data[k] for k in ("data_digest", "fitted_on", "n", "cv") if k in data})
 
     def decide(self, values: dict[str, float]) -> dict:
-        contrib = {f: round(self.weights.get(f, 0.0) * values[f], 4) for f in FEATURES}
+        contrib = {f: round(self.weights.get(f, 0.0) * values[f], RATIO_DIGITS) for f in FEATURES}
         logit = self.bias + sum(contrib.values())
-        p = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
-        return {"features": values, "contributions": contrib, "bias": round(self.bias, 4), "logit": round(logit, 4),
-                "p": round(p, 4), "threshold": self.threshold, "accepted": p >= self.threshold}
+        p = 1.0 / (1.0 + math.exp(-max(-LOGIT_LIMIT, min(LOGIT_LIMIT, logit))))
+        return {"features": values, "contributions": contrib, "bias": round(self.bias, RATIO_DIGITS),
+                "logit": round(logit, RATIO_DIGITS), "p": round(p, RATIO_DIGITS), "threshold": self.threshold, "accepted": p >= self.threshold}
 
 
 def candidate_cosine(c, filled: dict[str, float]) -> float | None:
@@ -246,7 +253,7 @@ def candidate_cosine(c, filled: dict[str, float]) -> float | None:
 
 
 def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, clone: float,
-                 copy_share: float = 0.5, renameable=frozenset(), cosine: float | None = None) -> tuple[dict, list[str]]:
+                 copy_share: float, renameable: frozenset[str], cosine: float | None = None) -> tuple[dict, list[str]]:
     """The model's verdict on one guide candidate: its trace (each feature's value and contribution, the
     shared API it rests on) and the reasons to reject it (contradictions first; empty when accepted).
     A record whose code holds `copy_share` of the chunk's code lines (up to renaming) is the code the chunk
@@ -260,7 +267,7 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
         out["accepted"], out["copied_code"] = True, True
     reasons = contradictions(basis)
     if not out["accepted"]:
-        top = sorted(((v, f) for f, v in out["contributions"].items() if v), reverse=True)[:3]
+        top = sorted(((v, f) for f, v in out["contributions"].items() if v), reverse=True)[:CONTRIBUTIONS_CITED]
         reasons.append(f"model: P(direct) {out['p']:.2f} < {model.threshold:.2f}"
                        + (f" ({', '.join(f'{f} {v:+.2f}' for v, f in top)})" if top else " (no shared API)"))
     return out, reasons

@@ -8,7 +8,7 @@ from ..store import queries
 from .context import Pool, QueryContext
 from .prefilter import drop_absent
 from .stage import Stage
-from .trace import EmbeddingInfo
+from .trace import SCORE_DIGITS, EmbeddingInfo
 from .types import Candidate
 
 
@@ -36,7 +36,7 @@ def run_embedding(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] 
             out = []
             for rank, rid, cos in kept:
                 c = Candidate.of_record(table, rid, recs[rid], float(cos), rank, "embedding")
-                c.add_stage("embedding", EmbeddingInfo(cosine=round(cos, 6), rank=rank))
+                c.add_stage("embedding", EmbeddingInfo(cosine=round(cos, SCORE_DIGITS), rank=rank))
                 out.append(c)
             whole = len(kept) == len(ranked)
             ctx.lists.put(table, ti, "embedding", out, None if whole else np.asarray([s for _, s in ranked], dtype=float))

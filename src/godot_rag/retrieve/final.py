@@ -5,12 +5,15 @@ from typing import Literal
 
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import CutInfo, ScoreInfo
+from .trace import SCORE_DIGITS, CutInfo, ScoreInfo
 from .types import Candidate
+
+SCORE_FLOOR = 0.5  # decided: the share of its score a record of confidence 0 keeps
 
 
 def run_score(ctx: QueryContext, pool: Pool) -> Pool:
-    """score x (0.5 + 0.5 x confidence): a sure accept keeps its score, a doubtful one loses up to half."""
+    """score x (floor + (1 - floor) x confidence), floor SCORE_FLOOR = 0.5: a sure accept keeps its score, a
+    doubtful one loses up to half."""
     out: Pool = {}
     for table in ctx.tables:
         scored = []
@@ -20,9 +23,9 @@ def run_score(ctx: QueryContext, pool: Pool) -> Pool:
             conf = judge.confidence if judge is not None else validate.confidence
             c = c.derive()
             before = c.score
-            c.score = float(before) * (0.5 + 0.5 * float(conf))
-            c.add_stage("score", ScoreInfo(score_before=round(before, 6), confidence=conf, confidence_from=source,
-                                           score=round(c.score, 6)))
+            c.score = float(before) * (SCORE_FLOOR + (1 - SCORE_FLOOR) * float(conf))
+            c.add_stage("score", ScoreInfo(score_before=round(before, SCORE_DIGITS), confidence=conf, confidence_from=source,
+                                           score=round(c.score, SCORE_DIGITS)))
             scored.append(c)
         out[table] = [scored]
     return out
@@ -60,7 +63,7 @@ def run_cut_validated(ctx: QueryContext, pool: Pool) -> Pool:
             guides = [c for c in acc if c.group != "api_reference"]
             api_acc = [c for c in acc if c.group == "api_reference"]
             # Highest score first (found by BM25/embedding too), then in the order the chunk uses them.
-            api_acc.sort(key=lambda c: (-round(c.score, 6), min(u.line for u in c.info("api").uses), c.id))
+            api_acc.sort(key=lambda c: (-round(c.score, SCORE_DIGITS), min(u.line for u in c.info("api").uses), c.id))
             for c in guides:
                 c.group = "guides"
             kept_guides = _keep(guides, cfg.k, "guides")

@@ -13,10 +13,11 @@ import numpy as np
 
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import FuseInfo, ListEntry, MergeInfo, UnionInfo
+from .trace import SCORE_DIGITS, FuseInfo, ListEntry, MergeInfo, UnionInfo
 from .types import Candidate
 
 SOURCES = ("bm25", "embedding")  # the union's order: a tie in score is then broken by id
+NO_RANK = 10 ** 6  # sorts after every rank: a list the record is not in
 
 
 def _normalise(scores: list[float], method: str) -> list[float]:
@@ -40,7 +41,7 @@ def union(lists: dict[str, list[Candidate]], prefix: str = "", whole: bool = Tru
     seen: dict[str, dict[str, ListEntry]] = {}
     for name in [s for s in SOURCES if s in lists] + [s for s in lists if s not in SOURCES]:
         for i, c in enumerate(lists[name]):
-            seen.setdefault(c.id, {})[name] = ListEntry(rank=i + 1 if whole else c.rank, score=round(c.score, 6))
+            seen.setdefault(c.id, {})[name] = ListEntry(rank=i + 1 if whole else c.rank, score=round(c.score, SCORE_DIGITS))
             if c.id not in merged:
                 merged[c.id] = c.derive()
             else:
@@ -74,7 +75,7 @@ def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weig
         inputs: dict[str, ListEntry] = {}
         for name, entry in cand.info("union").inputs.items():
             inputs[name] = entry if method == "rrf" else ListEntry(rank=entry.rank, score=entry.score,
-                                                                   normalised=round(norm[name][cand.id], 6))
+                                                                   normalised=round(norm[name][cand.id], SCORE_DIGITS))
         if method == "rrf":
             fused = sum(weights.get(n, 1.0) / (rrf_k + e.rank) for n, e in inputs.items())
         else:
@@ -112,7 +113,7 @@ def run_fuse(ctx: QueryContext, pool: Pool) -> Pool:
             for i, (c, inputs) in enumerate(fused):
                 c.rank = i + 1
                 c.add_stage("fuse", FuseInfo(method=cfg.fusion, rrf_k=cfg.rrf_k if cfg.fusion == "rrf" else None,
-                                             weights=weights, inputs=inputs, score=round(c.score, 6), rank=i + 1))
+                                             weights=weights, inputs=inputs, score=round(c.score, SCORE_DIGITS), rank=i + 1))
             out[table].append([c for c, _ in fused])
         ctx.record_ids(table, "fuse", out[table][0])
     ctx.note(method=cfg.fusion, weights=weights)
@@ -131,11 +132,10 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> l
             if c.id not in merged:
                 merged[c.id] = c.derive()
             ranks.setdefault(c.id, [None] * len(lists))[li] = i + 1
-    big = 10 ** 6
 
     def key(cid: str):
         r = ranks[cid]
-        return (min(x for x in r if x), r[0] or big, min((x for x in r[1:] if x), default=big), cid)
+        return (min(x for x in r if x), r[0] or NO_RANK, min((x for x in r[1:] if x), default=NO_RANK), cid)
 
     out = [merged[cid] for cid in sorted(merged, key=key)]
     for i, cand in enumerate(out):
@@ -143,7 +143,7 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> l
         cand.rank = i + 1
         cand.score = 1.0 / (i + 1)  # the merge is by rank; the score is the reciprocal merged rank
         cand.add_stage("merge", MergeInfo(whole_rank=r[0], segment_ranks=r[1:], best_rank=min(x for x in r if x),
-                                          score=round(cand.score, 6), rank=i + 1))
+                                          score=round(cand.score, SCORE_DIGITS), rank=i + 1))
     return out
 
 

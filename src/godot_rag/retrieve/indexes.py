@@ -25,6 +25,11 @@ class Bm25Indexes:
         self._counts: dict[tuple[str, str], bm25_mod.BM25Index] = {}
         self._weighted: OrderedDict[tuple[str, str, bm25_mod.BM25Params], bm25_mod.BM25Index] = OrderedDict()
 
+    def docs_idf(self, cfg: RetrieveConfig):
+        """term -> idf in the docs (the default tokenizer): how rare a shared identifier is."""
+        index = self.index("docs_chunks", TokenizerConfig(), cfg)
+        return lambda term: float(bm25_mod.idf(index.n_docs, index.df_of(term.lower())))
+
     def loaded(self, table: str, tok: TokenizerConfig) -> bool:
         return (table, tok.key()) in self._counts
 

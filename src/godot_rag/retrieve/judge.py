@@ -36,7 +36,7 @@ from ..records import evidence_text, focused_text, model_text
 from ..store import calibration
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import JudgeInfo, Occurrence
+from .trace import RATIO_DIGITS, JudgeInfo, Occurrence
 from .types import Candidate
 from .version import EVIDENCE_STATUSES, evidence_rank
 
@@ -45,6 +45,10 @@ SYSTEM = ("You review Godot game code written in GDScript. You get SOURCE_CODE a
           "SOURCE_CODE and the record]}.")
 MAX_CHUNK_CHARS = 1200  # about 350 tokens: the shared prefix costs ~2.5 s with the 1.5B on 2 cores
 RECORD_CHARS = 300
+NUMBERING_CHARS = 6  # what numbering adds to a line: `NNN| ` and its newline
+LITERALS_ASKED = 10  # shared literals whose record lines a docs question shows
+NOTES_CHARS, LINE_CHARS = 300, 200  # of a mapping's notes and of the chunk's line, in an occurrence question
+STALE_SHOWN = 3  # skipped calibrations the trace names
 CACHE_SIZE = 4096  # judged questions kept per process (a long-running `serve` stays bounded)
 _cache: "OrderedDict[tuple, dict]" = OrderedDict()
 _cache_lock = threading.Lock()  # questions to a server are asked from several threads
@@ -54,7 +58,7 @@ def numbered(chunk: str) -> str:
     """The chunk with line numbers, so a question can point at a line; the shared prefix of every question."""
     out, size = [], 0
     for i, line in enumerate(chunk.splitlines(), 1):
-        size += len(line) + 6
+        size += len(line) + NUMBERING_CHARS
         if size > MAX_CHUNK_CHARS:
             out.append("... (cut)")
             break
@@ -69,7 +73,7 @@ def prefix(chunk: str) -> str:
 def docs_question(c: Candidate, evidence: list[str]) -> str:
     """The record's lines that hold the shared literals, then the question: about 70 tokens, 0.64 s with
     the 1.5B on 2 cores (the first 500 characters and a literal list were 162 tokens, 1.35 s)."""
-    rec = focused_text(c.table, c.payload, evidence[:10], limit=RECORD_CHARS)  # as the judge set keeps them
+    rec = focused_text(c.table, c.payload, evidence[:LITERALS_ASKED], limit=RECORD_CHARS)  # as the judge set keeps them
     return (f"RECORD (Godot 4 documentation):\n{rec}\n\n"
             "Question: does RECORD document the Godot API or the technique that SOURCE_CODE uses?")
 
@@ -77,9 +81,9 @@ def docs_question(c: Candidate, evidence: list[str]) -> str:
 def occurrence_question(c: Candidate, line: int, line_text: str) -> str:
     p = c.payload
     src, dst, change = p["source_api"], p["target_api"], p["change_type"].replace("_", " ")
-    notes = (p.get("notes") or p.get("description") or "")[:300]
+    notes = (p.get("notes") or p.get("description") or "")[:NOTES_CHARS]
     return (f"MIGRATION RECORD: Godot 3 `{src}` became `{dst}` in Godot 4 ({change}). {notes}\n\n"
-            f"Line {line}: {line_text.strip()[:200]}\n\n"
+            f"Line {line}: {line_text.strip()[:LINE_CHARS]}\n\n"
             f"Question: is `{src}` on line {line} the Godot 3 `{src}` that became `{dst}` (yes), "
             f"or valid Godot 4 code as it stands (no)?")
 
@@ -156,9 +160,6 @@ def table_calibration(cal: dict | None, table: str, override: float | None) -> d
     return {**t, "threshold_from": "calibration"}
 
 
-UNCALIBRATED_MAPPING_BAND = (0.0, 0.6)  # accepts that rest on weak occurrences (validate caps them at 0.6 and 0.5)
-
-
 def asked_occurrence(c: Candidate) -> Occurrence | None:
     """The occurrence a mapping's question is about: the strongest Godot 3 use (a sure use in code, else
     an ambiguous one, else a node name). None for a rejected mapping (the judge never accepts what the
@@ -193,7 +194,9 @@ def mapping_targets(ctx: QueryContext, mappings: list[Candidate], tcal: dict) ->
     """Accepted mappings inside the calibrated band of deterministic confidence (uncalibrated: the ambiguous ones)."""
     if not asks_mappings(ctx.version.hint, ctx.version.lean()):
         return []
-    return [(c, occ) for c in _inside(mappings, band_of(tcal, UNCALIBRATED_MAPPING_BAND))
+    # Uncalibrated: the accepts that rest on weak or ambiguous occurrences (their confidence is capped at these settings).
+    weak = (0.0, max(ctx.cfg.mapping_confidence_ambiguous, ctx.cfg.mapping_confidence_weak))
+    return [(c, occ) for c in _inside(mappings, band_of(tcal, weak))
             if (occ := asked_occurrence(c)) is not None]
 
 
@@ -229,9 +232,9 @@ def _judged(c: Candidate, j: dict, tcal: dict, question: Literal["occurrence", "
     if tcal["mode"] != "decide":
         conf = det.confidence  # an annotation changes no score
     elif question == "occurrence":
-        conf = round(p, 4) if accepted else 0.0
+        conf = round(p, RATIO_DIGITS) if accepted else 0.0
     else:
-        conf = round(det.confidence * p, 4) if accepted else 0.0
+        conf = round(det.confidence * p, RATIO_DIGITS) if accepted else 0.0
     occurrence = Occurrence.model_validate(occ) if isinstance(occ, dict) else occ
     c.add_stage("judge", JudgeInfo(model=j["model"], question=question, occurrence=occurrence, raw_answer=j["raw"],
                                    answer=j["answer"], p_yes=p, p_yes_source=j["p_yes_source"], mode=tcal["mode"],
@@ -313,7 +316,7 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
              modes={t: v["mode"] for t, v in tcal.items()}, thresholds={t: v.get("threshold") for t, v in tcal.items()},
              bands={t: v.get("band") for t, v in tcal.items()}, asked_occurrences=len(occ_targets), asked_docs=len(doc_targets))
     if stale:  # after the summary: an --explain line is cut, and the summary matters most
-        ctx.note(calibration_skipped=stale[:3])
+        ctx.note(calibration_skipped=stale[:STALE_SHOWN])
     if not occ_targets and not doc_targets:
         return pool
     try:

@@ -9,7 +9,7 @@ from .context import Pool, QueryContext
 from .prefilter import drop_absent
 from .stage import Stage
 from .tokenize import tokenizer_of
-from .trace import Bm25Info, ExplainInfo
+from .trace import RATIO_DIGITS, Bm25Info, ExplainInfo
 from .types import Candidate
 
 
@@ -20,9 +20,9 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
     for table in ctx.tables:
         n = max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0))
         # Reading the cache (or building it) is not query time.
-        ctx.load_step("bm25", ctx.retriever.bm25_loaded(table, tok),
-                      partial(ctx.retriever.bm25_index, table, tok, ctx.cfg), table=table, tokenizer=tok.key())
-        index = ctx.retriever.bm25_index(table, tok, ctx.cfg)
+        ctx.load_step("bm25", ctx.retriever.bm25.loaded(table, tok),
+                      partial(ctx.retriever.bm25.index, table, tok, ctx.cfg), table=table, tokenizer=tok.key())
+        index = ctx.retriever.bm25.index(table, tok, ctx.cfg)
         recs = ctx.retriever.records(table)
         # Segments only pay off for the docs; the other tables are matched on the whole chunk.
         texts = range(len(ctx.texts)) if table == "docs_chunks" else range(1)
@@ -36,7 +36,7 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
             out = []
             for rank, rid, score in kept:
                 c = Candidate.of_record(table, rid, recs[rid], score, rank, "bm25")
-                c.add_stage("bm25", Bm25Info(score=round(score, 4), rank=rank, text=ti))
+                c.add_stage("bm25", Bm25Info(score=round(score, RATIO_DIGITS), rank=rank, text=ti))
                 out.append(c)
             whole = len(kept) == len(ranked)
             ctx.lists.put(table, ti, "bm25", out, None if whole else scores[top])
@@ -59,7 +59,7 @@ def run_explain(ctx: QueryContext, pool: Pool) -> Pool:
     for c in shown:
         if c.info("bm25") is None or c.info("explain") is not None:
             continue
-        index = ctx.retriever.bm25_index(c.table, tok, ctx.cfg)
+        index = ctx.retriever.bm25.index(c.table, tok, ctx.cfg)
         if c.table not in slices:
             slices[c.table] = bm25_mod.query_slice(index, ctx.tokens[0])
         row = index.position[c.id]

@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
@@ -18,7 +18,6 @@ from ..records import TABLES
 from ..store import queries
 from ..store.db import Database, StoreUnavailable
 from ..store.schema import get_meta
-from . import bm25 as bm25_mod
 from .api_source import build_api_index
 from .config import RetrieveConfig
 from .context import Fallback, QueryContext, freeze_loaded
@@ -28,12 +27,15 @@ from .project_context import RequestContext
 from .rerank import open_reranker
 from .stage import run_stages
 from .strategies import STRATEGIES, check_strategy
-from .tokenize import TokenizerConfig, tokenizer_of
-from .types import Candidate, RetrieveResult
+from .tokenize import tokenizer_of
+from .trace import MS_DIGITS
+from .types import RetrieveResult
 from .version import CLASS_TYPES, version_names
 
 if TYPE_CHECKING:
     from .docs_features import DocsApiStats, GuideModel
+
+T = TypeVar("T")
 
 
 class Retriever:
@@ -50,13 +52,8 @@ class Retriever:
         self.cross_encoder_path = cross_encoder_path
         self._records: dict[str, dict[str, dict]] = {}
         self._texts: dict[str, list[tuple[str, str]]] = {}
-        self._bm25 = Bm25Indexes(self)
-        self._rerankers: dict[str, object] = {}
-        self._class_reference: ClassReference | None = None
-        self._api_index: dict | None = None
-        self._guide_model: tuple | None = None  # () once read and there is no model file
-        self._version_names: tuple[set[str], set[str]] | None = None
-        self._class_renames: dict[str, str] | None = None
+        self.bm25 = Bm25Indexes(self)  # per table and tokenizer (indexes.py)
+        self._built: dict[str, Any] = {}  # resource name -> what `_once` built
         self._has_records = False
         self.lock = threading.RLock()  # the loaded resources
         self._local = threading.local()
@@ -81,9 +78,7 @@ class Retriever:
             if self._embedder is None:
                 from ..models.embedder import Embedder
 
-                meta = get_meta(self.conn(), "embedding") or {}
-                self._embedder = Embedder(meta.get("model", "all-MiniLM-L6-v2"), pooling=meta.get("pooling", "window-mean"),
-                                          precision=meta.get("precision", "int8"))
+                self._embedder = Embedder.from_meta(get_meta(self.conn(), "embedding") or {})
             return self._embedder
 
     def records(self, table: str) -> dict[str, dict]:
@@ -100,66 +95,47 @@ class Retriever:
         self.records(table)
         return self._texts[table]
 
+    def _once(self, name: str, build: Callable[[], T], keep: bool = True) -> T:
+        """The resource `name`, built on first use under the lock; `keep`: a large one, kept out of the
+        garbage collector's sight once built (`freeze_loaded`)."""
+        with self.lock:
+            if name not in self._built:
+                self._built[name] = build()
+                if keep:
+                    freeze_loaded()
+            return self._built[name]
+
     def class_reference(self) -> ClassReference:
         """The Godot 4 API that `load` stored beside the records (empty if the JSONL had none)."""
-        with self.lock:
-            if self._class_reference is None:
-                self._class_reference = ClassReference(get_meta(self.conn(), "class_reference") or {})
-                freeze_loaded()
-            return self._class_reference
+        return self._once("class_reference", lambda: ClassReference(get_meta(self.conn(), "class_reference") or {}))
 
     def api_index(self) -> dict:
-        with self.lock:
-            if self._api_index is None:
-                self._api_index = build_api_index(self.records("docs_chunks"), self.class_reference())
-                freeze_loaded()
-            return self._api_index
+        return self._once("api_index", lambda: build_api_index(self.records("docs_chunks"), self.class_reference()))
 
     def guide_model(self) -> tuple[GuideModel, DocsApiStats] | None:
         """(the fitted guide model, the corpus's API use counts), or None without a model file."""
-        with self.lock:
-            if self._guide_model is None:
-                from ..store.guide_model import read
-                from .docs_features import DocsApiStats, GuideModel
+        def build() -> tuple[GuideModel, DocsApiStats] | None:
+            from ..store.guide_model import read
+            from .docs_features import DocsApiStats, GuideModel
 
-                data = read()
-                model = GuideModel.from_dict(data) if data else None
-                self._guide_model = (model, DocsApiStats.build(self.records("docs_chunks"), self.class_reference(),
-                                                               model.chunk_share)) if model else ()
-                freeze_loaded()
-            return self._guide_model or None
+            data = read()
+            model = GuideModel.from_dict(data) if data else None
+            return (model, DocsApiStats.build(self.records("docs_chunks"), self.class_reference(), model.chunk_share)) \
+                if model else None
+        return self._once("guide_model", build)
 
     def version_names(self) -> tuple[set[str], set[str]]:
         """(Godot 3 names the converter renames, Godot 4 names they became), from the api_mapping records."""
-        with self.lock:
-            if self._version_names is None:
-                self._version_names = version_names(self.records("api_mapping").values(), self.class_reference())
-            return self._version_names
+        return self._once("version_names", lambda: version_names(self.records("api_mapping").values(), self.class_reference()),
+                          keep=False)
 
     def class_renames(self) -> dict[str, str]:
         """The converter's class renames, Godot 3 name -> Godot 4 name (`Camera` -> `Camera3D`)."""
-        with self.lock:
-            if self._class_renames is None:
-                self._class_renames = {r["source_api"]: r["target_api"] for r in self.records("api_mapping").values()
-                                       if r["change_type"] in CLASS_TYPES}
-            return self._class_renames
-
-    def bm25_loaded(self, table: str, tok: TokenizerConfig) -> bool:
-        return self._bm25.loaded(table, tok)
-
-    def bm25_index(self, table: str, tok: TokenizerConfig, cfg: RetrieveConfig) -> bm25_mod.BM25Index:
-        return self._bm25.index(table, tok, cfg)
-
-    def docs_idf(self, cfg: RetrieveConfig):
-        """term -> idf in the docs (the default tokenizer): how rare a shared identifier is."""
-        index = self.bm25_index("docs_chunks", TokenizerConfig(), cfg)
-        return lambda term: float(bm25_mod.idf(index.n_docs, index.df_of(term.lower())))
+        return self._once("class_renames", lambda: {r["source_api"]: r["target_api"] for r in self.records("api_mapping").values()
+                                                    if r["change_type"] in CLASS_TYPES}, keep=False)
 
     def reranker(self, name: str):
-        with self.lock:
-            if name not in self._rerankers:
-                self._rerankers[name] = open_reranker(name, self.llm, self.cross_encoder_path)
-            return self._rerankers[name]
+        return self._once(f"reranker {name}", lambda: open_reranker(name, self.llm, self.cross_encoder_path), keep=False)
 
     def warm(self, cfg: RetrieveConfig | None = None, embed: bool = True, log: Callable[[str], None] | None = None) -> None:
         """Load what every query needs (the BM25 indexes, the embedder), each step told to `log`."""
@@ -170,7 +146,7 @@ class Retriever:
             start_embedder(self)  # on a thread, while the indexes load here
         for table in TABLES:
             t = time.perf_counter()
-            index = self.bm25_index(table, tok, cfg)
+            index = self.bm25.index(table, tok, cfg)
             say(f"warm-up: BM25 index {table}: {index.n_docs} records ({time.perf_counter() - t:.1f} s)")
         if embed:
             t = time.perf_counter()
@@ -217,11 +193,8 @@ class Retriever:
                                context=context)
             pool = run_stages(ctx, STRATEGIES[fb.strategy].stages)
         results = [c for t in cfg.tables for c in ctx.table_lists(pool, t)]
-        ctx.trace.total_ms = round((time.perf_counter() - t0) * 1000, 3)
+        ctx.trace.total_ms = round((time.perf_counter() - t0) * 1000, MS_DIGITS)
         k = STRATEGIES[strategy].k_of(cfg)
         return RetrieveResult(strategy=strategy, chunk_text=chunk, chunk_sha256=hashlib.sha256(chunk.encode()).hexdigest(),
                               k=k, config=cfg.to_dict(), results=results, rejected=ctx.rejected,
                               cut=ctx.cut if explain else [], trace=ctx.trace)
-
-
-__all__ = ["Retriever", "run_stages", "Candidate", "RetrieveResult"]

@@ -36,5 +36,5 @@ def preload(ctx: QueryContext, stage_names: list[str]) -> None:
     if "bm25" in stage_names:
         tok = tokenizer_of(ctx.cfg)
         for table in ctx.tables:
-            ctx.load_step("bm25", r.bm25_loaded(table, tok), partial(r.bm25_index, table, tok, ctx.cfg), table=table,
+            ctx.load_step("bm25", r.bm25.loaded(table, tok), partial(r.bm25.index, table, tok, ctx.cfg), table=table,
                           tokenizer=tok.key())

@@ -13,7 +13,7 @@ from ..records import model_text
 from .config import ConfigError
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import RerankInfo
+from .trace import SCORE_DIGITS, RerankInfo
 from .types import Candidate
 
 
@@ -38,8 +38,8 @@ def apply_rerank(candidates: list[Candidate], model_scores: list[float], backend
     out = []
     for i, (c, raw, before_score, before) in enumerate(scored):
         c.rank = i + 1
-        c.add_stage("rerank", RerankInfo(backend=backend, model_score=round(raw, 6), score_before=round(before_score, 6),
-                                         weight=weight, score=round(c.score, 6), rank_before=before, rank=i + 1,
+        c.add_stage("rerank", RerankInfo(backend=backend, model_score=round(raw, SCORE_DIGITS), score_before=round(before_score, SCORE_DIGITS),
+                                         weight=weight, score=round(c.score, SCORE_DIGITS), rank_before=before, rank=i + 1,
                                          rank_change=(before or c.rank) - c.rank))
         out.append(c)
     return out

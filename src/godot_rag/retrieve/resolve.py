@@ -24,9 +24,15 @@ from typing import Any
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
 from .stage import Stage
+from .trace import RATIO_DIGITS
 
 # Kinds of member whose documented type is a value one can keep calling into.
 TYPED_KINDS = {"method", "property", "constructor"}
+# Decided: without `extends`, a bare call resolves to the class that documents it for this share of the classes
+# that have every bare-called method (`get_tree()`: all but TreeItem).
+OWNER_SHARE = 0.95
+CODE_QUOTED = 80  # characters of the code a use or an unresolved name quotes
+USES_SHOWN, GLOBALS_SHOWN = 60, 30  # resolved and unresolved uses, and global functions, the query trace lists
 
 
 @dataclass(frozen=True)
@@ -73,9 +79,9 @@ class Resolution:
 
     def to_trace(self) -> dict:
         return {"own_class": self.own_class, "own_class_from": self.own_class_from,
-                "uses": [asdict(u) for u in self.uses][:60],
-                "unresolved": [asdict(u) for u in self.unresolved][:60],
-                "globals": self.globals[:30]}
+                "uses": [asdict(u) for u in self.uses][:USES_SHOWN],
+                "unresolved": [asdict(u) for u in self.unresolved][:USES_SHOWN],
+                "globals": self.globals[:GLOBALS_SHOWN]}
 
 
 def _own_class(facts: GDScriptFacts, ref: ClassReference, hint: str | None, project=None) -> tuple[str | None, str]:
@@ -103,7 +109,7 @@ def _bare_call_names(facts: GDScriptFacts, ref: ClassReference) -> list[str]:
     return out
 
 
-def _infer_owners(names: list[str], ref: ClassReference, share: float = 0.95) -> dict[str, tuple[str, float]]:
+def _infer_owners(names: list[str], ref: ClassReference, share: float = OWNER_SHARE) -> dict[str, tuple[str, float]]:
     """Without `extends`: the script's class must be one that has every bare-called method.
     Over those classes, a name resolves when one documenting class serves at least `share` of
     them (`get_tree()` is `Node.get_tree` for every class that has it but TreeItem). A deduction
@@ -123,7 +129,7 @@ def _infer_owners(names: list[str], ref: ClassReference, share: float = 0.95) ->
             counts[m[cls]] = counts.get(m[cls], 0) + 1
         owner, hits = max(counts.items(), key=lambda kv: kv[1])
         if hits / len(candidates) >= share:
-            out[n] = (owner, round(hits / len(candidates), 4))
+            out[n] = (owner, round(hits / len(candidates), RATIO_DIGITS))
     return out
 
 
@@ -201,8 +207,9 @@ def _resolve_bare_calls(facts: GDScriptFacts, ref: ClassReference, res: Resoluti
             owner, share = inferred[n]
             hit = (owner, ref.classes[owner]["members"][n], f"inferred_own_class ({share:.0%} of the classes with these calls)")
         if hit:
-            add(hit[0], n, hit[1]["kind"], call.line, call.col, f"{n}()", hit[2])
-            call_types[call.start] = ref.type_of(hit[1])
+            cls, info, via = hit
+            add(cls, n, info["kind"], call.line, call.col, f"{n}()", via)
+            call_types[call.start] = ref.type_of(info)
             continue
         if ref.global_member(n) is not None:
             res.globals.append(n)  # global functions are listed, not followed: their page is not the class's
@@ -216,82 +223,97 @@ def _resolve_bare_calls(facts: GDScriptFacts, ref: ClassReference, res: Resoluti
     return call_types
 
 
+def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, chain, project) -> tuple[str, str] | None:
+    """(class, via) of a chain rooted at a name: a project class (through its engine class), a typed local, a
+    class, or a singleton by its global name; None where the chunk does not say (its first part listed as unresolved)."""
+    name = chain.root
+    local = facts.local_types.get(name)
+    pcls = (local if local and not ref.has_class(local) and project is not None and project.is_class(local)
+            else name if name not in facts.declared and not ref.has_class(name) and project is not None
+            and project.is_class(name) else None)
+    first = chain.parts[0] if chain.parts else None
+    if pcls is not None and first is not None:
+        if why := _declared_by_project(project, pcls, first.name):
+            res.unresolved.append(Unresolved(f"{name}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED],
+                                             f"{why} (class {pcls})"))
+            return None
+        engine = project.engine_class(pcls)
+        if engine and ref.has_class(engine):
+            return engine, f"project_class ({pcls} extends {engine})"
+        res.unresolved.append(Unresolved(f"{name}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED],
+                                         f"the project class {pcls} has no engine class the reference knows"))
+        return None
+    if local and ref.has_class(local):
+        return local, "local_type"
+    if ref.has_class(name) and name not in facts.declared:
+        return name, "class"
+    if name not in facts.declared and (glob := ref.global_member(name)) and (typ := ref.type_of(glob[1])):
+        return typ, "class"  # a singleton by its global name
+    if first is not None:
+        why = "a local whose type the chunk does not state" if name in facts.declared else "an untyped name"
+        res.unresolved.append(Unresolved(f"{name}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED], why))
+    return None
+
+
+def _chain_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, own: str | None,
+                call_types: dict[int, str | None], scope: ProjectScope, chain) -> tuple[str, str, int] | None:
+    """(class, via, hops) a chain starts from: a name, a call's documented return type or `self`; None where the
+    chunk does not say (listed as unresolved)."""
+    if chain.root_kind == "identifier":
+        found = _identifier_root(facts, ref, res, chain, scope.project)
+        return (found[0], found[1], 0) if found is not None else None
+    if chain.root_kind == "call":
+        typ = call_types.get(chain.root_start)
+        return (typ, "return_type", 1) if typ is not None and ref.has_class(typ) else None
+    first = chain.parts[0] if chain.parts else None
+    if chain.root_kind == "self" and own is not None:
+        if first is not None and (why := _declared_by_project(scope.project, scope.own_scope, first.name)):
+            res.unresolved.append(Unresolved(first.name, first.line, first.col, chain.text[:CODE_QUOTED], why))
+            return None
+        return own, "self", 0
+    if first is not None:
+        res.unresolved.append(Unresolved(first.name, first.line, first.col, chain.text[:CODE_QUOTED],
+                                         f"receiver is {chain.root_kind.replace('_', ' ')}, whose class is not known"))
+    return None
+
+
 def _resolve_chains(facts: GDScriptFacts, ref: ClassReference, res: Resolution, own: str | None,
                     call_types: dict[int, str | None], max_hops: int, add: AddUse, scope: ProjectScope) -> None:
     """Call chains, from a class, a typed local, a call's return type or `self`, through documented return types."""
-    project, own_scope = scope.project, scope.own_scope
     for chain in facts.chains:
-        typ, via, hops = None, "", 0
-        if chain.root_kind == "identifier":
-            name = chain.root
-            local = facts.local_types.get(name)
-            pcls = (local if local and not ref.has_class(local) and project is not None and project.is_class(local)
-                    else name if name not in facts.declared and not ref.has_class(name) and project is not None
-                    and project.is_class(name) else None)
-            if pcls is not None and chain.parts:
-                p = chain.parts[0]
-                if why := _declared_by_project(project, pcls, p.name):
-                    res.unresolved.append(Unresolved(f"{name}.{p.name}", p.line, p.col, chain.text[:80], f"{why} (class {pcls})"))
-                    continue
-                engine = project.engine_class(pcls)
-                if engine and ref.has_class(engine):
-                    typ, via = engine, f"project_class ({pcls} extends {engine})"
-                else:
-                    res.unresolved.append(Unresolved(f"{name}.{p.name}", p.line, p.col, chain.text[:80],
-                                                     f"the project class {pcls} has no engine class the reference knows"))
-                    continue
-            elif local and ref.has_class(local):
-                typ, via = local, "local_type"
-            elif ref.has_class(name) and name not in facts.declared:
-                typ, via = name, "class"
-            elif name not in facts.declared and (glob := ref.global_member(name)) and ref.type_of(glob[1]):
-                typ, via = ref.type_of(glob[1]), "class"  # a singleton by its global name
-            else:
-                if chain.parts:
-                    p = chain.parts[0]
-                    why = "a local whose type the chunk does not state" if name in facts.declared else "an untyped name"
-                    res.unresolved.append(Unresolved(f"{name}.{p.name}", p.line, p.col, chain.text[:80], why))
-                continue
-        elif chain.root_kind == "call":
-            typ = call_types.get(chain.root_start)
-            via, hops = "return_type", 1
-            if typ is None or not ref.has_class(typ):
-                continue
-        elif chain.root_kind == "self" and own is not None:
-            if chain.parts and (why := _declared_by_project(project, own_scope, chain.parts[0].name)):
-                p = chain.parts[0]
-                res.unresolved.append(Unresolved(p.name, p.line, p.col, chain.text[:80], why))
-                continue
-            typ, via = own, "self"
-        else:
-            if chain.parts:
-                p = chain.parts[0]
-                res.unresolved.append(Unresolved(p.name, p.line, p.col, chain.text[:80],
-                                                 f"receiver is {chain.root_kind.replace('_', ' ')}, whose class is not known"))
-            continue
-        for i, part in enumerate(chain.parts):
-            if typ is None or not ref.has_class(typ):
+        root = _chain_root(facts, ref, res, own, call_types, scope, chain)
+        if root is not None:
+            _follow_chain(ref, res, chain, root, max_hops, add)
+
+
+def _follow_chain(ref: ClassReference, res: Resolution, chain, root: tuple[str, str, int], max_hops: int,
+                  add: AddUse) -> None:
+    """The chain's members, part by part from its root's class, on through documented return types."""
+    typ: str | None
+    typ, via, hops = root
+    text = chain.text[:CODE_QUOTED]
+    for i, part in enumerate(chain.parts):
+        if typ is None or not ref.has_class(typ):
+            break
+        if part.name == "new" and part.call and via == "class" and i == 0:
+            add(typ, "new", "constructor", part.line, part.col, text, "constructor")
+            continue  # the chain goes on with an instance of the same class
+        found = ref.member(typ, part.name)
+        if found is None:
+            sub = ref.on_subclass(typ, part.name)
+            if sub is not None:  # a downcast access, valid Godot 4: not a missing member
+                res.unresolved.append(Unresolved(part.name, part.line, part.col, text, f"{typ} has no '{part.name}', its subclass {sub} has"))
                 break
-            if part.name == "new" and part.call and via == "class" and i == 0:
-                add(typ, "new", "constructor", part.line, part.col, chain.text[:80], "constructor")
-                continue  # the chain goes on with an instance of the same class
-            found = ref.member(typ, part.name)
-            if found is None:
-                sub = ref.on_subclass(typ, part.name)
-                if sub is not None:  # a downcast access, valid Godot 4: not a missing member
-                    res.unresolved.append(Unresolved(part.name, part.line, part.col, chain.text[:80],
-                                                     f"{typ} has no '{part.name}', its subclass {sub} has"))
-                    break
-                res.unresolved.append(Unresolved(part.name, part.line, part.col, chain.text[:80],
-                                                 f"{typ} has no member '{part.name}' in Godot 4", missing_on=typ))
-                break
-            owner, info = found
-            add(owner, part.name, info["kind"], part.line, part.col, chain.text[:80], via if hops == 0 else "return_type")
-            # Chains go on only through a call's documented return type (`get_tree().quit()`).
-            nxt = ref.type_of(info) if part.call and info["kind"] in TYPED_KINDS else None
-            if nxt is None or hops >= max_hops:
-                break
-            typ, hops = nxt, hops + 1
+            res.unresolved.append(Unresolved(part.name, part.line, part.col, text,
+                                             f"{typ} has no member '{part.name}' in Godot 4", missing_on=typ))
+            break
+        owner, info = found
+        add(owner, part.name, info["kind"], part.line, part.col, text, via if hops == 0 else "return_type")
+        # Chains go on only through a call's documented return type (`get_tree().quit()`).
+        nxt = ref.type_of(info) if part.call and info["kind"] in TYPED_KINDS else None
+        if nxt is None or hops >= max_hops:
+            break
+        typ, hops = nxt, hops + 1
 
 
 def extends_hint(facts: GDScriptFacts, setting: str | None, context) -> str | None:

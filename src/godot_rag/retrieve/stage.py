@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from .context import PARTS, MissingPart, Pool, QueryContext, StageFn
-from .trace import StageLog
+from .trace import MS_DIGITS, StageLog
 
 
 class ContractError(ValueError):
@@ -71,7 +71,7 @@ def run_stages(ctx: QueryContext, stages: Sequence[Stage]) -> Pool:
         t = time.perf_counter()
         pool = stage.run(ctx, pool)
         ms = (time.perf_counter() - t) * 1000 - ctx._set_aside_ms
-        ctx.trace.stages.append(StageLog(stage=stage.name, ms=round(ms, 3), info=ctx._notes))
+        ctx.trace.stages.append(StageLog(stage=stage.name, ms=round(ms, MS_DIGITS), info=ctx._notes))
         unset = [p for p in stage.provides if not ctx.provided(p)]
         if unset:
             raise MissingPart(f"stage '{stage.name}' declares it provides {', '.join(unset)} but did not set it")

@@ -10,6 +10,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+# The digits the trace keeps (F's api_reference order compares scores at SCORE_DIGITS too).
+SCORE_DIGITS = 6  # scores and cosines
+RATIO_DIGITS = 4  # ratios, shares, confidences, probabilities, BM25's terms
+MS_DIGITS = 3  # milliseconds
+
 
 class StageInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -26,7 +31,7 @@ class Compact(StageInfo):
                 or fields[k].is_required()}
 
 
-# Where an occurrence of a name is in the chunk, and what the version decisions made of it (version.py):
+# Where an occurrence of a name is in the chunk, and what the version decisions made of it (version_rules.py):
 # the first three statuses are Godot 3 use (the last two weak evidence), the others are not.
 Region = Literal["code", "comment", "string", "node_path"]
 OccurrenceStatus = Literal["godot3", "godot3_node", "godot3_comment", "valid_godot4", "ambiguous", "ignored"]
@@ -43,7 +48,7 @@ class Occurrence(Compact):
     end: int
     ambiguous: bool = False  # decided by the chunk's version markers and the hint
     literal: str | None = None  # a syntax change: the text its pattern matched
-    rule: str | None = None  # the named version rule that decided (version.py), when one did
+    rule: str | None = None  # the named version rule that decided (version_rules.py, validate.py)
 
 
 DocsEvidenceKind = Literal["resolved_api", "api_symbol", "call", "method_call", "code_line", "string", "identifier"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..store import queries
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import TsqueryInfo
+from .trace import SCORE_DIGITS, TsqueryInfo
 from .types import Candidate
 
 
@@ -22,7 +22,7 @@ def run_tsquery(ctx: QueryContext, pool: Pool) -> Pool:
         cands = []
         for rank, (rid, score) in enumerate(found["rows"], 1):
             c = Candidate(table=table, id=rid, payload=recs[rid], score=score, rank=rank, source="tsquery")
-            c.add_stage("tsquery", TsqueryInfo(ts_rank_cd=round(score, 6), rank=rank, tsquery=found["tsquery"]))
+            c.add_stage("tsquery", TsqueryInfo(ts_rank_cd=round(score, SCORE_DIGITS), rank=rank, tsquery=found["tsquery"]))
             cands.append(c)
         ctx.record_ids(table, "tsquery", cands)
         out[table] = [cands]

@@ -21,7 +21,7 @@ Acceptance rules:
   confidence = support / (support + 1.5 * contradiction + 4). When the chunk is a copy of
   a guide page's code, a guide record from another page that adds nothing to what that
   page shows is rejected (`copied_page_overrules`);
-- api_mapping: an occurrence of `source_api` that is Godot 3 use (see `version.py`:
+- api_mapping: an occurrence of `source_api` that is Godot 3 use (see `version_rules.py`:
   code, or a comment that writes a dropped name as code in Godot 3 code; not resolvable as
   valid Godot 4 API; ambiguous ones decided by the chunk's version markers and the
   `godot_version` hint), not claimed by a negative
@@ -41,8 +41,9 @@ from typing import Literal
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
 from .codematch import renameable_names
+from .config import RetrieveConfig
 from .context import Pool, QueryContext
-from .docs_evidence import DOCS_EVIDENCE, DocsEvidenceSettings, copied_page_overrules, docs_evidence
+from .docs_evidence import CONFIDENCE_DIGITS, DOCS_EVIDENCE, DocsEvidenceSettings, copied_page_overrules, docs_evidence
 from .docs_features import DocsApiStats, GuideModel, missing_cosines
 from .prefilter import source_absent
 from .project_context import RequestContext
@@ -50,11 +51,16 @@ from .resolve import Resolution
 from .stage import Stage
 from .trace import JudgeInfo, Occurrence, ValidateInfo
 from .types import Candidate
-from .version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionContext, classify_in_context, decide_ambiguous, evidence_rank
+from .version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionContext, decide_ambiguous, evidence_rank
+from .version_rules import classify_in_context
 
 __all__ = ["ChunkScope", "ValidationContext", "Occurrences", "validate", "docs_evidence", "copied_page_overrules",
            "mapping_occurrences", "mapping_evidence", "prototype_evidence", "follow_mappings", "VALIDATE"]
 LITERALS_SHOWN = 8  # evidence literals an accept's reason names
+OCCURRENCES_SHOWN, OCCURRENCES_CITED = 20, 3  # occurrences the trace keeps, and a rejection's reason cites
+EVIDENCE_SHOWN = 10  # a finding's evidence items the trace keeps
+# Characters quoted (display only): a syntax change's match, a finding rule's match, a pattern in a reason.
+SYNTAX_QUOTED, MATCH_QUOTED, PATTERN_QUOTED, NEGATIVE_QUOTED = 60, 80, 60, 50
 
 # api_mapping candidate id -> each occurrence of its source_api, with the version decision (the version stage's)
 Occurrences = dict[str, list[Occurrence]]
@@ -71,6 +77,18 @@ class ChunkScope:
     context: RequestContext | None = None  # the project around the chunk (project_context.py)
 
 
+@dataclass(frozen=True)
+class MappingConfidence:
+    """An accepted mapping's confidence from the occurrences that support it (the settings mapping_confidence_*)."""
+    sure: float  # the least, with a sure Godot 3 use in code
+    ambiguous: float  # the most, with only ambiguous uses the version markers decided
+    weak: float  # the most, with only weak evidence (a node name, a comment)
+
+    @classmethod
+    def of(cls, cfg: RetrieveConfig) -> "MappingConfidence":
+        return cls(cfg.mapping_confidence_sure, cfg.mapping_confidence_ambiguous, cfg.mapping_confidence_weak)
+
+
 @dataclass(kw_only=True)
 class ValidationContext(ChunkScope):
     """What the validator knows about the chunk, computed once per request."""
@@ -82,6 +100,7 @@ class ValidationContext(ChunkScope):
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
     docs: DocsEvidenceSettings = DOCS_EVIDENCE
+    mapping_confidence: MappingConfidence = field(default_factory=lambda: MappingConfidence.of(RetrieveConfig()))
     guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (docs_features.py)
     cosines: dict[str, float] = field(default_factory=dict)  # docs records only BM25 found -> their cosine
 
@@ -106,7 +125,7 @@ def _regex_hits(facts: GDScriptFacts, patterns: list[str]) -> list[dict]:
             if facts.region(m.start()) != "code":
                 continue
             out.append({"start": m.start(), "end": m.end(), "line": facts.line_of_offset(m.start()),
-                        "col": facts.col_of_offset(m.start()), "region": "code", "literal": m.group(0)[:60]})
+                        "col": facts.col_of_offset(m.start()), "region": "code", "literal": m.group(0)[:SYNTAX_QUOTED]})
     return out
 
 
@@ -129,22 +148,23 @@ def mapping_occurrences(v: ChunkScope, c: Candidate) -> dict:
     """Every literal occurrence of the mapping's source, each with its version decision (pass 1)."""
     facts, p = v.facts, c.payload
     src = p["source_api"]
-    regex_terms = [t[3:] for t in p.get("match_terms") or [] if t.startswith("re:")]
+    regex_terms = [t.removeprefix("re:") for t in p.get("match_terms") or [] if t.startswith("re:")]
     decisions = []
     if regex_terms:
         # Syntax changes: each pattern is Godot 3-only syntax, so a match in code is Godot 3 use.
         for h in _regex_hits(facts, regex_terms):
-            decisions.append({**h, "status": "godot3", "why": f"line {h['line']}:{h['col']}: Godot 3 syntax `{h['literal']}`"})
+            decisions.append({**h, "status": "godot3", "why": f"line {h['line']}:{h['col']}: Godot 3 syntax `{h['literal']}`",
+                              "rule": "godot3_syntax"})
     elif not source_absent(facts, p):
         for occ in facts.occurrences(src):
             status, why, rule = classify_in_context(facts, v.resolution, v.ref, p, occ, v.renamed_classes, v.version, v.context)
-            decisions.append({**occ, "status": status, "why": why, **({"rule": rule} if rule else {})})
+            decisions.append({**occ, "status": status, "why": why, "rule": rule})
     for d in decisions:
         neg = _claimed(facts, p.get("negative_patterns") or [], d["start"], d["end"]) if d["status"] != "ignored" else None
         if neg:
-            d["status"], d["why"] = "ignored", f"line {d['line']}:{d['col']}: claimed by negative pattern {neg[:50]}"
+            d["status"], d["why"], d["rule"] = "ignored", f"line {d['line']}:{d['col']}: claimed by negative pattern {neg[:NEGATIVE_QUOTED]}", "negative_pattern"
         elif d["status"] != "ignored" and not regex_terms and src in facts.declared and not _overrides_virtual(p, facts, d):
-            d["status"], d["why"] = "ignored", f"line {d['line']}:{d['col']}: the chunk declares '{src}' itself"
+            d["status"], d["why"], d["rule"] = "ignored", f"line {d['line']}:{d['col']}: the chunk declares '{src}' itself", "declared_by_chunk"
     return {"occurrences": decisions}
 
 
@@ -162,13 +182,13 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
             d["status"] = "godot3" if ok else "valid_godot4"
             d["why"] += f"; ambiguous: {why}"
             d["ambiguous"] = True
-        elif (overrule := WEAK_OVERRULES.get(d["status"])) and (overruled := overrule(v.version)):
-            d["status"], d["why"] = "ignored", f"{d['why']}; {overruled}"
+        elif (overrule := WEAK_OVERRULES.get(d["status"])) and (overruled := overrule.applies(v.version)):
+            d["status"], d["why"], d["rule"] = "ignored", f"{d['why']}; {overruled}", overrule.name
     accepted_occ = sorted((d for d in decisions if d["status"] in EVIDENCE_STATUSES), key=evidence_rank)
     if not decisions:
         reasons.append(f"source_api '{src}' does not occur in the chunk")
     elif not accepted_occ:
-        reasons.append("no occurrence is Godot 3 use: " + "; ".join(d["why"] for d in decisions[:3]))
+        reasons.append("no occurrence is Godot 3 use: " + "; ".join(d["why"] for d in decisions[:OCCURRENCES_CITED]))
     if change.startswith("csharp") and not v.facts.csharp:
         reasons.append("C#-only change, and the chunk is GDScript")
     accepted = not reasons
@@ -177,16 +197,16 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
         first = accepted_occ[0]
         evidence.append({"literal": first.get("literal") or src, "kind": "source_api", "chunk_line": first["line"],
                          "col": first["col"], "region": first["region"], "occurrences": len(accepted_occ)})
-    base = float(p.get("confidence") or 0.0)
+    base, bounds = float(p.get("confidence") or 0.0), v.mapping_confidence
     if accepted and all(d.get("ambiguous") or d["status"] != "godot3" for d in accepted_occ):
-        base = min(base, 0.6 if any(d.get("ambiguous") for d in accepted_occ) else 0.5)
+        base = min(base, bounds.ambiguous if any(d.get("ambiguous") for d in accepted_occ) else bounds.weak)
     elif accepted:
-        base = max(base, 0.9)
+        base = max(base, bounds.sure)
     confidence = base if accepted else 0.0
     return {"evidence": evidence, "occurrences": [{**{k: d[k] for k in ("line", "col", "region", "status", "why", "start", "end")},
                                                    "ambiguous": bool(d.get("ambiguous")), **({"rule": d["rule"]} if d.get("rule") else {})}
-                                                  for d in decisions][:20],
-            "contradictions": [], "confidence": round(confidence, 4), "accepted": accepted, "reasons": reasons}
+                                                  for d in decisions][:OCCURRENCES_SHOWN],
+            "contradictions": [], "confidence": round(confidence, CONFIDENCE_DIGITS), "accepted": accepted, "reasons": reasons}
 
 
 def prototype_evidence(v: ValidationContext, c: Candidate, accepted_mappings: dict[str, dict]) -> dict:
@@ -205,7 +225,7 @@ def prototype_evidence(v: ValidationContext, c: Candidate, accepted_mappings: di
                 hit = next(((mid, d) for mid, d in spans if m.start() <= d["start"] < max(m.end(), m.start() + 1)
                             or d["start"] <= m.start() < d["end"]), None)
                 if hit and facts.region(m.start()) != "comment":
-                    evidence.append({"literal": m.group(0)[:80], "kind": "must_match", "chunk_line": hit[1]["line"],
+                    evidence.append({"literal": m.group(0)[:MATCH_QUOTED], "kind": "must_match", "chunk_line": hit[1]["line"],
                                      "col": hit[1]["col"], "mapping_id": hit[0]})
         if not spans:
             reasons.append("no accepted api_mapping of this finding's group" + (f" ({need})" if need else ""))
@@ -215,15 +235,15 @@ def prototype_evidence(v: ValidationContext, c: Candidate, accepted_mappings: di
         for rx in rules.get("must_match", []):
             match = re.search(rx, facts.no_comments)
             if match:
-                evidence.append({"literal": match.group(0)[:80], "kind": "must_match",
+                evidence.append({"literal": match.group(0)[:MATCH_QUOTED], "kind": "must_match",
                                  "chunk_line": facts.line_of_offset(match.start())})
             else:
                 reasons.append("a must_match rule does not match the chunk's code")
     for rx in rules.get("must_not_match", []):
         if re.search(rx, facts.no_comments):
-            reasons.append(f"must_not_match rule matches: {rx[:60]}")
+            reasons.append(f"must_not_match rule matches: {rx[:PATTERN_QUOTED]}")
     accepted = not reasons and bool(evidence)
-    return {"evidence": evidence[:10], "contradictions": [], "confidence": 1.0 if accepted else 0.0,
+    return {"evidence": evidence[:EVIDENCE_SHOWN], "contradictions": [], "confidence": 1.0 if accepted else 0.0,
             "accepted": accepted, "reasons": reasons}
 
 
@@ -271,10 +291,10 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     r = ctx.retriever
     ref = r.class_reference()
     candidates = [c for t in ctx.tables for c in ctx.table_lists(pool, t)]
-    vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.docs_idf(ctx.cfg),
+    vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.bm25.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
-                             renamed_classes=r.class_renames(), context=ctx.context,
+                             renamed_classes=r.class_renames(), context=ctx.context, mapping_confidence=MappingConfidence.of(ctx.cfg),
                              guide_model=r.guide_model() if ctx.cfg.guide_model else None,
                              cosines=missing_cosines(ctx, candidates))
     ctx.validation = vctx

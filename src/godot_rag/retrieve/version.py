@@ -1,48 +1,14 @@
-"""Version awareness: is an occurrence of a Godot 3 name in the chunk really Godot 3 use?
-
-Decided from the corpus, per occurrence, and traced:
-- where it is: code, comment or string. A comment counts only where it writes a name Godot 4 no
-  longer has as code (`# call get_tree().get_rpc_sender_id()`, not `# Spawn RigidBody scenes.`) and
-  the chunk's code is Godot 3: the converter renames it there too, and it is weak evidence that never
-  carries a finding. Strings count only for
-  string-based APIs (project settings, input actions, theme overrides) and at the argument where
-  a call takes a signal name, a node path or a class name (`connect("hide", self, "_on")` index 0,
-  `yield(obj, "hide")` index 1, `add_custom_type("Mover", "KinematicBody", ...)` index 1); a signal
-  name Godot 4 has no signal of (`hide`, now only a method) is Godot 3 use;
-- what it resolves to in Godot 4 (the resolve stage): a use that resolves as valid Godot 4
-  API is not evidence (`hide()` on a CanvasItem, `Viewport.SCALING_3D_MODE_FSR`), unless it names a
-  Godot 4 signal or theme item as a plain value (`button.pressed = true`: ambiguous); a receiver
-  whose Godot 4 class lacks the member is (`get_tree().change_scene()`); a name Godot 4 does
-  not have at all is (`KinematicBody2D`, `deg2rad`);
-- a change the migration page states for one class (`PathFollow2D's rotate is now rotates`)
-  concerns only a receiver of that class: read from the script's `extends` (a Godot 3 name through
-  the converter's class renames), a typed, constructed or literal local, or a class name. For a name
-  Godot 4 still has, an unknown receiver says nothing; a bare call of a global function
-  (`load(...)`) is the global;
-- what is left is ambiguous (a name valid in both versions): the chunk's version markers
-  decide (`@export`, `await`, `super()` against `export var`, `yield(`, `connect("s", o, "m")`,
-  and the unambiguous Godot 3 names found in the same chunk), sharpened by the request's
-  `godot_version` hint. Nothing is accepted without a literal occurrence;
-- a declaration of a renamed virtual is Godot 3 use when the script's class has the new virtual and
-  not the old name (`func make_visible(visible):` in an EditorPlugin, whose Godot 4 virtual is `_make_visible`);
-- a renamed constant whose Godot 4 name the receiver's class does not have is not this use's
-  migration (`Label.ALIGN_CENTER` would become `Label.ALIGNMENT_CENTER`, which Godot 4 does not have:
-  Label's alignment went elsewhere), so it is no evidence for it;
-- a scene node named after a class Godot 4 no longer has (`$KinematicBody2D`) is weak evidence: nodes
-  keep their names through a port, so the chunk's Godot 4 markers or a hint of 4 overrule it. Only a
-  whole node name counts: `"RigidBody%s" % kind` and `"Camera Rig"` name other nodes.
-"""
+"""Version awareness: the chunk's Godot 3 / Godot 4 markers (`VersionContext`), the kinds of change the
+api_mapping records hold, and how the markers and the `godot_version` hint decide an ambiguous occurrence and
+overrule weak evidence. The decision for each occurrence, rule by rule, is in `version_rules.py`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
 from .resolve import Resolution
-
-if TYPE_CHECKING:
-    from .project_context import RequestContext
 
 # Change types whose Godot 3 use is a string literal (a setting path, an action, a theme key, a signal name).
 STRING_TYPES = {"project_setting_rename", "input_map_rename", "theme_override_rename", "signal_rename",
@@ -57,21 +23,8 @@ CONVERTER_TYPES = CODE_RENAME_TYPES | {"project_setting_rename", "input_map_rena
                                        "project_godot_rename", "shader_rename"}
 # The occurrence statuses that count as Godot 3 use (the validator's evidence); the last two are weak.
 EVIDENCE_STATUSES = ("godot3", "godot3_node", "godot3_comment")
-# Renames a comment may write as code (the converter renames them in comments too); signal names and
-# colours are not names a comment writes as code.
-COMMENT_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "property_rename", "enum_rename"}
-SIGNAL_USES = ("connect", "emit", "disconnect", "is_connected")  # `sig.connect(...)`: a Godot 4 signal used as one
-# Arguments that hold a node path or a signal name (callee -> argument indexes): `get_node("Camera")`,
-# `connect("hide", self, "_on_hide")` (the method name at index 2 is no signal), `yield(obj, "hide")`.
-NODE_ARGS = {"get_node": {0}, "get_node_or_null": {0}, "has_node": {0}, "find_node": {0}, "find_child": {0}}
-SIGNAL_ARGS = {"connect": {0}, "disconnect": {0}, "is_connected": {0}, "emit_signal": {0}, "has_signal": {0},
-               "yield": {1}}
-# Arguments that name a class: there the string is the use (`add_custom_type("Shadow", "KinematicBody", ...)`,
-# `is_class("Spatial")`, `ClassDB.class_exists("Position2D")`); callee -> argument indexes.
-CLASS_NAME_ARGS = {"add_custom_type": {1}, "is_class": {0}, "class_exists": {0}, "can_instance": {0},
-                   "can_instantiate": {0}, "get_parent_class": {0}, "is_parent_class": {0, 1},
-                   "get_inheriters_from_class": {0}, "class_has_method": {0}, "class_has_signal": {0},
-                   "class_get_property_list": {0}, "class_get_method_list": {0}, "class_get_signal_list": {0}}
+MARKERS_SHOWN = 12  # version markers the trace lists, per version
+MARKERS_CITED = 3  # version markers a reason cites
 
 
 @dataclass
@@ -90,7 +43,7 @@ class VersionContext:
         return "mixed" if self.godot3 else "none"
 
     def to_trace(self) -> dict:
-        return {"hint": self.hint, "godot3_markers": self.godot3[:12], "godot4_markers": self.godot4[:12],
+        return {"hint": self.hint, "godot3_markers": self.godot3[:MARKERS_SHOWN], "godot4_markers": self.godot4[:MARKERS_SHOWN],
                 "lean": self.lean()}
 
 
@@ -137,496 +90,14 @@ def effective_hint(hint: str, context) -> str:
     return context.major
 
 
-def _part_at(facts: GDScriptFacts, start: int):
-    """(chain, index) of the chain part that starts at this offset, or (chain, -1) for a chain root."""
-    for ch in facts.chains:
-        if ch.root_start == start and ch.root_kind == "identifier":
-            return ch, -1
-        for i, p in enumerate(ch.parts):
-            if p.start == start:
-                return ch, i
-    return None, None
-
-
-def _call_at(facts: GDScriptFacts, start: int):
-    return next((c for c in facts.calls if c.start == start), None)
-
-
-def _next_part(chain, idx) -> str | None:
-    """The name after this part (or after the root, idx -1) of its chain: `connect` in `hidden.connect(...)`."""
-    return chain.parts[idx + 1].name if chain is not None and idx is not None and idx + 1 < len(chain.parts) else None
-
-
-def _awaited(facts: GDScriptFacts, chain) -> bool:
-    return chain is not None and facts.code[:chain.root_start].rstrip().endswith("await")
-
-
-def _string_argument(facts: GDScriptFacts, offset: int, args: dict[str, set[int]]) -> bool:
-    """Whether the string at `offset` is passed where one of these calls takes it."""
-    arg = facts.call_argument(offset)
-    return arg is not None and arg[1] in args.get(arg[0], ())
-
-
-def _names_class(facts: GDScriptFacts, offset: int, name: str) -> bool:
-    """Whether the string at `offset` is exactly `name`, passed where a call takes a class name."""
-    whole = any(s <= offset < e and v == name for s, e, v in facts.strings)
-    return whole and _string_argument(facts, offset, CLASS_NAME_ARGS)
-
-
-def _godot4_class(name: str | None, ref: ClassReference, renamed: dict[str, str]) -> str | None:
-    """The Godot 4 class a class name stands for: itself, or what the converter renamed it to (`Camera`)."""
-    if not name:
-        return None
-    if ref.has_class(name):
-        return name
-    return renamed.get(name) if ref.has_class(renamed.get(name, "")) else None
-
-
-ROOT_KINDS = {"call": "the value a call returns", "get_node": "a scene node ($...)", "string": "a string",
-              "other": "an expression"}
-
-
-def _receiver(facts: GDScriptFacts, res: Resolution, call, chain, idx, start: int) -> tuple[str | None, str]:
-    """(class name as written, description) of the object whose member this code occurrence is;
-    (None, description) when the chunk does not say."""
-    def own() -> tuple[str | None, str]:
-        if res.extends_name:
-            return res.extends_name, f"the script itself, whose class is {res.extends_name}"
-        return None, "the script itself, and the chunk has no `extends`"
-
-    if chain is None and call is None and facts.code[:start].rstrip().endswith("."):
-        return None, "a member of an expression"  # `a.b[0].rotate`: the parser's chains stop at a subscript
-    if call is not None or chain is None or idx == -1:
-        return own()  # a bare call or a bare name is a member of the script itself
-    if idx == 0:
-        if chain.root_kind in ("self", "super") or (chain.root_kind == "identifier" and chain.root == "super"):
-            return own()
-        if chain.root_kind == "identifier":
-            name = chain.root
-            typ = facts.local_types.get(name) or facts.literal_types.get(name)
-            if typ:
-                return typ, f"'{name}', of class {typ}"
-            if name not in facts.declared and name[:1].isupper():
-                return name, f"the class {name}"
-            return None, f"'{name}', whose class the chunk does not state"
-        return None, f"{ROOT_KINDS.get(chain.root_kind, 'an expression')}, whose class the chunk does not state"
-    return None, f"a member of '{chain.parts[idx - 1].name}', whose class the chunk does not state"
-
-
-def _off_changed_class(facts: GDScriptFacts, res: Resolution, ref: ClassReference, renamed: dict[str, str],
-                       classes: list[str], src: str, call, chain, idx, where: str, start: int) -> tuple[str | None, bool]:
-    """(why, receiver known): why a code use is not a use of the class a prose change concerns
-    (`rotate()` on a Camera for `PathFollow2D's rotate is now rotates`), or None when it is or may be.
-    For a name Godot 4 still has, the name alone says nothing: only a use on that class (or a class
-    of its lineage) is evidence, so an unknown receiver is a reason too."""
-    glob = ref.global_member(src) if call is not None else None
-    if glob:  # a bare call: the global function, unless the script's own class has that method
-        own4 = _godot4_class(res.extends_name, ref, renamed)
-        if not (own4 and ref.member(own4, src)):
-            return f"{where}: '{src}()' is the global function {glob[0]}.{src}, not {' or '.join(classes)}'s", True
-    cls, desc = _receiver(facts, res, call, chain, idx, start)
-    if cls is None:
-        return (f"{where}: the receiver is {desc}; '{src}' is still Godot 4 API on other classes "
-                f"({', '.join(ref.where(src))}), so only a use on {' or '.join(classes)} is evidence"), False
-    cls4 = _godot4_class(cls, ref, renamed)
-    if cls4 is None:
-        if cls in classes:
-            return None, True
-        # A Godot 3 class Godot 4 dropped is known; any other name may be the user's own class or an autoload.
-        return (f"{where}: the receiver is {desc}, not a Godot 4 class, so not {' or '.join(classes)}",
-                cls in renamed)
-    if _concerns(ref, renamed, classes, cls4):
-        return None, True
-    shown = cls if cls4 == cls else f"{cls} ({cls4} in Godot 4)"
-    return f"{where}: the receiver is {shown.join(desc.rsplit(cls, 1))}, and the change concerns {' or '.join(classes)}", True
-
-
-def _concerns(ref: ClassReference, renamed: dict[str, str], classes: list[str], cls4: str) -> bool:
-    """Whether a change stated for these classes concerns an object of Godot 4 class `cls4` (their lineage)."""
-    return any(ref.related(c4, cls4) for c in classes if (c4 := _godot4_class(c, ref, renamed)))
-
-
-def _whole_node_name(facts: GDScriptFacts, start: int, end: int) -> bool:
-    """Whether the name at [start, end) is a whole node name of its path (`$Top/Area`, `"Camera"`),
-    not part of a longer one: `"Camera Rig"`, `"RigidBody%s" % kind` and `"Camera" + str(i)` name other nodes."""
-    before, after = facts.text[start - 1:start], facts.text[end:end + 1]
-    if before not in ("/", "$", "%", '"', "'"):
-        return False
-    span = next(((s, e) for s, e in facts.node_paths if s <= start < e), None)
-    if span is not None and facts.text[span[0] + 1:span[0] + 2] not in ('"', "'"):
-        return True  # an unquoted `$Top/Area.get_size()`: the name ends where the identifier does
-    string = next(((s, e) for s, e, _ in facts.strings if s <= start < e), None)
-    if string is not None and (facts.code[string[1]:].lstrip()[:1] in ("%", "+") or facts.code[:string[0]].rstrip()[-1:] == "+"):
-        return False  # the string is only part of the path the code builds
-    return after in ("/", ":", '"', "'", "")
-
-
-def _godot3_override(ref: ClassReference, renamed: dict[str, str], res: Resolution, mapping: dict,
-                     classes: list[str]) -> str | None:
-    """Why a declaration is the Godot 3 override of a renamed virtual, or None: in an EditorPlugin,
-    Godot 4 calls `_make_visible` and has no `make_visible`, so `func make_visible(visible):` is
-    written for Godot 3. Needs the script's class (its `extends`, or the request's hint), and, for a
-    change the migration page states for one class, a script of that class (`AnimationNode's process
-    is now _process` says nothing of `func process()` in a Node)."""
-    src, to = mapping["source_api"], str(mapping.get("target_api") or "")
-    own = _godot4_class(res.extends_name, ref, renamed)
-    if not own or not to.startswith("_") or ref.member(own, src) or (classes and not _concerns(ref, renamed, classes, own)):
-        return None
-    found = ref.member(own, to)
-    if found is None or found[1]["kind"] != "method":
-        return None
-    return f"the script's class {own} has the virtual {found[0]}.{to} in Godot 4 and no '{src}': this is its Godot 3 override"
-
-
-def _target_absent(ref: ClassReference, renamed: dict[str, str], mapping: dict, cls: str | None) -> str | None:
-    """Why the converter's renamed constant is not there on the receiver's class, or None. The converter
-    renames by name and keeps the qualifier: `Label.ALIGN_CENTER` would become `Label.ALIGNMENT_CENTER`,
-    which Godot 4 does not have, so that rename is not this use's migration. Methods and properties are not
-    checked: they may have moved to another object the migration reaches differently (SceneTree's
-    `is_network_server()` is `multiplayer.is_server()`). A prose change states its class itself."""
-    to = str(mapping.get("target_api") or "")
-    if mapping["change_type"] != "enum_rename" or not cls or not ref.exists(to):
-        return None  # a target no Godot 4 page documents says the table is out of date, not the receiver wrong
-    classes = [c for c in dict.fromkeys((cls, renamed.get(cls))) if c and ref.has_class(c)]
-    if not classes or ref.global_member(to) or any(ref.member(c, to) or ref.on_subclass(c, to) for c in classes):
-        return None
-    return f"Godot 4 has no '{to}' on {cls} (nor on a class below it), so the rename to it is not this use's migration"
-
-
-def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict,
-                        renamed: dict[str, str] | None = None) -> tuple[str, str]:
-    """(status, why) for one literal occurrence of the mapping's source. `renamed`: the converter's class
-    renames (Godot 3 name -> Godot 4 name), to read a receiver written with its Godot 3 class name.
-
-    status: ignored | valid_godot4 | godot3 | godot3_node (a node named after a Godot 3 class) |
-    godot3_comment (a comment writes a dropped name as code) | ambiguous"""
-    renamed = renamed or {}
-    change = mapping["change_type"]
-    src = mapping["source_api"]
-    classes = [t.split(".", 1)[0] for t in mapping.get("match_terms") or [] if "." in t and not t.startswith("re:")]
-    line, col = occ["line"], occ["col"]
-    where = f"line {line}:{col}"
-    if occ["region"] == "comment":
-        if change in COMMENT_TYPES and facts.written_as_code(occ["start"], occ["end"]) and not ref.exists(src):
-            return "godot3_comment", f"{where}: a comment writes '{src}' as code, and Godot 4 documents no '{src}'"
-        return "ignored", f"{where} is in a comment" + (" (a word of prose)" if change in COMMENT_TYPES else "")
-    node_path = occ["region"] == "node_path" or (occ["region"] == "string" and _string_argument(facts, occ["start"], NODE_ARGS))
-    if node_path:
-        if change not in CLASS_TYPES:
-            return "ignored", f"{where} is a node name in a node path"
-        if not _whole_node_name(facts, occ["start"], occ["end"]):
-            return "ignored", f"{where}: '{src}' is only part of a node name (node path)"
-        # Godot names a node after its class, and a node keeps that name through a port: a node named after
-        # a class Godot 4 no longer has points to Godot 3, but weakly; one named after a live class says nothing.
-        if not ref.has_class(src):
-            return "godot3_node", f"{where}: a scene node named after the Godot 3 class '{src}' (node path)"
-        return "ambiguous", f"{where}: '{src}' names a scene node (node path), not the class itself"
-    if occ["region"] == "string":
-        if change in CLASS_TYPES and _names_class(facts, occ["start"], src):
-            if not ref.has_class(src):
-                return "godot3", f"{where}: the string names the class '{src}' in a class-name argument, and Godot 4 has no such class"
-            return "ambiguous", f"{where}: the string names the class '{src}', still a Godot 4 class"
-        if change not in STRING_TYPES:
-            return "ignored", f"{where} is in a string, and {change} is not a string-based API"
-        if change in SIGNAL_TYPES and not _string_argument(facts, occ["start"], SIGNAL_ARGS):
-            return "ignored", f"{where} is a string that is not a signal argument"
-        if change in ("project_setting_rename", "theme_override_rename", "input_map_rename", "project_godot_rename") \
-                or not ref.exists(src):
-            return "godot3", f"{where}: the string names '{src}', which Godot 4 no longer has"
-        if change in SIGNAL_TYPES and not ref.signals_named(src):
-            return "godot3", (f"{where}: the signal name '{src}': Godot 4 has no signal of that name "
-                              f"(only {', '.join(ref.where(src))}, which are not signals)")
-        return "ambiguous", f"{where}: the signal name '{src}' still exists in Godot 4 ({', '.join(ref.signals_named(src)[:4])})"
-    # Code.
-    chain, idx = _part_at(facts, occ["start"])
-    call = _call_at(facts, occ["start"])
-    is_call = (call is not None) or (chain is not None and idx is not None and idx >= 0 and chain.parts[idx].call)
-    declaration = not is_call and facts.line_text(line).lstrip().startswith(("func ", "static func "))
-    if change == "color_rename" and not (chain is not None and idx == 0 and chain.root == "Color"):
-        return "ignored", f"{where} is not a `Color.{src}` constant"
-    if change in SIGNAL_TYPES:
-        if _next_part(chain, idx) not in SIGNAL_USES:
-            return "ignored", f"{where} uses '{src}' as {'a method call' if is_call else 'a name'}, not as the signal"
-    if change in METHOD_TYPES and not is_call and not declaration:
-        return "ignored", f"{where} is not a call of '{src}'"
-    if declaration and change in METHOD_TYPES and (why := _godot3_override(ref, renamed, res, mapping, classes)):
-        return "godot3", f"{where}: {why}"
-    # What does this occurrence resolve to in Godot 4?
-    for u in res.uses:
-        if u.line == line and u.member == src and (u.col == col or (call is not None and u.col == call.col)):
-            if classes and not any(ref.related(c, u.cls) for c in classes if ref.has_class(c)):
-                return "ignored", f"{where} resolves to {u.api}, not to {' or '.join(classes)}"
-            found = ref.member(u.cls, src, code=True) if u.kind == "theme_property" else (u.cls, {"kind": u.kind})
-            as_signal = _next_part(chain, idx) in SIGNAL_USES or _awaited(facts, chain)
-            if not is_call and (found is None or (found[1]["kind"] == "signal" and change not in SIGNAL_TYPES and not as_signal)):
-                # `button.pressed = true`: Godot 4's `pressed` there is a signal (and a theme item, which code
-                # reaches only through the theme API); used as a plain value it is the Godot 3 property.
-                what = f"the Godot 4 signal {found[0]}.{src}" if found else f"{u.api}, a Godot 4 theme item"
-                return "ambiguous", f"{where} names {what}, but uses it as a plain value"
-            return "valid_godot4", f"{where} resolves to {u.api}, valid Godot 4 API"
-    prose = change not in CONVERTER_TYPES
-    missing = next((u for u in res.unresolved if u.missing_on and u.line == line and u.col == col and u.name == src), None)
-    if change == "enum_rename":
-        written = None if missing else _receiver(facts, res, call, chain, idx, occ["start"])[0]
-        receiver = missing.missing_on if missing else _godot4_class(written, ref, renamed)
-        if why := _target_absent(ref, renamed, mapping, receiver):
-            return "ignored", f"{where}: {why}"
-    # A page's sentence without its class says nothing about this receiver.
-    if missing is not None and not (prose and not classes):
-        related = [c for c in classes if ref.has_class(c) and ref.related(c, missing.missing_on)]
-        if classes and not related and any(ref.has_class(c) for c in classes):
-            return "ignored", f"{where}: the receiver is {missing.missing_on}, and the change concerns {' or '.join(classes)}"
-        return "godot3", f"{where}: {missing.missing_on} has no '{src}' in Godot 4"
-    if change in CLASS_TYPES:
-        if chain is not None and idx == -1 and chain.parts:
-            first = chain.parts[0]
-            found = ref.member(src, first.name) if ref.has_class(src) else None
-            if found:
-                return "valid_godot4", f"{where}: {src}.{first.name} resolves in Godot 4 ({found[0]}.{first.name})"
-        if not ref.has_class(src):
-            return "godot3", f"{where}: Godot 4 has no class '{src}'"
-        return "ambiguous", f"{where}: '{src}' is still a Godot 4 class"
-    exists = ref.exists(src) if change != "color_rename" else src in ref.classes.get("Color", {}).get("members", {})
-    off_class, known = (_off_changed_class(facts, res, ref, renamed, classes, src, call, chain, idx, where, occ["start"])
-                        if prose and classes and not declaration else (None, False))
-    if not exists:
-        if off_class and known:  # `map_to_world()` on a TileMap is not `GridMap's map_to_world`
-            return "ignored", off_class
-        if prose and len(src) < 8 and "_" not in src:
-            return "ignored", (f"{where}: '{src}' is too short or common to stand for "
-                               f"{classes[0] + '.' if classes else ''}{src} without a receiver of that class")
-        return "godot3", f"{where}: Godot 4 documents no '{src}'"
-    if off_class:
-        return "ignored", off_class
-    return "ambiguous", f"{where}: '{src}' is still Godot 4 API ({', '.join(ref.where(src))})"
-
-
-# -- rules that read the project around the chunk, and the Godot 4-only syntax of the chunk -------------------
-@dataclass
-class Occurrence:
-    """One occurrence with what the rules read: the chunk, its resolution, the mapping, the version
-    context and the request's project context (None without one)."""
-    facts: GDScriptFacts
-    res: Resolution
-    ref: ClassReference
-    mapping: dict
-    occ: dict
-    renamed: dict[str, str]
-    version: VersionContext | None
-    context: RequestContext | None
-
-    def __post_init__(self):
-        self.src, self.change = self.mapping["source_api"], self.mapping["change_type"]
-        self.where = f"line {self.occ['line']}:{self.occ['col']}"
-        self.code = self.occ["region"] == "code"
-        self.chain, self.idx = _part_at(self.facts, self.occ["start"])
-        self.call = _call_at(self.facts, self.occ["start"])
-        self.is_call = self.call is not None or (self.chain is not None and self.idx is not None and self.idx >= 0
-                                                 and self.chain.parts[self.idx].call)
-        self.declaration = (self.code and not self.is_call
-                            and self.facts.line_text(self.occ["line"]).lstrip().startswith(("func ", "static func ")))
-        self.index = self.context.index() if self.context is not None else None
-
-    @property
-    def godot4(self) -> str | None:
-        """Why the code is known to be Godot 4 (the project's version, the hint, the chunk's markers), or None."""
-        if self.context is not None and self.context.major == "4":
-            return f"the project is Godot {self.context.godot_version}"
-        if self.version is not None and self.version.hint == "4":
-            return "the godot_version hint is 4"
-        if self.version is not None and self.version.lean() == "4":
-            return "the chunk has Godot 4 markers"
-        return None
-
-    def missing(self):
-        return next((u for u in self.res.unresolved if u.missing_on and u.line == self.occ["line"]
-                     and u.col == self.occ["col"] and u.name == self.src), None)
-
-    def resolved(self):
-        line, col = self.occ["line"], self.occ["col"]
-        return next((u for u in self.res.uses if u.line == line and u.member == self.src
-                     and (u.col == col or (self.call is not None and u.col == self.call.col))), None)
-
-    def receiver(self) -> str | None:
-        """The receiver's class as written, when the chunk states one (None for the script itself or unknown)."""
-        if self.call is not None or self.chain is None or self.idx in (None, -1):
-            return None
-        cls, _ = _receiver(self.facts, self.res, self.call, self.chain, self.idx, self.occ["start"])
-        return None if self.idx == 0 and self.chain.root_kind in ("self", "super") else cls
-
-
-def godot4_signal_syntax(o: Occurrence) -> str | None:
-    """`sig.emit()`, `sig.connect(callable)`, `await sig`: Godot 4's Signal objects, whoever declared the signal."""
-    if o.change not in SIGNAL_TYPES or not o.code:
-        return None
-    nxt = o.chain.parts[o.idx + 1] if o.chain is not None and o.idx is not None and o.idx + 1 < len(o.chain.parts) else None
-    if nxt is not None and nxt.name == "emit" and nxt.call:
-        return f"{o.where}: `{o.src}.emit()` is Godot 4 signal syntax (Godot 3 wrote emit_signal(\"{o.src}\"))"
-    if nxt is not None and nxt.name == "connect" and nxt.call:
-        first = o.facts.text[nxt.end:nxt.end + 200].lstrip()[1:].lstrip()[:1]  # the first argument's first character
-        if first and first not in ")\"'&^":  # a string there is Godot 3's `obj.connect("signal", ...)`
-            return f"{o.where}: `{o.src}.connect(callable)` is Godot 4 signal syntax"
-    last = o.chain is None or o.idx == len(o.chain.parts) - 1
-    start = o.occ["start"] if o.chain is None or o.idx == -1 else o.chain.root_start
-    if last and o.facts.code[:start].rstrip().endswith("await"):
-        return f"{o.where}: `await {o.src}` is Godot 4 signal syntax"
-    return None
-
-
-def static_method_declaration(o: Occurrence) -> str | None:
-    """`static func get_plugin_name()`: a static function overrides no engine virtual."""
-    if o.change in METHOD_TYPES and o.declaration and o.facts.line_text(o.occ["line"]).lstrip().startswith("static func "):
-        return f"{o.where}: `static func {o.src}` is the script's own static function: no virtual is static"
-    return None
-
-
-def typed_declaration_in_godot4(o: Occurrence) -> str | None:
-    """`func get_preset_name() -> String:` in Godot 4 code: the script's own method, not Godot 3 evidence."""
-    if o.change not in METHOD_TYPES or not o.declaration:
-        return None
-    decl = next((d for d in o.facts.declarations if d.name == o.src and d.line == o.occ["line"]), None)
-    why4 = o.godot4
-    if decl is None or not decl.typed or why4 is None:
-        return None
-    return f"{o.where}: `{o.src}` is declared with typed syntax and {why4}: not a Godot 3 override"
-
-
-def _engine_receiver(o: Occurrence) -> str | None:
-    """The engine class a receiver resolves this occurrence to, or None (the script itself, a project
-    class, or a receiver the chunk does not state)."""
-    if (u := o.resolved()) is not None:
-        return u.cls
-    if (m := o.missing()) is not None:
-        return m.missing_on
-    cls = o.receiver()
-    if cls and not (o.index is not None and o.index.is_class(cls)) and _godot4_class(cls, o.ref, o.renamed):
-        return cls
-    return None
-
-
-def declared_by_project(o: Occurrence) -> str | None:
-    """A name the project declares is the project's, unless a receiver resolves it to an engine class."""
-    if o.index is None:
-        return None
-    signal_string = (o.occ["region"] == "string" and o.change in SIGNAL_TYPES
-                     and _string_argument(o.facts, o.occ["start"], SIGNAL_ARGS))
-    if not (o.code or signal_string):
-        return None
-    engine = _engine_receiver(o)
-    if engine is not None:
-        # A receiver typed as an engine class that lacks the name may be an object of a project class below
-        # it that declares it (`get_parent().change_scene()` on the project's own scene manager): a downcast.
-        missing = o.missing()
-        below = [s for s in o.index.declares(o.src) if missing is not None and s.scope
-                 and (e := o.index.engine_class(s.scope)) and o.ref.has_class(e) and missing.missing_on in o.ref.lineage(e)]
-        if not below:
-            return None
-        s = below[0]
-        return (f"{o.where}: '{o.src}' is declared by the project at {s.where()} ({s.kind.replace('_', ' ')}), "
-                f"in a class below {missing.missing_on}")
-    if o.declaration and o.change in METHOD_TYPES and _godot3_override(o.ref, o.renamed, o.res, o.mapping, _classes(o.mapping)):
-        return None  # the declaration overrides an engine virtual: the engine's name, not the project's
-    cls = o.receiver()
-    found = o.index.member(cls, o.src) if cls and o.index.is_class(cls) else None
-    found = found or next((s for s in o.index.declares(o.src) if not _overrides_engine_virtual(o, s)), None)
-    if found is None:
-        return None
-    return f"{o.where}: '{o.src}' is declared by the project at {found.where()} ({found.kind.replace('_', ' ')})"
-
-
-def _overrides_engine_virtual(o: Occurrence, s) -> bool:
-    """Whether the project's declaration is its Godot 3 override of a renamed engine virtual (`func make_visible`
-    in an EditorPlugin, whose Godot 4 virtual is `_make_visible`): the engine's name, which a call uses too."""
-    to = str(o.mapping.get("target_api") or "")
-    if s.kind != "func" or not to.startswith("_") or o.change not in METHOD_TYPES or not s.scope:
-        return False
-    engine = _godot4_class(o.index.engine_class(s.scope), o.ref, o.renamed) if o.index is not None else None
-    if not engine:
-        return False
-    found = o.ref.member(engine, to)
-    return found is not None and found[1]["kind"] == "method" and o.ref.member(engine, o.src) is None
-
-
-@dataclass(frozen=True)
-class VersionRule:
-    """A named decision: when `applies` gives a reason, the occurrence's status is `outcome`."""
-    name: str
-    applies: Callable[[Occurrence], str | None]
-    outcome: str
-
-
-# Checked in order before the chunk-only decisions of `classify_occurrence`; the first that applies decides.
-VERSION_RULES = (
-    VersionRule("godot4_signal_syntax", godot4_signal_syntax, "valid_godot4"),
-    VersionRule("static_method_declaration", static_method_declaration, "ignored"),
-    VersionRule("typed_declaration_in_godot4", typed_declaration_in_godot4, "ignored"),
-    VersionRule("declared_by_project", declared_by_project, "ignored"),
-)
-
-
-def engine_api_missing(o: Occurrence) -> bool:
-    """Whether this Godot 3 use names engine API that Godot 4 lacks, so that Godot 4 would not compile it:
-    a member missing on a receiver of an engine class, a class Godot 4 does not have, or a call or name
-    of the script itself that neither the project nor the script's engine class declares."""
-    if not o.code or o.declaration:
-        return False
-    if o.missing() is not None:
-        return True
-    if o.change in CLASS_TYPES:
-        return not o.ref.has_class(o.src)
-    if o.call is None and not (o.chain is not None and o.idx == -1) and not (o.chain is None and not o.is_call):
-        return False  # a member of a receiver the chunk does not type: a dynamic call, which compiles
-    if o.index is not None and o.index.declares(o.src):
-        return False
-    own = _godot4_class(o.res.extends_name, o.ref, o.renamed)
-    return not o.ref.exists(o.src) or (own is not None and o.ref.member(own, o.src) is None and not o.ref.global_member(o.src))
-
-
-def godot4_project_compiles(o: Occurrence) -> str | None:
-    """In a known Godot 4 project, a migration finding needs engine API that Godot 4 lacks."""
-    if o.context is None or o.context.major != "4" or engine_api_missing(o):
-        return None
-    return (f"{o.where}: the project is Godot {o.context.godot_version}, and this use compiles there "
-            f"(it names no engine API Godot 4 lacks)")
-
-
-# Checked on a `godot3` decision; the first that applies decides instead.
-GODOT3_OVERRULES = (VersionRule("godot4_project_compiles", godot4_project_compiles, "ignored"),)
-NOT_COMPILED = "Godot 4 has no such engine API, so this code would not compile in Godot 4"
-
-
-def _classes(mapping: dict) -> list[str]:
-    return [t.split(".", 1)[0] for t in mapping.get("match_terms") or [] if "." in t and not t.startswith("re:")]
-
-
-def classify_in_context(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict,
-                        renamed: dict[str, str] | None = None, version: VersionContext | None = None,
-                        context=None) -> tuple[str, str, str | None]:
-    """(status, why, rule): `classify_occurrence` with the named rules around it. `rule` names the rule
-    that decided (None: the chunk-only decisions)."""
-    o = Occurrence(facts, res, ref, mapping, occ, renamed or {}, version, context)
-    for rule in VERSION_RULES:
-        if why := rule.applies(o):
-            return rule.outcome, f"{why} [rule {rule.name}]", rule.name
-    status, why = classify_occurrence(facts, res, ref, mapping, occ, renamed)
-    if status != "godot3":
-        return status, why, None
-    for rule in GODOT3_OVERRULES:
-        if overruled := rule.applies(o):
-            return rule.outcome, f"{why}; {overruled} [rule {rule.name}]", rule.name
-    if context is not None and context.major == "4":
-        return status, f"{why}; {NOT_COMPILED} [rule engine_api_missing]", "engine_api_missing"
-    return status, why, None
-
-
 def decide_ambiguous(ctx: VersionContext) -> tuple[bool, str]:
     lean = ctx.lean()
     if ctx.hint == "4":
         return False, "godot_version hint is 4"
     if lean == "3":
-        return True, "the chunk has Godot 3 markers: " + "; ".join(ctx.godot3[:3])
+        return True, "the chunk has Godot 3 markers: " + "; ".join(ctx.godot3[:MARKERS_CITED])
     if lean == "4":
-        return False, "the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:3])
+        return False, "the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:MARKERS_CITED])
     if lean == "mixed":
         return False, "the chunk has both Godot 3 and Godot 4 markers"
     if ctx.hint == "3":
@@ -641,16 +112,17 @@ def node_name_overruled(ctx: VersionContext) -> str | None:
     if ctx.hint == "4":
         return "a node name is weak evidence, and the godot_version hint is 4"
     if ctx.lean() == "4":
-        return "a node name is weak evidence, and the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:3])
+        return "a node name is weak evidence, and the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:MARKERS_CITED])
     return None
+
+
+EVIDENCE_ORDER = ("godot3", "ambiguous", "godot3_node", "godot3_comment")  # "ambiguous": a godot3 the markers decided
 
 
 def evidence_rank(d: dict) -> int:
     """Strength of an occurrence taken as Godot 3 use, strongest first: a sure use in code, an ambiguous
     one the markers decided, a node name, a comment. The evidence shown and the judge's question take the strongest."""
-    if d["status"] == "godot3":
-        return 1 if d.get("ambiguous") else 0
-    return 2 if d["status"] == "godot3_node" else 3
+    return EVIDENCE_ORDER.index("ambiguous" if d["status"] == "godot3" and d.get("ambiguous") else d["status"])
 
 
 def comment_reference_overruled(ctx: VersionContext) -> str | None:
@@ -667,6 +139,15 @@ def comment_reference_overruled(ctx: VersionContext) -> str | None:
                "none": "has no Godot 3 markers"}[lean])
 
 
-# The weak evidence statuses, each with what overrules it on the chunk's version markers and the hint.
-WEAK_OVERRULES = {"godot3_node": node_name_overruled, "godot3_comment": comment_reference_overruled}
+@dataclass(frozen=True)
+class WeakOverrule:
+    """A named overrule of weak evidence: when `applies` gives a reason on the chunk's version markers and the
+    hint, the occurrence is `ignored`."""
+    name: str
+    applies: Callable[[VersionContext], str | None]
+
+
+# The weak evidence statuses, each with the named rule that overrules it.
+WEAK_OVERRULES = {"godot3_node": WeakOverrule("node_name_overruled", node_name_overruled),
+                  "godot3_comment": WeakOverrule("comment_reference_overruled", comment_reference_overruled)}
 

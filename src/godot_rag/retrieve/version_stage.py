@@ -1,5 +1,5 @@
 """The version stage (F): which Godot version the chunk is written for, and what each occurrence of
-an api_mapping candidate's source name is (`version.classify_occurrence`). Both are final here: the
+an api_mapping candidate's source name is (`version_rules.classify_in_context`). Both are final here: the
 validator reads them and changes neither.
 
 The chunk's markers (`version.version_context`) gain the mappings' unambiguous Godot 3 uses: one
