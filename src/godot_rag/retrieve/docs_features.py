@@ -132,6 +132,21 @@ def chunk_classes(resolution, facts, ref: ClassReference) -> set[str]:
     return out
 
 
+def member_clashes(ref: ClassReference, chunk_api: set[str], rec_api: set[str], shared_names: set[str]) -> list[dict]:
+    """The record uses a member of the chunk's name on a class unrelated to the chunk's, and never the chunk's own."""
+    clashes = []
+    by_name: dict[str, set[str]] = {}
+    for a in chunk_api:
+        by_name.setdefault(a.split(".", 1)[1], set()).add(a.split(".", 1)[0])
+    for r in sorted(rec_api):
+        cls, name = r.split(".", 1)
+        owners = by_name.get(name)
+        if owners and r not in chunk_api and name not in shared_names and not any(ref.related(cls, o) for o in owners) \
+                and not any(f"{o}.{name}" in rec_api for o in owners):
+            clashes.append({"record": r, "chunk": f"{sorted(owners)[0]}.{name}"})
+    return clashes
+
+
 def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: float, bm25_rank: int | None,
                    cosine: float | None, hub_rate: float) -> tuple[dict[str, float], dict]:
     """The named feature values for one (chunk, guide record), and what they rest on (for the trace)."""
@@ -154,17 +169,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     shared_prose = sorted((chunk_api & rec_prose) - set(shared_code))
     shared_names = {a.split(".", 1)[1] for a in shared_code + shared_prose}
     shared_globals = sorted(set(global_uses(facts, resolution, stats.ref)) & set(api["code_globals"]))
-    # Clash: the record uses a member of the chunk's name on a class unrelated to the chunk's, and never the chunk's own.
-    clashes = []
-    by_name: dict[str, set[str]] = {}
-    for a in chunk_api:
-        by_name.setdefault(a.split(".", 1)[1], set()).add(a.split(".", 1)[0])
-    for r in sorted(rec_code | rec_prose):
-        cls, name = r.split(".", 1)
-        owners = by_name.get(name)
-        if owners and r not in chunk_api and name not in shared_names and not any(stats.ref.related(cls, o) for o in owners) \
-                and not any(f"{o}.{name}" in rec_code | rec_prose for o in owners):
-            clashes.append({"record": r, "chunk": f"{sorted(owners)[0]}.{name}"})
+    clashes = member_clashes(stats.ref, chunk_api, rec_code | rec_prose, shared_names)
     shared_classes = sorted(c for c in mine & rec_classes if not stats.generic(c))
     topic = sorted(c for c in rec_classes if not stats.generic(c))
     specific_mine = [c for c in mine if not stats.generic(c)]
