@@ -47,6 +47,12 @@ def test_a_review_is_scored_by_its_claims():
     assert score_review(answer, GOLD) == {"claims": 2, "parsed": True, "gold": 2, "found": 1, "unmatched": 1}
     assert score_review('{"problems": []}', []) == {"claims": 0, "parsed": True, "gold": 0, "found": 0, "unmatched": 0}
     assert score_review("no JSON at all", [])["parsed"] is False
+    # Text after the JSON is ignored; an answer cut off by its token limit counts by its complete problems,
+    # and one cut off inside its first problem is no answer.
+    assert score_review('{"problems": []}\nNote: {"x": 1}', [])["parsed"] is True
+    cut = '{"problems": [{"line": 1, "name": "KinematicBody2D", "fix": "CharacterBody2D"}, {"line": 4, "na'
+    assert score_review(cut, GOLD) == {"claims": 1, "parsed": True, "gold": 2, "found": 1, "unmatched": 0}
+    assert score_review('{"problems": [{"line": 1, "na', GOLD)["parsed"] is False
     assert code_of("no fence") == "no fence"
 
 
