@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from godot_rag.eval.downstream import bootstrap, ratio_bootstrap, score_port, score_review
-from godot_rag.evidence_prompt import CHARS_PER_TOKEN, estimate_tokens, render_prompt
+from godot_rag.evidence_prompt import CHARS_PER_TOKEN, estimate_tokens, render_payloads, render_prompt
 from godot_rag.models.llm import make_llm
 from godot_rag.retrieve.config import RetrieveConfig
 from godot_rag.retrieve.pipeline import Retriever
@@ -33,7 +33,7 @@ from godot_rag.store.db import Database
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CONTEXT_TOKENS = 4096  # the in-process model's context (models/llm.py)
-ANSWER_TOKENS = {"M": 640, "R": 256}
+ANSWER_TOKENS = {"M": 640, "R": 128}  # a review of a chunk names 1.5 gold names on average; 128 tokens hold 4 or more problems
 PORT_SYSTEM = ("You port GDScript from Godot 3 to Godot 4. Answer with the whole ported chunk in one ```gdscript code "
                "block and nothing else. Keep the code's behaviour; change only what Godot 4 requires.")
 REVIEW_SYSTEM = ("You review GDScript for Godot 3 -> 4 migration problems: names, classes, signals and syntax that "
@@ -61,20 +61,6 @@ def sample(rows: list[dict], n: int, seed: int) -> list[dict]:
 
 def gold_of(q: dict) -> list[tuple[str, str, str]]:
     return [tuple(p) for p in q.get("relevant_mappings") or []]
-
-
-def render_full(result, budget_tokens: int) -> str:
-    """The records' payloads as JSON lines, whole records only, within the budget."""
-    out, used = [], 0
-    for c in result.results:
-        if c.verdict == "reject":
-            continue
-        line = json.dumps(c.payload, ensure_ascii=False)
-        if used + estimate_tokens(line) > budget_tokens:
-            break
-        out.append(line)
-        used += estimate_tokens(line) + 1
-    return "\n".join(out)
 
 
 def render_gold(gold: list[tuple[str, str, str]]) -> str:
@@ -223,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             if (q["id"], cond) not in results:
                 results[(q["id"], cond)] = retriever.retrieve(q["chunk_text"], cond, cfg, explain=False)
             res = results[(q["id"], cond)]
-            return render_prompt(res, a.prompt_budget) if rendering == "prompt" else render_full(res, min(room, a.full_budget))
+            return render_prompt(res, a.prompt_budget) if rendering == "prompt" else render_payloads(res, min(room, a.full_budget))
 
         # Item by item across the tasks, so a run stopped early holds whole items of every task: a rerun with a
         # smaller --n (the same seed's samples are prefixes of one another) is then answered from the cache.
