@@ -47,7 +47,9 @@ REVIEW_SCHEMA = {"type": "object", "required": ["problems"], "additionalProperti
     "problems": {"type": "array", "items": {"type": "object", "required": ["line", "name", "fix"], "additionalProperties": False,
                                             "properties": {"line": {"type": "integer"}, "name": {"type": "string"},
                                                            "fix": {"type": "string"}}}}}}
-REVIEW_PREFIX = '{"problems": ['
+# Up to the colon: the model's own next token is ` []` or ` [{` (a prefix ending in ` [` splits ` []`, the token an
+# empty answer is made of, and pushed the models to list problems on valid code).
+REVIEW_PREFIX = '{"problems":'
 
 
 def load_queries(path: Path) -> list[dict]:
