@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                 user = user_prompt(task[0], q["chunk_text"], ev)
             review = task.startswith("R")
             prefilled = review and hasattr(llm, "chat_prefilled")
-            key = Cache.key(model_id, system, user, max_tokens) + ("+prefill" if prefilled else "+schema" if review else "")
+            key = Cache.key(model_id, system, user, max_tokens) + (f"+prefill:{REVIEW_PREFIX}" if prefilled else "+schema" if review else "")
             hit = cache.get(key)
             if hit is None:
                 t = time.perf_counter()
