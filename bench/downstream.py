@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from godot_rag.eval.downstream import bootstrap, ratio_bootstrap, score_port, score_review
-from godot_rag.evidence_prompt import CHARS_PER_TOKEN, estimate_tokens, render_prompt
+from godot_rag.evidence_prompt import CHARS_PER_TOKEN, estimate_tokens, render_payloads, render_prompt
 from godot_rag.models.llm import make_llm
 from godot_rag.retrieve.config import RetrieveConfig
 from godot_rag.retrieve.pipeline import Retriever
@@ -33,7 +33,7 @@ from godot_rag.store.db import Database
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CONTEXT_TOKENS = 4096  # the in-process model's context (models/llm.py)
-ANSWER_TOKENS = {"M": 640, "R": 256}
+ANSWER_TOKENS = {"M": 640, "R": 128}  # a review of a chunk names 1.5 gold names on average; 128 tokens hold 4 or more problems
 PORT_SYSTEM = ("You port GDScript from Godot 3 to Godot 4. Answer with the whole ported chunk in one ```gdscript code "
                "block and nothing else. Keep the code's behaviour; change only what Godot 4 requires.")
 REVIEW_SYSTEM = ("You review GDScript for Godot 3 -> 4 migration problems: names, classes, signals and syntax that "
@@ -41,12 +41,15 @@ REVIEW_SYSTEM = ("You review GDScript for Godot 3 -> 4 migration problems: names
                  "\"<the Godot 3 name as written>\", \"fix\": \"<the Godot 4 replacement>\"}]}. If the chunk is "
                  "already valid Godot 4 code, answer {\"problems\": []}.")
 EVIDENCE_HEAD = "Evidence retrieved for this chunk (Godot 4 documentation and migration records):\n"
-# The review's answer is constrained to this shape (a grammar in llama.cpp, response_format on a server), so an
-# answer that is no JSON never passes for a review without claims.
+# The review's answer is held to this shape (response_format on a server; in process, the answer is prefilled with
+# REVIEW_PREFIX), and an answer that is no JSON of it never passes for a review without claims.
 REVIEW_SCHEMA = {"type": "object", "required": ["problems"], "additionalProperties": False, "properties": {
     "problems": {"type": "array", "items": {"type": "object", "required": ["line", "name", "fix"], "additionalProperties": False,
                                             "properties": {"line": {"type": "integer"}, "name": {"type": "string"},
                                                            "fix": {"type": "string"}}}}}}
+# Up to the colon: the model's own next token is ` []` or ` [{` (a prefix ending in ` [` splits ` []`, the token an
+# empty answer is made of, and pushed the models to list problems on valid code).
+REVIEW_PREFIX = '{"problems":'
 
 
 def load_queries(path: Path) -> list[dict]:
@@ -60,20 +63,6 @@ def sample(rows: list[dict], n: int, seed: int) -> list[dict]:
 
 def gold_of(q: dict) -> list[tuple[str, str, str]]:
     return [tuple(p) for p in q.get("relevant_mappings") or []]
-
-
-def render_full(result, budget_tokens: int) -> str:
-    """The records' payloads as JSON lines, whole records only, within the budget."""
-    out, used = [], 0
-    for c in result.results:
-        if c.verdict == "reject":
-            continue
-        line = json.dumps(c.payload, ensure_ascii=False)
-        if used + estimate_tokens(line) > budget_tokens:
-            break
-        out.append(line)
-        used += estimate_tokens(line) + 1
-    return "\n".join(out)
 
 
 def render_gold(gold: list[tuple[str, str, str]]) -> str:
@@ -175,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llm-bundled", default="1.5b", choices=["1.5b", "0.5b"])
     ap.add_argument("--llm-gguf"), ap.add_argument("--llm-url"), ap.add_argument("--llm-model")
     ap.add_argument("--llm-timeout", type=float, default=300.0)
+    ap.add_argument("--llm-threads", type=int, default=1,
+                    help="the in-process model's threads: on cores shared with other work one thread is faster (each "
+                         "step's threads wait for one another; 9 s against 42 s for the same answer on 2 busy cores)")
     ap.add_argument("--tasks", default="M,R4,R3", help="M (port), R4 (review Godot 4 chunks), R3 (review Godot 3 chunks)")
     ap.add_argument("--conditions", default="none,D,F,gold")
     ap.add_argument("--renderings", default="full,prompt")
@@ -182,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--k", type=int, default=5, help="records per table given to D and F")
     ap.add_argument("--prompt-budget", type=int, default=600, help="evidence tokens for the prompt rendering")
+    ap.add_argument("--full-budget", type=int, default=1200,
+                    help="evidence tokens for the full rendering (whole records; on 2 CPU cores a 3,000-token prompt "
+                         "costs the 1.5B minutes)")
     ap.add_argument("--shared", default=str(SHARED))
     ap.add_argument("--out", default="bench-out/downstream")
     ap.add_argument("--quiet", action="store_true")
@@ -197,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     items_of = {"M": g3, "R3": g3, "R4": g4}
 
     db = Database(dsn=a.dsn, data_dir=a.data_dir)
-    llm = make_llm(bundled=a.llm_bundled, gguf=a.llm_gguf, url=a.llm_url, model=a.llm_model, timeout=a.llm_timeout)
+    llm = make_llm(bundled=a.llm_bundled, gguf=a.llm_gguf, url=a.llm_url, model=a.llm_model, timeout=a.llm_timeout,
+                   n_threads=a.llm_threads)
     model_id = llm.identity() if hasattr(llm, "identity") else {"model": getattr(llm, "name", "llm")}
     cache = Cache(out / "cache.jsonl")
     try:
@@ -215,9 +211,12 @@ def main(argv: list[str] | None = None) -> int:
             if (q["id"], cond) not in results:
                 results[(q["id"], cond)] = retriever.retrieve(q["chunk_text"], cond, cfg, explain=False)
             res = results[(q["id"], cond)]
-            return render_prompt(res, a.prompt_budget) if rendering == "prompt" else render_full(res, room)
+            return render_prompt(res, a.prompt_budget) if rendering == "prompt" else render_payloads(res, min(room, a.full_budget))
 
-        jobs = [(task, q, cond, r) for task in tasks for q in items_of[task] for cond, r in conditions_for(task, conditions, renderings)]
+        # Item by item across the tasks, so a run stopped early holds whole items of every task: a rerun with a
+        # smaller --n (the same seed's samples are prefixes of one another) is then answered from the cache.
+        jobs = [(task, items_of[task][i], cond, r) for i in range(a.n) for task in tasks if i < len(items_of[task])
+                for cond, r in conditions_for(task, conditions, renderings)]
         items = []
         t_start = time.perf_counter()
         for n, (task, q, cond, rendering) in enumerate(jobs, 1):
@@ -229,12 +228,16 @@ def main(argv: list[str] | None = None) -> int:
             if estimate_tokens(system + user) + max_tokens > CONTEXT_TOKENS:  # a long chunk: cut the evidence, never the chunk
                 ev = ev[: max(0, room * CHARS_PER_TOKEN)]
                 user = user_prompt(task[0], q["chunk_text"], ev)
-            schema = REVIEW_SCHEMA if task.startswith("R") else None
-            key = Cache.key(model_id, system, user, max_tokens) + ("+schema" if schema else "")
+            review = task.startswith("R")
+            prefilled = review and hasattr(llm, "chat_prefilled")
+            key = Cache.key(model_id, system, user, max_tokens) + (f"+prefill:{REVIEW_PREFIX}" if prefilled else "+schema" if review else "")
             hit = cache.get(key)
             if hit is None:
                 t = time.perf_counter()
-                answer = llm.chat(system, user, max_tokens=max_tokens, json_schema=schema)["text"]
+                if prefilled:  # in-process: the answer starts as the schema's object does (a grammar costs seconds a token)
+                    answer = llm.chat_prefilled(system, user, REVIEW_PREFIX, max_tokens=max_tokens)["text"]
+                else:
+                    answer = llm.chat(system, user, max_tokens=max_tokens, json_schema=REVIEW_SCHEMA if review else None)["text"]
                 cache.put(key, answer, time.perf_counter() - t)
                 hit = cache.get(key)
             answer = hit["answer"]
@@ -250,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         db.stop()
     meta = {"model": model_id.get("model"), "n": a.n, "seed": a.seed, "k": a.k, "prompt_budget": a.prompt_budget,
+            "full_budget": a.full_budget,
             "tasks": tasks, "conditions": conditions, "renderings": renderings}
     summary = summarise(items, a.seed)
     (out / "items.jsonl").write_text("".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items))

@@ -1,7 +1,7 @@
 """The evidence rendered for a model's prompt, and the downstream bench's scoring of a model's answers,
 on the real fixture database and class reference."""
 from godot_rag.eval.downstream import bootstrap, claims_of, code_of, ratio_bootstrap, score_port, score_review
-from godot_rag.evidence_prompt import estimate_tokens, render_prompt
+from godot_rag.evidence_prompt import estimate_tokens, render_payloads, render_prompt
 from godot_rag.retrieve.config import RetrieveConfig
 
 GODOT3 = "extends KinematicBody2D\n\nfunc _process(delta):\n    $AnimatedSprite.play()\n    var n = name.get_len()"
@@ -20,6 +20,22 @@ def test_prompt_rendering_keeps_why_each_record_was_accepted_within_its_budget(r
     small = render_prompt(res, 40)
     assert small.startswith("Godot 3 -> 4 API changes this chunk uses:") and "Action:" not in small
     assert estimate_tokens(small) <= 40
+
+
+def test_full_payloads_are_whole_records_and_a_long_one_does_not_shut_out_the_rest(retriever):
+    import json
+
+    res = retriever.retrieve(GODOT3, "F", RetrieveConfig(k=10, reranker="none"))
+    sizes = [estimate_tokens(json.dumps(c.payload, ensure_ascii=False)) + 1 for c in res.results if c.verdict != "reject"]
+    assert len(sizes) >= 2
+    # A budget that the largest record alone passes: it is left out wherever it ranks, smaller ones still come.
+    budget = max(sizes) - 1
+    assert min(sizes) <= budget
+    lines = render_payloads(res, budget).splitlines()
+    assert lines and all(isinstance(json.loads(ln), dict) for ln in lines)
+    assert max(sizes) - 1 not in [estimate_tokens(ln) for ln in lines]
+    assert estimate_tokens("\n".join(lines)) <= budget
+    assert render_payloads(res, sum(sizes)).count("\n") == len(sizes) - 1  # a budget for all: every record
 
 
 def test_prompt_rendering_of_nothing_is_empty(retriever):
@@ -47,6 +63,12 @@ def test_a_review_is_scored_by_its_claims():
     assert score_review(answer, GOLD) == {"claims": 2, "parsed": True, "gold": 2, "found": 1, "unmatched": 1}
     assert score_review('{"problems": []}', []) == {"claims": 0, "parsed": True, "gold": 0, "found": 0, "unmatched": 0}
     assert score_review("no JSON at all", [])["parsed"] is False
+    # Text after the JSON is ignored; an answer cut off by its token limit counts by its complete problems,
+    # and one cut off inside its first problem is no answer.
+    assert score_review('{"problems": []}\nNote: {"x": 1}', [])["parsed"] is True
+    cut = '{"problems": [{"line": 1, "name": "KinematicBody2D", "fix": "CharacterBody2D"}, {"line": 4, "na'
+    assert score_review(cut, GOLD) == {"claims": 1, "parsed": True, "gold": 2, "found": 1, "unmatched": 0}
+    assert score_review('{"problems": [{"line": 1, "na', GOLD)["parsed"] is False
     assert code_of("no fence") == "no fence"
 
 

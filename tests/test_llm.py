@@ -57,6 +57,13 @@ def test_in_process_qwen_answers_and_gives_p_yes(qwen):
     assert res["text"].strip() and 0.0 <= res["p_yes"] <= 1.0
 
 
+def test_a_prefilled_answer_starts_with_its_prefix_and_keeps_the_shape(qwen):
+    res = qwen.chat_prefilled('Answer with JSON only: {"problems": [{"line": <number>, "name": "<name>"}]}.',
+                              "List the problems of: extends KinematicBody2D", '{"problems": [', max_tokens=60)
+    assert res["text"].startswith('{"problems": [') and "<|im_end|>" not in res["text"]
+    assert len(res["text"]) > len('{"problems": [')
+
+
 HOSTILE_PROFILE = ('{"search_intent": "Godot 3 to Godot 4 migration", "important_literals": ["AnimatedSprite", '
                    '"AnimatedSprite2D", "KinematicBody2D"], "likely_doc_topics": ["migration"], '
                    '"migration_signals": ["AnimatedSprite to AnimatedSprite2D"]}')

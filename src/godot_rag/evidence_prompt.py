@@ -7,6 +7,7 @@ Sections come in that order of value, and whole entries are dropped once the tok
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -143,4 +144,19 @@ def render_prompt(result: RetrieveResult, budget_tokens: int = DEFAULT_BUDGET_TO
                 break
             out.append(piece)
             used += cost
+    return "\n".join(out)
+
+
+def render_payloads(result: RetrieveResult, budget_tokens: int) -> str:
+    """The accepted records' full payloads as JSON lines, in rank order, whole records only: one that would
+    pass the budget is left out and the next ones still tried (a long guide ranked first must not leave
+    the model no evidence at all)."""
+    out, used = [], 0
+    for c in accepted(result):
+        line = json.dumps(c.payload, ensure_ascii=False)
+        cost = estimate_tokens(line) + 1
+        if used + cost > budget_tokens:
+            continue
+        out.append(line)
+        used += cost
     return "\n".join(out)

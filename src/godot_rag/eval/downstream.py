@@ -16,7 +16,8 @@ from ..gdscript import bounded, parse_chunk
 from ..retrieve.resolve import resolve_uses
 
 CODE_BLOCK_RE = re.compile(r"```[a-zA-Z0-9_]*\n(.*?)(?:```|$)", re.S)
-JSON_OBJECT_RE = re.compile(r"\{.*\}", re.S)
+PROBLEMS_HEAD_RE = re.compile(r'\{\s*"problems"\s*:\s*\[')
+FLAT_OBJECT_RE = re.compile(r"\{[^{}]*\}")
 BOOTSTRAP_ROUNDS = 1000
 CONFIDENCE = 0.95
 
@@ -57,16 +58,30 @@ def score_port(answer: str, gold: list[tuple[str, str, str]], ref: ClassReferenc
 
 
 def claims_of(answer: str) -> list[dict] | None:
-    """The problems a review answer lists; None when the answer is no JSON object with a `problems` list."""
-    m = JSON_OBJECT_RE.search(answer)
-    if not m:
+    """The problems a review answer lists; None when the answer is no JSON object with a `problems` list.
+    The first JSON object counts (text after it is ignored); an answer cut off by its token limit inside
+    the list counts by its complete problems."""
+    start = answer.find("{")
+    if start < 0:
         return None
     try:
-        data = json.loads(m.group(0))
+        data, _ = json.JSONDecoder().raw_decode(answer[start:])
     except json.JSONDecodeError:
-        return None
+        head = PROBLEMS_HEAD_RE.match(answer[start:])
+        if not head:
+            return None
+        rest = answer[start + head.end():]
+        cut = [c for c in (_loads(m.group(0)) for m in FLAT_OBJECT_RE.finditer(rest)) if isinstance(c, dict)]
+        return cut if cut or "{" not in rest else None  # a first problem cut off is no answer
     problems = data.get("problems") if isinstance(data, dict) else None
     return [p for p in problems if isinstance(p, dict)] if isinstance(problems, list) else None
+
+
+def _loads(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
 
 
 def claim_text(claim: dict) -> str:

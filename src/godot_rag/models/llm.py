@@ -142,6 +142,16 @@ class LlamaCppLLM:
         res["p_yes"] = p_yes
         return res
 
+    def chat_prefilled(self, system: str, user: str, prefix: str, *, max_tokens: int = 256) -> dict:
+        """A chat answer that starts with `prefix` (the answer's first characters, written for the model).
+        It holds a JSON answer to its shape almost as well as a grammar, at no cost per token: a grammar
+        checks all of Qwen's 151k tokens at every step, seconds a token on 2 shared cores."""
+        with self._lock:
+            llm = self._load()
+            out = llm.create_completion(_chatml(system, user) + prefix, max_tokens=max_tokens, temperature=0.0,
+                                        stop=["<|im_end|>", "<|endoftext|>"])
+        return {"text": prefix + out["choices"][0]["text"], "p_yes": None, "raw": out}
+
     def judge_answer(self, system: str, user: str, *, evidence: bool = False, evidence_max_tokens: int = 40) -> dict:
         """A yes/no verdict as JSON (`{"answer": ..., "evidence": [...]}`), decoded in two steps that
         share the evaluated prompt: P(yes) from the logits where the answer's value starts, then,
@@ -348,21 +358,23 @@ def _normalise_chat(out: dict) -> dict:
 
 
 def make_llm(*, gguf: str | None = None, bundled: str | None = None, url: str | None = None, model: str | None = None,
-             timeout: float = 60.0, retries: int = 2):
+             timeout: float = 60.0, retries: int = 2, n_threads: int | None = None):
+    """n_threads: the in-process model's threads (default: every core)."""
     if url:
         return OpenAICompatLLM(url, model, timeout, retries)
     if gguf:
         verify_gguf(Path(gguf), None)
-        return LlamaCppLLM(Path(gguf))
+        return LlamaCppLLM(Path(gguf), n_threads=n_threads)
     name = bundled or "1.5b"
-    return LazyBundled(name)
+    return LazyBundled(name, n_threads=n_threads)
 
 
 class LazyBundled:
     """Assembles and loads the bundled GGUF on first use, not at start-up."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, n_threads: int | None = None):
         self.bundled = name
+        self.n_threads = n_threads
         self._inner: LlamaCppLLM | None = None
 
     @property
@@ -372,7 +384,7 @@ class LazyBundled:
     def _get(self):
         if self._inner is None:
             self._inner = LlamaCppLLM(assemble_bundled(self.bundled), label=f"bundled-qwen-{self.bundled}",
-                                      sha256=BUNDLED[self.bundled]["sha256"])
+                                      sha256=BUNDLED[self.bundled]["sha256"], n_threads=self.n_threads)
         return self._inner
 
     @property
@@ -384,6 +396,9 @@ class LazyBundled:
 
     def chat(self, *a, **kw):
         return self._get().chat(*a, **kw)
+
+    def chat_prefilled(self, *a, **kw):
+        return self._get().chat_prefilled(*a, **kw)
 
     def p_yes(self, prompt: str) -> float:
         return self._get().p_yes(prompt)
