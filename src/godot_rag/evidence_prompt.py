@@ -128,6 +128,21 @@ def accepted(result: RetrieveResult) -> list[Candidate]:
     return [c for c in result.results if c.verdict != "reject"]
 
 
+def _within_budget(pieces: list[str], budget_tokens: int, used: int, skip_long: bool) -> tuple[list[str], int]:
+    """The pieces that fit the budget left, in order: up to the first that would pass it, or (`skip_long`)
+    every one that still fits. Returns them and the tokens used so far."""
+    out = []
+    for piece in pieces:
+        cost = estimate_tokens(piece) + 1
+        if used + cost > budget_tokens:
+            if skip_long:
+                continue
+            break
+        out.append(piece)
+        used += cost
+    return out, used
+
+
 def render_prompt(result: RetrieveResult, budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> str:
     """The evidence as plain text for a prompt, at most `budget_tokens` (estimated); empty when there is none."""
     by_section: dict[str, list[str]] = {s: [] for s in SECTION_ORDER}
@@ -137,13 +152,9 @@ def render_prompt(result: RetrieveResult, budget_tokens: int = DEFAULT_BUDGET_TO
     used = 0
     for section in SECTION_ORDER:
         title = f"{SECTION_TITLES[section]}:"
-        for n, entry in enumerate(by_section[section]):
-            piece = entry if n else title + "\n" + entry
-            cost = estimate_tokens(piece) + 1
-            if used + cost > budget_tokens:
-                break
-            out.append(piece)
-            used += cost
+        pieces = [entry if n else title + "\n" + entry for n, entry in enumerate(by_section[section])]
+        kept, used = _within_budget(pieces, budget_tokens, used, skip_long=False)
+        out.extend(kept)
     return "\n".join(out)
 
 
@@ -151,12 +162,5 @@ def render_payloads(result: RetrieveResult, budget_tokens: int) -> str:
     """The accepted records' full payloads as JSON lines, in rank order, whole records only: one that would
     pass the budget is left out and the next ones still tried (a long guide ranked first must not leave
     the model no evidence at all)."""
-    out, used = [], 0
-    for c in accepted(result):
-        line = json.dumps(c.payload, ensure_ascii=False)
-        cost = estimate_tokens(line) + 1
-        if used + cost > budget_tokens:
-            continue
-        out.append(line)
-        used += cost
-    return "\n".join(out)
+    lines = [json.dumps(c.payload, ensure_ascii=False) for c in accepted(result)]
+    return "\n".join(_within_budget(lines, budget_tokens, 0, skip_long=True)[0])
