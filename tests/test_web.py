@@ -2,7 +2,6 @@
 size a new user's laptop shows it (1366x768). The server is the real CLI on the small fixture corpus."""
 import json
 import os
-import re
 import shutil
 import struct
 import subprocess
@@ -15,6 +14,7 @@ import zlib
 import pytest
 
 from conftest import REFERENCE_CHUNK, ROOT, free_port, launch_chromium
+from godot_rag.store.guide_model import SHIPPED
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -262,7 +262,8 @@ def test_why_not_names_the_stage(page):
     page.click("#why-go")
     verdict = page.text_content("#why-out .verdict")
     # the validator's own reason: the guide model's arithmetic (P(direct) below its threshold)
-    assert verdict.startswith("Lost at validate") and re.search(r"P\(direct\) 0\.\d+ < 0\.36", verdict), verdict
+    threshold = json.loads(SHIPPED.read_text())["threshold"]  # the shipped model's
+    assert verdict.startswith("Lost at validate") and f" < {threshold:.2f}" in verdict and "P(direct) 0." in verdict, verdict
     lost_row = page.locator("#why-out tr.lost")
     assert lost_row.count() == 1 and lost_row.locator("td").first.text_content() == "validate"
     assert page.locator("#why-out tr", has_text="bm25").locator("td").nth(2).text_content() == "#10"
