@@ -184,6 +184,16 @@ class QueryContext:
     def record_ids(self, table: str, stage: str, cands: list[Candidate]) -> None:
         self.trace.candidate_ids.setdefault(table, {})[stage] = [c.id for c in cands]
 
+    def put_ranked(self, table: str, text: int, retriever: str, ranked: list[tuple[str, float]],
+                   cands: list[Candidate]) -> None:
+        """A retriever's list: `cands` for the rows that go on, `ranked` every (id, score) it found in rank
+        order. When the prefilter left rows out, the full scores are kept (fusion normalises over them), and
+        the trace lists every id found, the prefiltered ones too ("why not" starts there)."""
+        whole = len(cands) == len(ranked)
+        self.lists.put(table, text, retriever, cands, None if whole else np.asarray([s for _, s in ranked], dtype=float))
+        if text == 0:
+            self.trace.candidate_ids.setdefault(table, {})[retriever] = [rid for rid, _ in ranked]
+
     def table_lists(self, pool: Pool, table: str) -> list[Candidate]:
         """The table's one list (after `merge`)."""
         lists = pool.get(table) or [[]]

@@ -2,8 +2,6 @@
 cosine list per table."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..store import queries
 from .context import Pool, QueryContext
 from .prefilter import drop_absent
@@ -38,10 +36,7 @@ def run_embedding(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] 
                 c = Candidate.of_record(table, rid, recs[rid], float(cos), rank, "embedding")
                 c.add_stage("embedding", EmbeddingInfo(cosine=round(cos, SCORE_DIGITS), rank=rank))
                 out.append(c)
-            whole = len(kept) == len(ranked)
-            ctx.lists.put(table, ti, "embedding", out, None if whole else np.asarray([s for _, s in ranked], dtype=float))
-            if ti == 0:  # every id the list found, the prefiltered ones too
-                ctx.trace.candidate_ids.setdefault(table, {})["embedding"] = [rid for rid, _ in ranked]
+            ctx.put_ranked(table, ti, "embedding", ranked, out)
             hits = len(ranked)
         ctx.note(**{table: hits})
     return pool

@@ -38,11 +38,8 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
                 c = Candidate.of_record(table, rid, recs[rid], score, rank, "bm25")
                 c.add_stage("bm25", Bm25Info(score=round(score, RATIO_DIGITS), rank=rank, text=ti))
                 out.append(c)
-            whole = len(kept) == len(ranked)
-            ctx.lists.put(table, ti, "bm25", out, None if whole else scores[top])
+            ctx.put_ranked(table, ti, "bm25", ranked, out)
             hits.append(len(ranked))
-            if ti == 0:  # every id the list found, the prefiltered ones too ("why not" starts here)
-                ctx.trace.candidate_ids.setdefault(table, {})["bm25"] = [rid for rid, _ in ranked]
         ctx.note(**{table: {"hits": hits, "n": n, "n_docs": index.n_docs}})
     return pool
 
