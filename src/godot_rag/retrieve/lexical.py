@@ -8,9 +8,16 @@ from . import bm25 as bm25_mod
 from .context import Pool, QueryContext
 from .prefilter import drop_absent
 from .stage import Stage
-from .tokenize import tokenizer_of
+from .tokenize import TokenizerConfig, tokenizer_of
 from .trace import RATIO_DIGITS, Bm25Info, ExplainInfo
 from .types import Candidate
+
+
+def load_index(ctx: QueryContext, table: str, tok: TokenizerConfig) -> bm25_mod.BM25Index:
+    """The table's BM25 index; reading the cache (or building it) is its own `load:bm25` step, not query time."""
+    ctx.load_step("bm25", ctx.retriever.bm25.loaded(table, tok),
+                  partial(ctx.retriever.bm25.index, table, tok, ctx.cfg), table=table, tokenizer=tok.key())
+    return ctx.retriever.bm25.index(table, tok, ctx.cfg)
 
 
 def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | None = None,
@@ -19,10 +26,7 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
     tok = tokenizer_of(ctx.cfg)
     for table in ctx.tables:
         n = max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0))
-        # Reading the cache (or building it) is not query time.
-        ctx.load_step("bm25", ctx.retriever.bm25.loaded(table, tok),
-                      partial(ctx.retriever.bm25.index, table, tok, ctx.cfg), table=table, tokenizer=tok.key())
-        index = ctx.retriever.bm25.index(table, tok, ctx.cfg)
+        index = load_index(ctx, table, tok)
         recs = ctx.retriever.records(table)
         # Segments only pay off for the docs; the other tables are matched on the whole chunk.
         texts = range(len(ctx.texts)) if table == "docs_chunks" else range(1)

@@ -5,9 +5,9 @@ load is its own `load:<what>` trace step, never a query stage's time."""
 from __future__ import annotations
 
 import threading
-from functools import partial
 
 from .context import QueryContext
+from .lexical import load_index
 from .tokenize import tokenizer_of
 
 
@@ -36,5 +36,4 @@ def preload(ctx: QueryContext, stage_names: list[str]) -> None:
     if "bm25" in stage_names:
         tok = tokenizer_of(ctx.cfg)
         for table in ctx.tables:
-            ctx.load_step("bm25", r.bm25.loaded(table, tok), partial(r.bm25.index, table, tok, ctx.cfg), table=table,
-                          tokenizer=tok.key())
+            load_index(ctx, table, tok)
