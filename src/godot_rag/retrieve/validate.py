@@ -45,7 +45,7 @@ from .config import RetrieveConfig
 from .context import Pool, QueryContext
 from .docs_evidence import CONFIDENCE_DIGITS, DOCS_EVIDENCE, DocsEvidenceSettings, copied_page_overrules, docs_evidence
 from .docs_features import DocsApiStats, GuideModel, missing_cosines
-from .prefilter import source_absent
+from .prefilter import absent_reason, source_absent
 from .project_context import RequestContext
 from .resolve import Resolution
 from .stage import Stage
@@ -186,7 +186,7 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
             d["status"], d["why"], d["rule"] = "ignored", f"{d['why']}; {overruled}", overrule.name
     accepted_occ = sorted((d for d in decisions if d["status"] in EVIDENCE_STATUSES), key=evidence_rank)
     if not decisions:
-        reasons.append(f"source_api '{src}' does not occur in the chunk")
+        reasons.append(absent_reason(src))
     elif not accepted_occ:
         reasons.append("no occurrence is Godot 3 use: " + "; ".join(d["why"] for d in decisions[:OCCURRENCES_CITED]))
     if change.startswith("csharp") and not v.facts.csharp:
