@@ -101,20 +101,23 @@ def load(jsonl, no_prune, prune_all, force, quiet, dsn, data_dir):
 @click.option("--model", default="all-MiniLM-L6-v2", show_default=True, help="Model name or local directory.")
 @click.option("--pooling", type=click.Choice(["window-mean", "truncate"]), default="window-mean", show_default=True)
 @click.option("--precision", type=click.Choice(["int8", "fp32"]), default="int8", show_default=True)
+@click.option("--engine", type=click.Choice(["onnx", "torch"]), default="onnx", show_default=True,
+              help="What runs the encoder (for the rows and the queries): a change re-embeds every row.")
 @click.option("--batch-rows", default=128, show_default=True)
 @click.option("--only", default="", help="Only rows whose id starts with this prefix (e.g. getting_started/).")
 @click.option("--workers", default=os.cpu_count() or 1, show_default=True, help="Encoding processes (one per core).")
 @click.option("--quiet", is_flag=True)
 @with_db
-def embed(model, pooling, precision, batch_rows, only, workers, quiet, dsn, data_dir):
+def embed(model, pooling, precision, engine, batch_rows, only, workers, quiet, dsn, data_dir):
     """Fill the embedding column; only changed rows; resumable after Ctrl-C."""
     from .models.embedder import Embedder
     from .store.db import StoreError
     from .store.embed import embed_rows
 
     try:
-        stats = embed_rows(make_db(dsn, data_dir), Embedder(model, pooling=pooling, precision=precision), batch_rows=batch_rows, quiet=quiet, only=only,
-                           workers=workers)
+        db = make_db(dsn, data_dir)
+        stats = embed_rows(db, Embedder(model, pooling=pooling, precision=precision, engine=engine, cache_dir=db.cache_dir),
+                           batch_rows=batch_rows, quiet=quiet, only=only, workers=workers)
     except StoreError as e:
         fail(str(e))
     except KeyboardInterrupt:

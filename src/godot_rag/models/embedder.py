@@ -5,9 +5,15 @@ longer, so `window-mean` cuts the text into overlapping windows at word-piece
 offsets, encodes each and averages the unit vectors; `truncate` keeps only the
 first window. `bench/embedding_pooling.py` measures both (see the README).
 
-`precision="int8"` (the default) applies PyTorch dynamic int8 quantization to the
-Linear layers: about 1.3x faster on a 2-core CPU; the vectors keep a mean cosine of
-0.93 to the fp32 ones (bench/embedding_pooling.py measures both).
+`precision="int8"` (the default) applies dynamic int8 quantization to the Linear (MatMul)
+layers: about 1.3x faster on a 2-core CPU; the vectors keep a mean cosine of 0.93 to the fp32
+ones (bench/embedding_pooling.py measures both).
+
+`engine="onnx"` (the default) runs the encoder on ONNX Runtime (`onnx_bert.py`): no torch
+import at query time (about 1.8 s of a cold first answer) and about twice torch's throughput;
+`engine="torch"` is the plain-torch encoder (`minilm.py`), what databases embedded before the
+engine existed hold (their meta names no engine). The two engines' int8 vectors differ, so the
+engine is part of the key.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import hashlib
 import os
 import threading
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +29,15 @@ import numpy as np
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 POOLINGS = ("window-mean", "truncate")
 PRECISIONS = ("int8", "fp32")
+ENGINES = ("onnx", "torch")
+DEFAULT_ENGINE = "onnx"
+LEGACY_ENGINE = "torch"  # a database's meta without an engine entry was embedded with torch
+
+
+def default_cache_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("godot-rag", appauthor=False))
 
 
 def resolve_model_path(name: str) -> str:
@@ -38,10 +54,14 @@ def resolve_model_path(name: str) -> str:
 
 class Embedder:
     def __init__(self, model: str = DEFAULT_MODEL, pooling: str = "window-mean", overlap: int = 32,
-                 batch_size: int = 16, threads: int | None = None, precision: str = "int8"):
+                 batch_size: int = 16, threads: int | None = None, precision: str = "int8",
+                 engine: str = DEFAULT_ENGINE, cache_dir: Path | None = None):
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
-        self.precision = precision
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r}; valid: {', '.join(ENGINES)}")
+        self.precision, self.engine = precision, engine
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()  # the ONNX graph's file
         if pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {pooling!r}; valid: {', '.join(POOLINGS)}")
         self.model_name, self.pooling, self.overlap, self.batch_size = model, pooling, overlap, batch_size
@@ -50,15 +70,25 @@ class Embedder:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_meta(cls, meta: dict) -> "Embedder":
-        """The embedder the database's vectors were made with (its `embedding` meta entry, as `embed` wrote it)."""
+    def from_meta(cls, meta: dict, cache_dir: Path | None = None) -> "Embedder":
+        """The embedder the database's vectors were made with (its `embedding` meta entry, as `embed` wrote it;
+        an empty database's queries use the default engine)."""
         return cls(meta.get("model", DEFAULT_MODEL), pooling=meta.get("pooling", "window-mean"),
-                   precision=meta.get("precision", "int8"))
+                   precision=meta.get("precision", "int8"),
+                   engine=meta.get("engine", LEGACY_ENGINE if meta else DEFAULT_ENGINE), cache_dir=cache_dir)
+
+    @property
+    def meta(self) -> dict:
+        """What `embed` stores in the database's meta, and `from_meta` reads back (the dimension apart)."""
+        return {"model": self.model_name, "pooling": self.pooling, "precision": self.precision, "engine": self.engine,
+                "key": self.key, "key_hash": self.key_hash}
 
     @property
     def key(self) -> str:
-        """Identifies what produced a vector: a change re-embeds the rows."""
-        return f"{self.model_name}|{self.pooling}|{self.overlap}|{self.precision}"
+        """Identifies what produced a vector: a change re-embeds the rows. The torch engine's key is the one
+        from before engines existed, so its databases stay valid."""
+        base = f"{self.model_name}|{self.pooling}|{self.overlap}|{self.precision}"
+        return base if self.engine == LEGACY_ENGINE else f"{base}|{self.engine}"
 
     @property
     def key_hash(self) -> str:
@@ -73,6 +103,11 @@ class Embedder:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                path = resolve_model_path(self.model_name)
+                if self.engine == "onnx":
+                    self._model = self._load_onnx(path)
+                    if self._model is not None:
+                        return self._model
                 try:
                     import torch
                 except ImportError as e:
@@ -81,12 +116,22 @@ class Embedder:
                     torch.set_num_threads(self.threads)
                 from .minilm import load_bert_encoder
 
-                path = resolve_model_path(self.model_name)
                 # The plain-torch BERT gives the same vectors without importing sentence-transformers
                 # (3.5 s); any other model directory goes through sentence-transformers.
                 self._model = load_bert_encoder(path, self.precision == "int8") or _SentenceTransformerModel(
                     path, self.precision == "int8")
         return self._model
+
+    def _load_onnx(self, path: str):
+        try:
+            from .onnx_bert import load_onnx_encoder
+        except ImportError as e:
+            raise ImportError("the onnx engine needs the 'embed' extra: pip install 'godot-rag[embed]'") from e
+        model = load_onnx_encoder(path, self.precision == "int8", self.cache_dir, self.threads)
+        if model is None:
+            raise ValueError(f"embedding model {self.model_name!r}: the onnx engine reads only BERT + mean pooling + "
+                             "normalize directories; embed with --engine torch")
+        return model
 
     @property
     def dim(self) -> int:
@@ -129,14 +174,16 @@ class Embedder:
 _worker_embedder: "Embedder | None" = None
 
 
-def init_worker(model: str, pooling: str, overlap: int, precision: str) -> None:
+def init_worker(model: str, pooling: str, overlap: int, precision: str, engine: str, cache_dir: str) -> None:
     """Each worker holds its own model on one thread: two processes use two cores, where one
-    process with two torch threads keeps about one busy on these small matrices."""
+    process with two threads keeps about one busy on these small matrices."""
     global _worker_embedder
-    import torch
+    if engine == LEGACY_ENGINE:
+        import torch
 
-    torch.set_num_threads(1)
-    _worker_embedder = Embedder(model, pooling=pooling, overlap=overlap, precision=precision, threads=1)
+        torch.set_num_threads(1)
+    _worker_embedder = Embedder(model, pooling=pooling, overlap=overlap, precision=precision, threads=1, engine=engine,
+                                cache_dir=Path(cache_dir))
     _worker_embedder.load()
 
 

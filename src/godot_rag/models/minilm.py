@@ -11,17 +11,14 @@ sentence-transformers itself.
 """
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-EXPECTED_MODULES = ["sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
-                    "sentence_transformers.models.Normalize"]
+from .bert_dir import BertDir
 
 
 class _Layer(nn.Module):
@@ -116,25 +113,13 @@ class SentenceEncoder:
 
 def load_bert_encoder(model_dir: str, int8: bool) -> SentenceEncoder | None:
     """The plain-torch encoder for a Transformer(bert) + mean Pooling + Normalize directory, else None."""
-    root = Path(model_dir)
-    try:
-        modules = [m["type"] for m in json.loads((root / "modules.json").read_text())]
-        cfg = json.loads((root / "config.json").read_text())
-        pooling = json.loads((root / "1_Pooling" / "config.json").read_text())
-        st_cfg = json.loads((root / "sentence_bert_config.json").read_text())
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    mean_only = pooling.get("pooling_mode_mean_tokens") and not any(
-        v for k, v in pooling.items() if k.startswith("pooling_mode_") and k != "pooling_mode_mean_tokens")
-    if (modules != EXPECTED_MODULES or cfg.get("model_type") != "bert" or not mean_only
-            or cfg.get("hidden_act") != "gelu" or cfg.get("position_embedding_type", "absolute") != "absolute"
-            or not (root / "model.safetensors").is_file() or not (root / "tokenizer.json").is_file()):
+    bert = BertDir.read(model_dir)
+    if bert is None:
         return None
     from safetensors.torch import load_file
-    from tokenizers import Tokenizer
 
-    encoder = BertEncoder(cfg)
-    encoder.load_bert_weights(load_file(str(root / "model.safetensors")))
+    encoder = BertEncoder(bert.cfg)
+    encoder.load_bert_weights(load_file(str(bert.root / "model.safetensors")))
     encoder.eval()
     if int8:
         import warnings
@@ -143,11 +128,5 @@ def load_bert_encoder(model_dir: str, int8: bool) -> SentenceEncoder | None:
             warnings.simplefilter("ignore")
             # In place: the float model is ours alone, and copying it first took 0.3-0.6 s of the cold start.
             encoder = torch.quantization.quantize_dynamic(encoder, {nn.Linear}, dtype=torch.qint8, inplace=True)
-    tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
-    pieces = Tokenizer.from_file(str(root / "tokenizer.json"))
-    pieces.no_truncation()
-    pieces.no_padding()
-    max_len = int(st_cfg.get("max_seq_length", 256))
-    tokenizer.enable_truncation(max_len)
-    tokenizer.enable_padding(pad_id=cfg.get("pad_token_id", 0), pad_token="[PAD]")
-    return SentenceEncoder(encoder, tokenizer, pieces, max_len, cfg["hidden_size"])
+    tokenizer, pieces = bert.tokenizers()
+    return SentenceEncoder(encoder, tokenizer, pieces, bert.max_seq_length, bert.cfg["hidden_size"])

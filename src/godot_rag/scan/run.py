@@ -334,7 +334,7 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
     from ..store.scan_cache import CACHE_FILE, ScanCache
 
     digest = _database_state(db)
-    cache_path = Path(opts.cache) if opts.cache else Path(db.data_dir).parent / "cache" / CACHE_FILE
+    cache_path = Path(opts.cache) if opts.cache else db.cache_dir / CACHE_FILE
     try:
         cache = ScanCache(cache_path)
     except Exception as e:  # noqa: BLE001 - sqlite errors, permissions

@@ -68,6 +68,11 @@ class Database:
     def embedded(self) -> bool:
         return self.dsn is None
 
+    @property
+    def cache_dir(self) -> Path:
+        """Where files derived from this database (BM25 counts, records, the query encoder's graph) are kept."""
+        return self.data_dir.parent / "cache"
+
     def describe(self) -> str:
         if self.embedded:
             return f"embedded PostgreSQL in {self.data_dir.resolve()}"

@@ -37,8 +37,7 @@ def embed_rows(db: Database, embedder, *, batch_rows: int = 128, quiet: bool = F
         if sum(pending.values()):
             dim = embedder.dim  # loads the model only when there is work
             ensure_embedding_dim(conn, dim)
-            set_meta(conn, "embedding", {"model": embedder.model_name, "pooling": embedder.pooling, "precision": embedder.precision,
-                                         "key": embedder.key, "key_hash": embedder.key_hash, "dim": dim})
+            set_meta(conn, "embedding", embedder.meta | {"dim": dim})
         for table in SCHEMA:
             if moved := ensure_inline_embedding(conn, table):
                 stats.moved_inline[table] = moved
@@ -64,8 +63,10 @@ def _pool(embedder, workers: int):
     from ..models.embedder import init_worker
 
     ctx = multiprocessing.get_context("spawn")
+    embedder.load()  # the ONNX graph built once here, before the workers read it
     return ctx.Pool(workers, initializer=init_worker,
-                    initargs=(embedder.model_name, embedder.pooling, embedder.overlap, embedder.precision))
+                    initargs=(embedder.model_name, embedder.pooling, embedder.overlap, embedder.precision, embedder.engine,
+                              str(embedder.cache_dir)))
 
 
 def _embed_table(conn, table: str, embedder, batch_rows: int, only: str, bar, pool) -> int:
