@@ -170,7 +170,7 @@ def test_bm25_index_is_persisted_and_rebuilt_only_on_change(fixture_db, tmp_path
     files = list(tmp_path.glob("bm25-docs_chunks-*.npz"))
     assert len(files) == 1
     with fixture_db.connect() as conn:
-        digest = queries.table_digest(conn, "docs_chunks")
+        digest = queries.records_digest(conn, "docs_chunks")  # the counts are keyed by the whole records
     ids = list(r.records("docs_chunks"))
     assert load_counts(tmp_path, "docs_chunks", digest, TokenizerConfig().key(), ids) is not None  # a hit never tokenizes
     assert load_counts(tmp_path, "docs_chunks", digest, TokenizerConfig().key(), ids[:-1]) is None  # other content: rebuilt
@@ -307,9 +307,9 @@ def test_plain_torch_minilm_gives_sentence_transformers_vectors():
     texts = ["extends CharacterBody2D\n\nfunc _physics_process(delta):\n\tmove_and_slide()",
              "func a():\n    pass\n" * 120, "", "  Vector2.ZERO  ", "Émoji 🎮 and tabs\t\there"]
     for precision in ("int8", "fp32"):
-        ours = Embedder(precision=precision)
+        ours = Embedder(precision=precision, engine="torch")
         assert isinstance(ours.load(), SentenceEncoder)
-        theirs = Embedder(precision=precision)
+        theirs = Embedder(precision=precision, engine="torch")
         theirs._model = _SentenceTransformerModel(resolve_model_path(theirs.model_name), precision == "int8")
         assert [ours.window_count(t) for t in texts] == [theirs.window_count(t) for t in texts]
         cos = (ours.encode(texts) * theirs.encode(texts)).sum(axis=1)
@@ -369,3 +369,119 @@ def test_embeddings_are_stored_in_their_rows_and_an_older_database_is_rewritten(
     with db.connect(autocommit=True) as conn:
         assert storage(conn) == {"p"} and toasted(conn) == 0
         assert conn.execute("SELECT chunk_id, embedding::text FROM docs_chunks ORDER BY 1").fetchall() == before
+
+
+ENCODER_TEXTS = ["extends CharacterBody2D\n\nfunc _physics_process(delta):\n\tmove_and_slide()",
+                 "func a():\n    pass\n" * 120, "", "  Vector2.ZERO  ", "Émoji 🎮 and tabs\t\there",
+                 "var tween = create_tween()\ntween.tween_property($Sprite, 'modulate', Color.RED, 1.0)"]
+
+
+def test_onnx_encoder_gives_the_torch_vectors_and_its_own_key(tmp_path):
+    """The ONNX graph is the same BERT: fp32 vectors equal torch's (cosine > 0.99999); int8 ones stay close to
+    fp32 (mean cosine > 0.9, as torch's int8 ones do), but differ from torch's int8, so the engine is in the key."""
+    import numpy as np
+    from godot_rag.models.embedder import Embedder
+    from godot_rag.models.onnx_bert import OnnxSentenceEncoder
+
+    fp32 = {e: Embedder(precision="fp32", engine=e, cache_dir=tmp_path) for e in ("onnx", "torch")}
+    assert isinstance(fp32["onnx"].load(), OnnxSentenceEncoder)
+    assert [fp32["onnx"].window_count(t) for t in ENCODER_TEXTS] == [fp32["torch"].window_count(t) for t in ENCODER_TEXTS]
+    reference = fp32["torch"].encode(ENCODER_TEXTS)
+    assert float(np.min((fp32["onnx"].encode(ENCODER_TEXTS) * reference).sum(axis=1))) > 0.99999
+    int8 = Embedder(precision="int8", engine="onnx", cache_dir=tmp_path)
+    assert float(np.mean((int8.encode(ENCODER_TEXTS) * reference).sum(axis=1))) > 0.9
+    assert len(list(tmp_path.glob("bert-*.onnx"))) == 2  # one cached graph per precision
+    keys = {Embedder(engine=e, precision=p).key for e in ("onnx", "torch") for p in ("int8", "fp32")}
+    assert len(keys) == 4
+    # A database embedded before engines existed names none: its queries keep torch's vectors.
+    assert Embedder.from_meta({"model": "all-MiniLM-L6-v2", "precision": "int8"}).engine == "torch"
+    assert Embedder.from_meta(Embedder(engine="onnx").meta).key == Embedder(engine="onnx").key
+
+
+def test_changing_the_engine_re_embeds_every_row(make_database, fixture_jsonl, tmp_path):
+    from godot_rag.models.embedder import Embedder
+    from godot_rag.retrieve.pipeline import Retriever
+    from godot_rag.store.schema import get_meta
+
+    db = make_database("engine-change")
+    load_jsonl(db, fixture_jsonl, quiet=True)
+    total = sum(counts(db).values())
+    first = embed_rows(db, Embedder(engine="torch", cache_dir=tmp_path), quiet=True)
+    assert sum(first.embedded.values()) == total
+    assert sum(embed_rows(db, Embedder(engine="torch", cache_dir=tmp_path), quiet=True).embedded.values()) == 0
+    assert Retriever(db, cache_dir=tmp_path).embedder.engine == "torch"
+    onnx = Embedder(engine="onnx", cache_dir=tmp_path)
+    assert sum(embed_rows(db, onnx, quiet=True).embedded.values()) == total
+    with db.connect() as conn:
+        assert get_meta(conn, "embedding")["engine"] == "onnx"
+        assert all(pending_count(conn, t, onnx.key_hash) == 0 for t in ("docs_chunks", "api_mapping", "label_prototypes"))
+    assert Retriever(db, cache_dir=tmp_path).embedder.key == onnx.key
+    db.stop()
+
+
+def test_records_are_read_from_the_cache_only_while_the_table_is_unchanged(make_database, fixture_jsonl, tmp_path):
+    """The records file beside the data is keyed by every row's record and text hash: an edited row, a new
+    row or a removed one is fetched from the database again, never served from the older file; so are the
+    builds made from the records (the API index here)."""
+    from godot_rag.retrieve.pipeline import Retriever
+    from godot_rag.store import records_cache
+
+    db = make_database("records-cache")
+    load_jsonl(db, fixture_jsonl, quiet=True)
+    cache = tmp_path / "cache"
+    r = Retriever(db, cache_dir=cache)
+    first, first_index = dict(r.records("docs_chunks")), r.api_index()
+    files = list(cache.glob("records-docs_chunks-*.rec"))
+    assert len(files) == 1 and isinstance(r.records("docs_chunks"), records_cache.RecordFile)
+    with db.connect() as conn:
+        digest = queries.records_digest(conn, "docs_chunks")
+        fetched = queries.fetch_records(conn, "docs_chunks")
+    assert records_cache.rows_digest(fetched) == digest  # Python computes PostgreSQL's digest
+    cached = records_cache.load_rows(cache, "docs_chunks", digest)
+    assert cached is not None and dict(cached) == {row[0]: row[1] for row in fetched}
+    assert cached.search_texts() == [(row[0], row[2]) for row in fetched]
+    again_r = Retriever(db, cache_dir=cache)
+    assert dict(again_r.records("docs_chunks")) == first and again_r.api_index() == first_index
+    page_chunk = next(iter(first_index["first"].values()))  # a class page's first chunk: in the API index
+    victim = sorted(first)[3]
+
+    def edit(lines):
+        kept = []
+        for line in lines:
+            rec = json.loads(line)
+            if rec["chunk_id"] == page_chunk:
+                continue  # removed: the API index must not name it any more
+            if rec["chunk_id"] == victim:
+                rec["source_url"] += "#edited"  # a field, not the search text
+            kept.append(json.dumps(rec))
+        lines[:] = kept
+    edited = edited_copy(fixture_jsonl, tmp_path / "edited", edit)
+    load_jsonl(db, edited, quiet=True)
+    r = Retriever(db, cache_dir=cache)
+    again = dict(r.records("docs_chunks"))
+    assert again[victim]["source_url"].endswith("#edited") and page_chunk not in again and len(again) == len(first) - 1
+    assert page_chunk not in r.api_index()["first"].values()
+    assert len(list(cache.glob("records-docs_chunks-*.rec"))) == 1 and not files[0].exists()
+    # A file that holds other rows than its name says (the older ones, or damaged bytes) is not read.
+    with db.connect() as conn:
+        digest = queries.records_digest(conn, "docs_chunks")
+    path = records_cache.cache_path(cache, "docs_chunks", digest)
+    records_cache.save_rows(tmp_path / "old", "docs_chunks", fetched)
+    older = next((tmp_path / "old").glob("records-docs_chunks-*.rec")).read_bytes()
+    for blob in (older, path.read_bytes()[:-10], b"\x00broken"):
+        path.write_bytes(blob)
+        assert records_cache.load_rows(cache, "docs_chunks", digest) is None
+        assert dict(Retriever(db, cache_dir=cache).records("docs_chunks")) == again
+    db.stop()
+
+
+def test_a_first_f_answer_imports_no_torch(fixture_db, tmp_path):
+    """The query encoder runs on ONNX Runtime: a new process's first F answer never imports torch (about 1.8 s)."""
+    code = ("import sys; from godot_rag.store.db import Database; from godot_rag.retrieve.pipeline import Retriever; "
+            f"res = Retriever(Database(data_dir={str(fixture_db.data_dir)!r}), cache_dir={str(tmp_path)!r})"
+            ".retrieve('func f():\\n\\tqueue_free()', 'F'); "
+            "assert res.results, 'no results'; "
+            "assert any(s.stage == 'embed_query' for s in res.trace.stages); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"

@@ -3,6 +3,7 @@ resolve stage found, joined to the docs candidates that BM25 and the embedding s
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from .context import Pool, QueryContext
 from .stage import Stage
@@ -12,7 +13,7 @@ from .types import Candidate
 BOLD_NAME_RE = re.compile(r"\*\*(@?[A-Za-z_\\][A-Za-z0-9_\\]*)\*\*")
 
 
-def build_api_index(docs: dict[str, dict], ref) -> dict:
+def build_api_index(docs: Mapping[str, dict], ref) -> dict:
     """Where the class reference documents each member: (class, member) -> docs chunk id,
     class -> its page's first chunk, page path -> class."""
     page_class = {info["page"]: cls for cls, info in ref.classes.items()}

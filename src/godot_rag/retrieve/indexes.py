@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from ..store import queries
 from ..store.bm25_cache import load_counts, save_counts
 from . import bm25 as bm25_mod
 from .config import RetrieveConfig
@@ -52,13 +51,12 @@ class Bm25Indexes:
             return index
 
     def _build(self, table: str, tok: TokenizerConfig, params: bm25_mod.BM25Params) -> bm25_mod.BM25Index:
-        texts = self._r.search_texts(table)
-        ids = [r for r, _ in texts]
-        digest = queries.table_digest(self._r.conn(), table)
+        ids = list(self._r.records(table))
+        digest = self._r.records_digest(table)  # stricter than ids and texts alone: one scan for both caches
         cached = load_counts(self._r.cache_dir, table, digest, tok.key(), ids)
         if cached is not None:
             vocab, tf, doc_len, df = cached
             return bm25_mod.BM25Index(ids, vocab, tf, doc_len, df, params)
-        base = bm25_mod.build_index(ids, [tokenize(t, tok) for _, t in texts], params)
+        base = bm25_mod.build_index(ids, [tokenize(t, tok) for _, t in self._r.search_texts(table)], params)
         save_counts(self._r.cache_dir, table, digest, tok.key(), ids, base.vocab, base.tf, base.doc_len, base.df)
         return base

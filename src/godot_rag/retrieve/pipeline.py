@@ -15,7 +15,7 @@ import psycopg
 from ..chunk_text import check_chunk_text
 from ..classref import ClassReference
 from ..records import TABLES
-from ..store import queries
+from ..store import derived_cache, queries, records_cache
 from ..store.db import Database, StoreUnavailable
 from ..store.schema import get_meta
 from .api_source import build_api_index
@@ -46,12 +46,12 @@ class Retriever:
                  cross_encoder_path: str | None = None, judge_calibration: Path | None = None):
         self.db = db
         self.judge_calibration = judge_calibration  # None: env, then the user's, then the shipped calibrations
-        self.cache_dir = Path(cache_dir) if cache_dir else db.data_dir.parent / "cache"
+        self.cache_dir = Path(cache_dir) if cache_dir else db.cache_dir
         self._embedder = embedder
         self.llm = llm
         self.cross_encoder_path = cross_encoder_path
-        self._records: dict[str, dict[str, dict]] = {}
-        self._texts: dict[str, list[tuple[str, str]]] = {}
+        self._records: dict[str, records_cache.Records] = {}
+        self._digests: dict[str, str] = {}  # table -> records digest, read once
         self.bm25 = Bm25Indexes(self)  # per table and tokenizer (indexes.py)
         self._built: dict[str, Any] = {}  # resource name -> what `_once` built
         self._has_records = False
@@ -78,22 +78,32 @@ class Retriever:
             if self._embedder is None:
                 from ..models.embedder import Embedder
 
-                self._embedder = Embedder.from_meta(get_meta(self.conn(), "embedding") or {})
+                self._embedder = Embedder.from_meta(get_meta(self.conn(), "embedding") or {}, self.cache_dir)
             return self._embedder
 
-    def records(self, table: str) -> dict[str, dict]:
+    def records(self, table: str) -> records_cache.Records:
+        """id -> payload of every row (unpacked from the records file on first use of each)."""
         with self.lock:
             if table not in self._records:
-                rows = queries.fetch_records(self.conn(), table)
-                self._records[table] = {rid: payload for rid, payload, _, _ in rows}
-                self._texts[table] = [(rid, text) for rid, _, text, _ in rows]
+                self._records[table] = self._read_records(table)
                 freeze_loaded()
             return self._records[table]
 
+    def _read_records(self, table: str) -> records_cache.Records:
+        """The table's records from the file beside the data when it holds this content, else from the
+        database (and the file written for the next process)."""
+        found = records_cache.load_rows(self.cache_dir, table, self.records_digest(table))
+        if found is None:
+            rows = queries.fetch_records(self.conn(), table)
+            self._digests[table] = records_cache.rows_digest(rows)  # what was read, should the table have changed since
+            path = records_cache.save_rows(self.cache_dir, table, rows)
+            found = records_cache.load_rows(self.cache_dir, table, records_cache.rows_digest(rows)) if path else None
+            return found if found is not None else records_cache.FetchedRecords(rows)
+        return found
+
     def search_texts(self, table: str) -> list[tuple[str, str]]:
         """(id, search_text) of every record: what BM25 indexes."""
-        self.records(table)
-        return self._texts[table]
+        return self.records(table).search_texts()
 
     def _once(self, name: str, build: Callable[[], T], keep: bool = True) -> T:
         """The resource `name`, built on first use under the lock; `keep`: a large one, kept out of the
@@ -105,12 +115,27 @@ class Retriever:
                     freeze_loaded()
             return self._built[name]
 
+    def records_digest(self, table: str) -> str:
+        """The table's records digest, read once (its records file, BM25 counts and the builds from it are keyed by it)."""
+        with self.lock:
+            if table not in self._digests:
+                self._digests[table] = queries.records_digest(self.conn(), table)
+            return self._digests[table]
+
+    def _derived(self, name: str, tables: list[str], build: Callable[[], T]) -> T:
+        """`build()` of the named tables' records and the class reference, from the file beside the data
+        that holds it for this content and this code (store/derived_cache.py), else built and written."""
+        ref = self._once("class_reference_digest", lambda: derived_cache.meta_digest(self.conn(), "class_reference"), keep=False)
+        return derived_cache.cached(self.cache_dir, name, [*(self.records_digest(t) for t in tables), ref], build)
+
     def class_reference(self) -> ClassReference:
         """The Godot 4 API that `load` stored beside the records (empty if the JSONL had none)."""
-        return self._once("class_reference", lambda: ClassReference(get_meta(self.conn(), "class_reference") or {}))
+        return self._once("class_reference", lambda: ClassReference(
+            self._derived("class_reference", [], lambda: get_meta(self.conn(), "class_reference") or {})))
 
     def api_index(self) -> dict:
-        return self._once("api_index", lambda: build_api_index(self.records("docs_chunks"), self.class_reference()))
+        return self._once("api_index", lambda: self._derived(
+            "api_index", ["docs_chunks"], lambda: build_api_index(self.records("docs_chunks"), self.class_reference())))
 
     def guide_model(self) -> tuple[GuideModel, DocsApiStats] | None:
         """(the fitted guide model, the corpus's API use counts), or None without a model file."""
@@ -119,15 +144,22 @@ class Retriever:
             from .docs_features import DocsApiStats, GuideModel
 
             data = read()
-            model = GuideModel.from_dict(data) if data else None
-            return (model, DocsApiStats.build(self.records("docs_chunks"), self.class_reference(), model.chunk_share)) \
-                if model else None
+            if not data:
+                return None
+            model = GuideModel.from_dict(data)
+
+            def counts() -> tuple[int, dict[str, int], dict[str, int]]:
+                stats = DocsApiStats.build(self.records("docs_chunks"), self.class_reference())
+                return stats.n_records, stats.member_records, stats.class_records
+            n, members, classes = self._derived("docs_api_stats", ["docs_chunks"], counts)
+            return model, DocsApiStats(self.class_reference(), n, members, classes, dict(model.chunk_share))
         return self._once("guide_model", build)
 
     def version_names(self) -> tuple[set[str], set[str]]:
         """(Godot 3 names the converter renames, Godot 4 names they became), from the api_mapping records."""
-        return self._once("version_names", lambda: version_names(self.records("api_mapping").values(), self.class_reference()),
-                          keep=False)
+        return self._once("version_names", lambda: self._derived(
+            "version_names", ["api_mapping"], lambda: version_names(self.records("api_mapping").values(), self.class_reference())),
+            keep=False)
 
     def class_renames(self) -> dict[str, str]:
         """The converter's class renames, Godot 3 name -> Godot 4 name (`Camera` -> `Camera3D`)."""

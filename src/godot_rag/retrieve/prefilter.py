@@ -9,6 +9,7 @@ list, absent from the union: `dropped_ids`), and "why not" gives the validator's
 record (why.py)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ..gdscript import IDENT_RE, GDScriptFacts
@@ -33,7 +34,7 @@ def absent_reason(source_api: str) -> str:
     return f"source_api '{source_api}' does not occur in the chunk"
 
 
-def drop_absent(ctx: QueryContext, table: str, ranked: list[tuple[str, float]], records: dict[str, dict],
+def drop_absent(ctx: QueryContext, table: str, ranked: list[tuple[str, float]], records: Mapping[str, dict],
                 on: bool) -> list[tuple[int, str, float]]:
     """(rank in the full list, id, score) of the rows that go on: all of them, unless `on` and the table is
     api_mapping, where a mapping the chunk cannot hold is left out (counted in the stage's log)."""

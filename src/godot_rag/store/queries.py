@@ -18,21 +18,31 @@ def one(cur: psycopg.Cursor) -> tuple:
     return row
 
 
-def fetch_records(conn: psycopg.Connection, table: str) -> list[tuple[str, dict, str, str]]:
-    """(id, payload, search_text, text_hash) for every row, ordered by id."""
+def fetch_records(conn: psycopg.Connection, table: str) -> list[tuple[str, dict, str, str, str]]:
+    """(id, payload, search_text, text_hash, record_hash) for every row, ordered by id."""
     cols = columns(table)
     key = SCHEMA[table]["key"]
-    rows = conn.execute(f"SELECT {', '.join(cols)}, search_text, text_hash FROM {table} ORDER BY {key}").fetchall()
+    rows = conn.execute(f"SELECT {', '.join(cols)}, search_text, text_hash, record_hash FROM {table} ORDER BY {key}").fetchall()
     out = []
     for row in rows:
         payload = dict(zip(cols, row[: len(cols)]))
-        out.append((payload[key], payload, row[len(cols)], row[len(cols) + 1]))
+        out.append((payload[key], payload, row[len(cols)], row[len(cols) + 1], row[len(cols) + 2]))
     return out
 
 
 def table_digest(conn: psycopg.Connection, table: str) -> str:
+    """The table's ids and search texts (what BM25 counts depend on)."""
     key = SCHEMA[table]["key"]
     row = one(conn.execute(f"SELECT md5(string_agg({key} || ':' || text_hash, ',' ORDER BY {key})), count(*) FROM {table}"))
+    return f"{row[0]}:{row[1]}"
+
+
+def records_digest(conn: psycopg.Connection, table: str) -> str:
+    """The table's whole records: ids, record hashes (every field) and text hashes (the search text);
+    `records_cache.rows_digest` computes the same from fetched rows."""
+    key = SCHEMA[table]["key"]
+    row = one(conn.execute(f"SELECT md5(string_agg({key} || ':' || record_hash || ':' || text_hash, ',' ORDER BY {key})), "
+                           f"count(*) FROM {table}"))
     return f"{row[0]}:{row[1]}"
 
 
