@@ -31,7 +31,7 @@ cfg = RetrieveConfig(tables=["docs_chunks"], k=10)
 tok = tokenizer_of(cfg)
 index = retriever.bm25.index("docs_chunks", tok, cfg)  # B's index; bm25s gets the same tokens below
 ids = index.ids
-texts = dict(retriever._texts["docs_chunks"])
+texts = dict(retriever.search_texts("docs_chunks"))
 corpus_tokens = [tokenize(texts[i], tok) for i in ids]
 
 

@@ -95,16 +95,12 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
     from .store.db import Database
 
     cfg = RetrieveConfig.from_mapping(cfg_dict)
-    try:  # one process per core: torch inside each must not spread over both cores too
-        import torch
-
-        torch.set_num_threads(1)
-    except ImportError:
-        pass
     llm = make_llm(**llm_spec) if llm_spec else None
     db = Database(dsn=dsn, data_dir=data_dir)
     db.release_at_worker_exit()
-    _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder, judge_calibration=judge_calibration)
+    # One process per core: the encoder inside each must not spread over both cores too.
+    _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder, judge_calibration=judge_calibration,
+                                     embed_threads=1)
     _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, (fmt, prompt_budget)
     _worker["context"] = context
     _worker["retriever"].warm(cfg, embed=strategy != "B")

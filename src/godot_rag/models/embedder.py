@@ -70,12 +70,12 @@ class Embedder:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_meta(cls, meta: dict, cache_dir: Path | None = None) -> "Embedder":
+    def from_meta(cls, meta: dict, cache_dir: Path | None = None, threads: int | None = None) -> "Embedder":
         """The embedder the database's vectors were made with (its `embedding` meta entry, as `embed` wrote it;
         an empty database's queries use the default engine)."""
         return cls(meta.get("model", DEFAULT_MODEL), pooling=meta.get("pooling", "window-mean"),
                    precision=meta.get("precision", "int8"),
-                   engine=meta.get("engine", LEGACY_ENGINE if meta else DEFAULT_ENGINE), cache_dir=cache_dir)
+                   engine=meta.get("engine", LEGACY_ENGINE if meta else DEFAULT_ENGINE), cache_dir=cache_dir, threads=threads)
 
     @property
     def meta(self) -> dict:
@@ -178,10 +178,6 @@ def init_worker(model: str, pooling: str, overlap: int, precision: str, engine: 
     """Each worker holds its own model on one thread: two processes use two cores, where one
     process with two threads keeps about one busy on these small matrices."""
     global _worker_embedder
-    if engine == LEGACY_ENGINE:
-        import torch
-
-        torch.set_num_threads(1)
     _worker_embedder = Embedder(model, pooling=pooling, overlap=overlap, precision=precision, threads=1, engine=engine,
                                 cache_dir=Path(cache_dir))
     _worker_embedder.load()

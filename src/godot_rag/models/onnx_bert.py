@@ -200,5 +200,8 @@ def load_onnx_encoder(model_dir: str, int8: bool, cache_dir: Path, threads: int 
     if threads:
         opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
+    # Idle threads sleep instead of spinning: on two cores a spinning thread takes the CPU the query's other
+    # stages (and PostgreSQL) need.
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     return OnnxSentenceEncoder(session, bert)

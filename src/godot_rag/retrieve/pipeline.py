@@ -43,8 +43,11 @@ class Retriever:
     a strategy's stages over one chunk."""
 
     def __init__(self, db: Database, *, cache_dir: Path | None = None, embedder=None, llm=None,
-                 cross_encoder_path: str | None = None, judge_calibration: Path | None = None):
+                 cross_encoder_path: str | None = None, judge_calibration: Path | None = None,
+                 embed_threads: int | None = None):
+        """`embed_threads`: the query encoder's threads (None: its engine's default; 1 in a batch's workers)."""
         self.db = db
+        self.embed_threads = embed_threads
         self.judge_calibration = judge_calibration  # None: env, then the user's, then the shipped calibrations
         self.cache_dir = Path(cache_dir) if cache_dir else db.cache_dir
         self._embedder = embedder
@@ -78,7 +81,8 @@ class Retriever:
             if self._embedder is None:
                 from ..models.embedder import Embedder
 
-                self._embedder = Embedder.from_meta(get_meta(self.conn(), "embedding") or {}, self.cache_dir)
+                self._embedder = Embedder.from_meta(get_meta(self.conn(), "embedding") or {}, self.cache_dir,
+                                                    threads=self.embed_threads)
             return self._embedder
 
     def records(self, table: str) -> records_cache.Records:
