@@ -152,22 +152,6 @@ def test_evidence_features_never_count_against_a_guide():
     assert w[FEATURES.index("clone")] == 0 and w[FEATURES.index("cosine")] > 0
 
 
-def test_an_unfitted_feature_keeps_weight_zero():
-    """Shared global functions are generic by the rubric: the fit leaves their weight at 0 even where the data
-    would give them one (their value stays in the trace)."""
-    from godot_rag.eval.guide_fit import UNFITTED
-
-    rng = np.random.default_rng(2)
-    X = np.zeros((300, len(FEATURES)))
-    X[:, FEATURES.index("shared_global")] = rng.uniform(0, 1, 300)
-    X[:, FEATURES.index("cosine")] = rng.uniform(0, 1, 300)
-    y = (X[:, FEATURES.index("shared_global")] + X[:, FEATURES.index("cosine")] > 1).astype(float)
-    assert "shared_global" in UNFITTED
-    assert fit_logistic(X, y, 0.1)[0][FEATURES.index("shared_global")] > 0  # the data alone would weigh it
-    w, _ = fit_signed(X, y, 0.1)
-    assert w[FEATURES.index("shared_global")] == 0 and w[FEATURES.index("cosine")] > 0
-
-
 def test_judged_metrics_per_group():
     grades = {("q1", "a"): 2, ("q1", "b"): 0, ("q1", "c"): 2, ("q2", "d"): 1, ("q2", "e"): 2}
     m = judged_metrics({"q1": {"guides": ["a", "b", "x"], "api_reference": ["c"]}, "q2": {"guides": ["d"]}}, grades)
