@@ -168,3 +168,24 @@ def test_records_resolve_their_code_like_a_chunk(out):
                                                           "members": {"randf": {"kind": "method", "type": "float"}}}}})
     api = code_api("@rpc(\"call_local\")\nfunc roll():\n    return randf()\n", scopes)
     assert api["code_globals"] == ["@GDScript.@rpc", "@GlobalScope.randf"]
+
+
+def test_each_gdscript_block_of_a_record_resolves_on_its_own():
+    """A record's GDScript blocks resolve one by one (a shell or C++ block beside them no longer breaks their
+    parse), a later block against the page's `extends`, bare names of the own class as its members; an
+    unlabelled block counts only where it parses as GDScript."""
+    from godot_rag.ingest.record_api import add_record_api
+
+    classes = {"Node": {"inherits": None, "page": "classes/class_node", "members": {}},
+               "CharacterBody2D": {"inherits": "Node", "page": "classes/class_characterbody2d",
+                                   "members": {"velocity": {"kind": "property", "type": "Vector2"},
+                                               "move_and_slide": {"kind": "method", "type": "bool"}}},
+               "Vector2": {"inherits": None, "page": "classes/class_vector2", "members": {"x": {"kind": "property", "type": "float"}}}}
+    blocks = [{"language": "gdscript", "code": "extends CharacterBody2D\n"},
+              {"language": "shell", "code": "scons platform=linux target=editor -j$(nproc) ]]\n"},
+              {"language": "gdscript", "code": "func _physics_process(delta):\n    velocity.x = 3\n    move_and_slide()\n"},
+              {"language": "text", "code": "=====\nhandle_crash: Program crashed with signal 4\n"}]
+    rec = {"content": "", "code_blocks": blocks, "metadata": {"page_path": "tutorials/p"}}
+    add_record_api([rec], {"classes": classes})
+    assert rec["metadata"]["code_uses"] == ["CharacterBody2D.move_and_slide", "CharacterBody2D.velocity", "Vector2.x"]
+    assert "handle_crash" not in rec["metadata"]["code_declares"]

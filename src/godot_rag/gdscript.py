@@ -63,6 +63,16 @@ class Chain:
 
 
 @dataclass(frozen=True)
+class Name:
+    """A bare identifier read or written as a value (`velocity = ...`, `move_toward(speed, ...)`): not a
+    declaration, a type, a callee, a chain's root or member, a parameter or a match pattern."""
+    name: str
+    start: int
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
 class Call:
     """A bare call `name(...)`; `args` holds the first arguments' kinds (`string`, `identifier`, ...)."""
     name: str
@@ -104,6 +114,7 @@ class GDScriptFacts:
     node_paths: list[tuple[int, int]] = field(default_factory=list)  # `$Player/Sprite`: scene node names
     chains: list[Chain] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
+    names: list[Name] = field(default_factory=list)  # bare identifier references (tree-sitter only)
     declared: set[str] = field(default_factory=set)  # var, const, params, for, func, class, signal, enum names
     params: set[str] = field(default_factory=set)
     functions: set[str] = field(default_factory=set)
@@ -264,7 +275,7 @@ class _Walker:
         self.data = data
         ascii_only = len(data) == len(text)
         self._b2c = None if ascii_only else _byte_to_char(text)
-        self.facts_kw: dict = {"comments": [], "strings": [], "chains": [], "calls": [], "declared": set(),
+        self.facts_kw: dict = {"comments": [], "strings": [], "chains": [], "calls": [], "names": [], "declared": set(),
                                "params": set(), "functions": set(), "local_types": {}, "literal_types": {}, "annotations": [],
                                "markers": [], "parse_errors": [], "node_paths": [], "declarations": []}
         self.extends: str | None = None
@@ -484,6 +495,11 @@ class _Walker:
         self.facts_kw["markers"].append(Marker("4", "await", self.line(node)))
 
     # -- uses
+    def on_identifier(self, node, depth):
+        if _names_a_value(node):
+            self.facts_kw["names"].append(Name(self.src(node), self.pos(node.start_byte), self.line(node), self.col(node)))
+        return False
+
     def on_call(self, node, depth):
         callee = node.children[0] if node.children else None
         if callee is None or callee.type not in ("identifier", "super"):
@@ -548,6 +564,27 @@ class _Walker:
         self.facts_kw["chains"].append(Chain(kind, name, s, tuple(parts), self.src(node)))
 
 
+# Parents under which an identifier is never a value the script reads: types, annotations, match patterns,
+# `setget` accessors, and the parts of chains and calls (the chain and call facts hold those).
+NOT_VALUE_PARENTS = {"type", "annotation", "pattern_section", "attribute_call", "attribute", "setget", "enumerator",
+                     "extends_statement", "class_name_statement", "signal_statement", "parameters"}
+# Parents whose first identifier child is a name being declared (a parameter, the loop variable), or the callee.
+FIRST_IS_NOT_VALUE = PARAM_NODES | {"for_statement", "call"}
+
+
+def _names_a_value(node) -> bool:
+    """Whether an identifier node is a bare name read or written as a value (`velocity` in `velocity = v`)."""
+    parent = node.parent
+    if parent is None or parent.type in NOT_VALUE_PARENTS:
+        return False
+    if parent.type in FIRST_IS_NOT_VALUE:
+        return next((c for c in parent.children if c.type == "identifier"), None) != node
+    if parent.type == "pair":  # `{key = value}`: the key is a name, not a read
+        return not (parent.children and parent.children[0] == node and len(parent.children) > 1
+                    and parent.children[1].type == "=")
+    return True
+
+
 def _byte_to_char(text: str) -> list[int]:
     out = []
     for i, ch in enumerate(text):
@@ -589,6 +626,7 @@ def _tree_sitter_facts(text: str) -> GDScriptFacts:
     kw["node_paths"].sort()
     kw["chains"].sort(key=lambda c: c.root_start)
     kw["calls"].sort(key=lambda c: c.start)
+    kw["names"].sort(key=lambda n: n.start)
     kw["markers"].sort(key=lambda m: m.line)
     return GDScriptFacts(text=text, parser="tree-sitter", extends=w.extends, class_name=w.class_name,
                          extends_path=w.extends_path, **kw)

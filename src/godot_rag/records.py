@@ -55,6 +55,17 @@ def record_code(rec: dict) -> str:
     return "\n".join(b.get("code", "") for b in rec.get("code_blocks") or [] if b.get("language") != "csharp")
 
 
+UNLABELLED_CODE = ("text", "", None)  # a block's language as the pages write it when they do not say
+
+
+def record_gdscript(rec: dict) -> list[tuple[str, bool]]:
+    """A docs chunk's GDScript blocks, each on its own, with whether the page labels it GDScript (an unlabelled
+    block may be GDScript too): what ingest parses and resolves. A shell, GLSL or C++ block is no GDScript, and
+    joined to the GDScript it would break the parse of it all."""
+    return [(b.get("code", ""), b.get("language") == "gdscript") for b in rec.get("code_blocks") or []
+            if b.get("language") == "gdscript" or b.get("language") in UNLABELLED_CODE]
+
+
 def evidence_text(rec: dict) -> str:
     """A docs chunk's prose and GDScript: where the validator looks for the chunk's literals."""
     return (rec.get("content") or "") + "\n" + record_code(rec)

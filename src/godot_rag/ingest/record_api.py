@@ -1,8 +1,9 @@
 """What a docs record's own code and prose use, resolved like a query chunk: done once at ingest, so the
 validator compares the chunk's resolved API with the record's without parsing anything per query.
 
-A record's GDScript (`records.record_code`) goes through the same tree-sitter facts (`gdscript.py`) and the
-same resolver (`retrieve/resolve.py`) as the chunk. Stored in the record's `metadata` (the schema is unchanged):
+Each GDScript block of a record (`records.record_gdscript`) goes through the same tree-sitter facts
+(`gdscript.py`) and the same resolver (`retrieve/resolve.py`) as the chunk; a block without `extends` resolves
+against the page's latest one. Stored in the record's `metadata` (the schema is unchanged):
 - `code_uses`: the `Class.member` its code uses, resolved through the class reference;
 - `code_classes`: the classes its code uses (resolved owners, types written in the code, constructors);
 - `code_callbacks`: the functions it defines that override a documented method (`_ready`, `_physics_process`);
@@ -18,7 +19,7 @@ import re
 from ..classref import ClassReference
 from ..gdscript import IDENT, parse_chunk
 from ..records import DERIVED_METADATA as API_FIELDS
-from ..records import record_code
+from ..records import record_gdscript
 
 INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
 MENTION_RE = re.compile(rf"(?<![A-Za-z0-9_.])({IDENT})(?:\.({IDENT}))?")
@@ -93,11 +94,16 @@ def add_record_api(records: list[dict], class_reference: dict) -> None:
     for rec in records:
         meta = rec["metadata"]
         links = meta.pop("links", [])
-        code = record_code(rec)
         page = meta.get("page_path", "")
-        meta.update(code_api(code, ref, extends.get(page)))
-        if (m := EXTENDS_RE.search(code)) and ref.has_class(m.group(1)):
-            extends[page] = m.group(1)
+        merged: dict[str, set[str]] = {f: set() for f in API_FIELDS if f != "mentions"}
+        for code, labelled in record_gdscript(rec):
+            if not labelled and parse_chunk(code).parse_errors:
+                continue  # an unlabelled block counts only where it parses as GDScript (not a log or a shell line)
+            for f, values in code_api(code, ref, extends.get(page)).items():
+                merged[f].update(values)
+            if (m := EXTENDS_RE.search(code)) and ref.has_class(m.group(1)):
+                extends[page] = m.group(1)
+        meta.update({f: sorted(v) for f, v in merged.items()})
         meta["mentions"] = prose_mentions(rec.get("content") or "", links, ref, page_class)
 
 

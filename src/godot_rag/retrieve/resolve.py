@@ -9,7 +9,12 @@ What is resolved (from the parsed facts, nothing guessed from a list):
   agrees with the other bare calls on one lineage (`get_tree()` is only ever `Node.get_tree`);
 - call chains through the documented return type (`get_tree().quit()` is `SceneTree.quit`),
   up to `max_hops` calls deep;
-- locals and parameters typed or constructed in the chunk (`var t: Timer`, `var t := Timer.new()`).
+- locals and parameters typed or constructed in the chunk (`var t: Timer`, `var t := Timer.new()`);
+- bare names of the script's own class's members (`velocity = ...`, `modulate.a`, `pressed.connect(...)`):
+  a name the chunk does not declare that the own class or an ancestor documents as a property, constant,
+  signal or enum (`CharacterBody2D.velocity`); without `extends`, only where the inferred classes agree on
+  its owner, as for bare calls. A chain rooted at such a property goes on through the property's documented
+  type (`velocity.x` is `Vector2.x`).
 
 Everything else stays unresolved and is listed with the reason. A receiver that resolves to
 a class which does not document the member is a *missing* member: Godot 4 has no such API
@@ -28,6 +33,9 @@ from .trace import RATIO_DIGITS
 
 # Kinds of member whose documented type is a value one can keep calling into.
 TYPED_KINDS = {"method", "property", "constructor"}
+# Kinds of own-class member a bare name refers to (a bare method name is a call, resolved as one; a theme item is
+# reached only through the theme API).
+OWN_NAME_KINDS = {"property", "constant", "signal", "enum"}
 # Decided: without `extends`, a bare call resolves to the class that documents it for this share of the classes
 # that have every bare-called method (`get_tree()`: all but TreeItem).
 OWNER_SHARE = 0.95
@@ -44,7 +52,7 @@ class ApiUse:
     line: int
     col: int
     text: str  # the code that uses it
-    via: str  # class | constructor | local_type | own_class | inferred_own_class | return_type | self
+    via: str  # class | constructor | local_type | own_class | inferred_own_class | own_class_property | return_type | self
 
 
 @dataclass(frozen=True)
@@ -114,12 +122,8 @@ def _infer_owners(names: list[str], ref: ClassReference, share: float = OWNER_SH
     Over those classes, a name resolves when one documenting class serves at least `share` of
     them (`get_tree()` is `Node.get_tree` for every class that has it but TreeItem). A deduction
     from the class reference, traced with its share; a name that stays split stays unresolved."""
-    if not names:
-        return {}
     maps = [ref.resolver_map(n) for n in names]
-    candidates = set(maps[0])
-    for m in maps[1:]:
-        candidates &= set(m)
+    candidates = _infer_candidates(names, ref)
     out: dict[str, tuple[str, float]] = {}
     if not candidates:
         return out
@@ -130,6 +134,40 @@ def _infer_owners(names: list[str], ref: ClassReference, share: float = OWNER_SH
         owner, hits = max(counts.items(), key=lambda kv: kv[1])
         if hits / len(candidates) >= share:
             out[n] = (owner, round(hits / len(candidates), RATIO_DIGITS))
+    return out
+
+
+def _infer_candidates(names: list[str], ref: ClassReference) -> set[str]:
+    """The classes the script may be without `extends`: those that have every bare-called method."""
+    if not names:
+        return set()
+    candidates = set(ref.resolver_map(names[0]))
+    for n in names[1:]:
+        candidates &= set(ref.resolver_map(n))
+    return candidates
+
+
+def _own_member(ref: ClassReference, cls: str, name: str) -> tuple[str, dict] | None:
+    """(owner, info) of a member a bare name of `cls`'s script refers to (property, constant, signal, enum)."""
+    found = ref.member(cls, name, code=True)
+    return found if found is not None and found[1]["kind"] in OWN_NAME_KINDS else None
+
+
+def _infer_member_owners(names: list[str], candidates: set[str], ref: ClassReference,
+                         share: float = OWNER_SHARE) -> dict[str, tuple[str, float]]:
+    """Bare names without `extends`: a name resolves when one documenting class serves at least `share` of the
+    classes the bare calls allow (`name` is `Node.name` for every class with `get_tree()` but TreeItem). A name
+    none of them documents is the script's own, declared outside the chunk: it stays unresolved."""
+    out: dict[str, tuple[str, float]] = {}
+    for n in dict.fromkeys(names):
+        counts: dict[str, int] = {}
+        for cls in candidates:
+            if (found := _own_member(ref, cls, n)) is not None:
+                counts[found[0]] = counts.get(found[0], 0) + 1
+        if counts:
+            owner, hits = max(counts.items(), key=lambda kv: kv[1])
+            if hits / len(candidates) >= share:
+                out[n] = (owner, round(hits / len(candidates), RATIO_DIGITS))
     return out
 
 
@@ -160,6 +198,7 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
         inferred = _infer_owners(_bare_call_names(facts, ref), ref)
         if inferred:
             res.own_class_from = "inferred"
+    members = _own_members(facts, ref, own, infer_own_class, project)
     seen: set[tuple[str, int, int]] = set()
 
     def add(api_cls: str, member: str, info_kind: str, line: int, col: int, text: str, via: str) -> None:
@@ -171,12 +210,52 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
 
     scope = ProjectScope(project, own_scope)
     call_types = _resolve_bare_calls(facts, ref, res, own, inferred, add, scope)
-    _resolve_chains(facts, ref, res, own, call_types, max_hops, add, scope)
+    _resolve_bare_names(facts, res, members, add, scope)
+    _resolve_chains(facts, ref, res, own, call_types, max_hops, add, scope, members)
     res.uses.sort(key=lambda u: (u.line, u.col))
     return res
 
 
 AddUse = Callable[[str, str, str, int, int, str, str], None]  # (class, member, kind, line, col, code, via)
+OwnMembers = dict[str, tuple[str, dict, str]]  # bare name -> (owner class, member info, via)
+
+
+def _bare_member_names(facts: GDScriptFacts, ref: ClassReference, project) -> list[str]:
+    """The bare names (values and chain roots) that may be members of the script's own class: not declared by
+    the chunk, no class, singleton or global, no project class."""
+    names = [n.name for n in facts.names] + [c.root for c in facts.chains if c.root_kind == "identifier"]
+    return [n for n in dict.fromkeys(names) if n not in facts.declared and not ref.has_class(n)
+            and ref.global_member(n) is None and not (project is not None and project.is_class(n))]
+
+
+def _own_members(facts: GDScriptFacts, ref: ClassReference, own: str | None, infer: bool, project) -> OwnMembers:
+    """The bare names that are documented members of the script's own class (or, without one, of the class
+    the bare calls infer), with the owner that documents each."""
+    names = _bare_member_names(facts, ref, project)
+    out: OwnMembers = {}
+    if own is not None:
+        for n in names:
+            if (found := _own_member(ref, own, n)) is not None:
+                out[n] = (found[0], found[1], "own_class_property")
+    elif infer and names:
+        candidates = _infer_candidates(_bare_call_names(facts, ref), ref)
+        for n, (owner, share) in _infer_member_owners(names, candidates, ref).items():
+            out[n] = (owner, ref.classes[owner]["members"][n],
+                      f"inferred_own_class_property ({share:.0%} of the classes with these calls)")
+    return out
+
+
+def _resolve_bare_names(facts: GDScriptFacts, res: Resolution, members: OwnMembers, add: AddUse, scope: ProjectScope) -> None:
+    """Bare names of the own class's members (`velocity = ...`, `if visible:`), except what the project declares."""
+    for ref_ in facts.names:
+        if ref_.name not in members:
+            continue
+        text = facts.line_text(ref_.line).strip()[:CODE_QUOTED]
+        if why := _declared_by_project(scope.project, scope.own_scope, ref_.name):
+            res.unresolved.append(Unresolved(ref_.name, ref_.line, ref_.col, text, why))
+            continue
+        owner, info, via = members[ref_.name]
+        add(owner, ref_.name, info["kind"], ref_.line, ref_.col, text, via)
 
 
 @dataclass(frozen=True)
@@ -255,10 +334,28 @@ def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution,
     return None
 
 
+def _own_member_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, scope: ProjectScope, chain,
+                     member: tuple[str, dict, str], add: AddUse) -> tuple[str, str, int] | None:
+    """A chain rooted at a member of the own class (`velocity.x`): the member is a use; the chain goes on through
+    its documented type, one hop as through a call's return type."""
+    owner, info, via = member
+    line, col = facts.line_of_offset(chain.root_start), facts.col_of_offset(chain.root_start)
+    text = chain.text[:CODE_QUOTED]
+    if why := _declared_by_project(scope.project, scope.own_scope, chain.root):
+        res.unresolved.append(Unresolved(chain.root, line, col, text, why))
+        return None
+    add(owner, chain.root, info["kind"], line, col, text, via)
+    typ = ref.type_of(info) if info["kind"] == "property" else None
+    return (typ, "property_type", 1) if typ is not None and ref.has_class(typ) else None
+
+
 def _chain_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, own: str | None,
-                call_types: dict[int, str | None], scope: ProjectScope, chain) -> tuple[str, str, int] | None:
-    """(class, via, hops) a chain starts from: a name, a call's documented return type or `self`; None where the
-    chunk does not say (listed as unresolved)."""
+                call_types: dict[int, str | None], scope: ProjectScope, chain, members: OwnMembers,
+                add: AddUse) -> tuple[str, str, int] | None:
+    """(class, via, hops) a chain starts from: a name, an own-class property, a call's documented return type or
+    `self`; None where the chunk does not say (listed as unresolved)."""
+    if chain.root_kind == "identifier" and chain.root in members:
+        return _own_member_root(facts, ref, res, scope, chain, members[chain.root], add)
     if chain.root_kind == "identifier":
         found = _identifier_root(facts, ref, res, chain, scope.project)
         return (found[0], found[1], 0) if found is not None else None
@@ -278,10 +375,12 @@ def _chain_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, own:
 
 
 def _resolve_chains(facts: GDScriptFacts, ref: ClassReference, res: Resolution, own: str | None,
-                    call_types: dict[int, str | None], max_hops: int, add: AddUse, scope: ProjectScope) -> None:
-    """Call chains, from a class, a typed local, a call's return type or `self`, through documented return types."""
+                    call_types: dict[int, str | None], max_hops: int, add: AddUse, scope: ProjectScope,
+                    members: OwnMembers) -> None:
+    """Call chains, from a class, a typed local, an own-class property, a call's return type or `self`, through
+    documented types."""
     for chain in facts.chains:
-        root = _chain_root(facts, ref, res, own, call_types, scope, chain)
+        root = _chain_root(facts, ref, res, own, call_types, scope, chain, members, add)
         if root is not None:
             _follow_chain(ref, res, chain, root, max_hops, add)
 
@@ -291,14 +390,15 @@ def _follow_chain(ref: ClassReference, res: Resolution, chain, root: tuple[str, 
     """The chain's members, part by part from its root's class, on through documented return types."""
     typ: str | None
     typ, via, hops = root
-    text = chain.text[:CODE_QUOTED]
+    root_hops, text = hops, chain.text[:CODE_QUOTED]
     for i, part in enumerate(chain.parts):
         if typ is None or not ref.has_class(typ):
             break
         if part.name == "new" and part.call and via == "class" and i == 0:
             add(typ, "new", "constructor", part.line, part.col, text, "constructor")
             continue  # the chain goes on with an instance of the same class
-        found = ref.member(typ, part.name)
+        # As code reaches it: a theme item does not hide an ancestor's property (`Button.disabled` is BaseButton's).
+        found = ref.member(typ, part.name, code=True) or ref.member(typ, part.name)
         if found is None:
             sub = ref.on_subclass(typ, part.name)
             if sub is not None:  # a downcast access, valid Godot 4: not a missing member
@@ -308,7 +408,7 @@ def _follow_chain(ref: ClassReference, res: Resolution, chain, root: tuple[str, 
                                              f"{typ} has no member '{part.name}' in Godot 4", missing_on=typ))
             break
         owner, info = found
-        add(owner, part.name, info["kind"], part.line, part.col, text, via if hops == 0 else "return_type")
+        add(owner, part.name, info["kind"], part.line, part.col, text, via if hops == root_hops else "return_type")
         # Chains go on only through a call's documented return type (`get_tree().quit()`).
         nxt = ref.type_of(info) if part.call and info["kind"] in TYPED_KINDS else None
         if nxt is None or hops >= max_hops:
