@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 from pathlib import Path
@@ -152,7 +153,12 @@ def ensure_graph(bert: BertDir, int8: bool, cache_dir: Path) -> Path:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         quantized = path.with_name(f"{path.stem}.{os.getpid()}.q.tmp.onnx")
-        quantize_dynamic(str(tmp), str(quantized), op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8)
+        # It logs an advice to pre-process through the root logger, which would print under --quiet.
+        logging.disable(logging.WARNING)
+        try:
+            quantize_dynamic(str(tmp), str(quantized), op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8)
+        finally:
+            logging.disable(logging.NOTSET)
         tmp.unlink()
         tmp = quantized
     tmp.replace(path)
