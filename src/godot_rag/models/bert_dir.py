@@ -4,8 +4,11 @@ Reading it needs neither torch nor sentence-transformers."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 EXPECTED_MODULES = ["sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
                     "sentence_transformers.models.Normalize"]
@@ -48,3 +51,17 @@ class BertDir:
         tokenizer.enable_truncation(self.max_seq_length)
         tokenizer.enable_padding(pad_id=self.cfg.get("pad_token_id", 0), pad_token="[PAD]")
         return tokenizer, pieces
+
+
+def encode_sorted(texts: list[str], batch_size: int, tokenizer, dim: int,
+                  pooled_of: Callable[[list, list], np.ndarray]) -> np.ndarray:
+    """Unit vectors of `texts` in sentence-transformers' batches: longest first (the same unstable sort; dynamic
+    int8 quantization scales each batch as a whole, so batching must match), each batch tokenized, padded and
+    given to `pooled_of(ids, attention_mask)`, which returns its unit mean-pooled vectors."""
+    order = np.argsort([-len(t) for t in texts])
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for start in range(0, len(texts), batch_size):
+        idx = order[start:start + batch_size]
+        enc = tokenizer.encode_batch([texts[i] for i in idx])
+        out[idx] = pooled_of([e.ids for e in enc], [e.attention_mask for e in enc])
+    return out

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .bert_dir import BertDir
+from .bert_dir import BertDir, encode_sorted
 
 
 class _Layer(nn.Module):
@@ -95,20 +95,16 @@ class SentenceEncoder:
         """Character offsets of the text's word pieces, without [CLS]/[SEP] and without truncation."""
         return list(self.pieces.encode(text, add_special_tokens=False).offsets)
 
-    @torch.inference_mode()
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        order = np.argsort([-len(t) for t in texts])  # the same (unstable) sort as sentence-transformers
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(texts), batch_size):
-            idx = order[start:start + batch_size]
-            enc = self.tokenizer.encode_batch([texts[i] for i in idx])
-            ids = torch.tensor([e.ids for e in enc])
-            attention = torch.tensor([e.attention_mask for e in enc])
-            hidden = self.encoder(ids, attention)
-            m = attention.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
-            out[idx] = F.normalize(pooled, p=2, dim=1).numpy()
-        return out
+        return encode_sorted(texts, batch_size, self.tokenizer, self.dim, self._pooled)
+
+    @torch.inference_mode()
+    def _pooled(self, ids: list, attention_mask: list) -> np.ndarray:
+        attention = torch.tensor(attention_mask)
+        hidden = self.encoder(torch.tensor(ids), attention)
+        m = attention.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+        return F.normalize(pooled, p=2, dim=1).numpy()
 
 
 def load_bert_encoder(model_dir: str, int8: bool) -> SentenceEncoder | None:

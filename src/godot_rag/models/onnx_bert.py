@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .bert_dir import BertDir
+from .bert_dir import BertDir, encode_sorted
 
 OPSET = 17  # LayerNormalization
 GRAPH_VERSION = 1  # bump when the graph below changes: cached files of another version are not used
@@ -180,18 +180,14 @@ class OnnxSentenceEncoder:
         return list(self.pieces.encode(text, add_special_tokens=False).offsets)
 
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        order = np.argsort([-len(t) for t in texts])  # the same (unstable) sort as sentence-transformers
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(texts), batch_size):
-            idx = order[start:start + batch_size]
-            enc = self.tokenizer.encode_batch([texts[i] for i in idx])
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            attention = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            hidden = self.session.run(["hidden"], {"input_ids": ids, "attention_mask": attention})[0]
-            m = attention[:, :, None].astype(np.float32)
-            pooled = (hidden * m).sum(1) / np.maximum(m.sum(1), 1e-9)
-            out[idx] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return out
+        return encode_sorted(texts, batch_size, self.tokenizer, self.dim, self._pooled)
+
+    def _pooled(self, ids: list, attention_mask: list) -> np.ndarray:
+        attention = np.array(attention_mask, dtype=np.int64)
+        hidden = self.session.run(["hidden"], {"input_ids": np.array(ids, dtype=np.int64), "attention_mask": attention})[0]
+        m = attention[:, :, None].astype(np.float32)
+        pooled = (hidden * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
 
 def load_onnx_encoder(model_dir: str, int8: bool, cache_dir: Path, threads: int | None) -> OnnxSentenceEncoder | None:
