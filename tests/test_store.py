@@ -301,6 +301,7 @@ def test_a_killed_embedded_server_is_started_again_on_the_next_request(make_data
 def test_plain_torch_minilm_gives_sentence_transformers_vectors():
     """The cold-start encoder (models/minilm.py) must give the vectors the rows were embedded with."""
     import numpy as np
+
     from godot_rag.models.embedder import Embedder, _SentenceTransformerModel, resolve_model_path
     from godot_rag.models.minilm import SentenceEncoder
 
@@ -380,6 +381,7 @@ def test_onnx_encoder_gives_the_torch_vectors_and_its_own_key(tmp_path):
     """The ONNX graph is the same BERT: fp32 vectors equal torch's (cosine > 0.99999); int8 ones stay close to
     fp32 (mean cosine > 0.9, as torch's int8 ones do), but differ from torch's int8, so the engine is in the key."""
     import numpy as np
+
     from godot_rag.models.embedder import Embedder
     from godot_rag.models.onnx_bert import OnnxSentenceEncoder
 
@@ -485,3 +487,23 @@ def test_a_first_f_answer_imports_no_torch(fixture_db, tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "False"
+
+
+def test_payloads_unpacked_by_queries_are_frozen_out_of_the_collectors_sight(fixture_db, embedder, monkeypatch, tmp_path):
+    """Records are unpacked from the file as queries touch them; past FREEZE_AFTER_ROWS of them, a query ends
+    with gc.freeze (as records read at load always were), so full collections do not walk them."""
+    import gc
+
+    from godot_rag.examples import REFERENCE_CHUNK
+    from godot_rag.retrieve import pipeline
+    from godot_rag.store import records_cache
+
+    monkeypatch.setattr(pipeline, "FREEZE_AFTER_ROWS", 1)
+    r = pipeline.Retriever(fixture_db, embedder=embedder, cache_dir=tmp_path)
+    r.records("docs_chunks")  # writes the records file
+    r = pipeline.Retriever(fixture_db, embedder=embedder, cache_dir=tmp_path)  # a new process's view: rows unpacked on use
+    docs = r.records("docs_chunks")
+    assert isinstance(docs, records_cache.RecordFile) and docs.unpacked_since_freeze == 0
+    frozen = gc.get_freeze_count()
+    r.retrieve(REFERENCE_CHUNK, "D", explain=False)
+    assert docs.unpacked_since_freeze == 0 and gc.get_freeze_count() > frozen

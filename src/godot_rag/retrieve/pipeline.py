@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .docs_features import DocsApiStats, GuideModel
 
 T = TypeVar("T")
+FREEZE_AFTER_ROWS = 2000  # record payloads unpacked since the last gc.freeze that make a query end with one
 
 
 class Retriever:
@@ -104,6 +105,17 @@ class Retriever:
             found = records_cache.load_rows(self.cache_dir, table, records_cache.rows_digest(rows)) if path else None
             return found if found is not None else records_cache.FetchedRecords(rows)
         return found
+
+    def freeze_unpacked(self) -> None:
+        """After a query: once `FREEZE_AFTER_ROWS` payloads were unpacked since the last freeze, they are frozen
+        too (`freeze_loaded`). Unpacked lazily, they would otherwise be walked by every full collection, a
+        pause that grows with the rows read (the records read at once used to be frozen at load)."""
+        files = [r for r in self._records.values() if isinstance(r, records_cache.RecordFile)]
+        if sum(f.unpacked_since_freeze for f in files) >= FREEZE_AFTER_ROWS:
+            with self.lock:
+                for f in files:
+                    f.unpacked_since_freeze = 0
+                freeze_loaded()
 
     def search_texts(self, table: str) -> list[tuple[str, str]]:
         """(id, search_text) of every record: what BM25 indexes."""
@@ -231,6 +243,8 @@ class Retriever:
         results = [c for t in cfg.tables for c in ctx.table_lists(pool, t)]
         ctx.trace.total_ms = round((time.perf_counter() - t0) * 1000, MS_DIGITS)
         k = STRATEGIES[strategy].k_of(cfg)
-        return RetrieveResult(strategy=strategy, chunk_text=chunk, chunk_sha256=hashlib.sha256(chunk.encode()).hexdigest(),
-                              k=k, config=cfg.to_dict(), results=results, rejected=ctx.rejected,
-                              cut=ctx.cut if explain else [], trace=ctx.trace)
+        result = RetrieveResult(strategy=strategy, chunk_text=chunk, chunk_sha256=hashlib.sha256(chunk.encode()).hexdigest(),
+                                k=k, config=cfg.to_dict(), results=results, rejected=ctx.rejected,
+                                cut=ctx.cut if explain else [], trace=ctx.trace)
+        self.freeze_unpacked()
+        return result

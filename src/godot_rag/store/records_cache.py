@@ -43,6 +43,7 @@ class RecordFile(Mapping):
         self.ids, self._ends, self._data, self._start = ids, ends, data, start
         self._row = {rid: i for i, rid in enumerate(ids)}
         self._payloads: dict[str, dict] = {}
+        self.unpacked_since_freeze = 0  # payloads the garbage collector still walks (`Retriever.freeze_unpacked`)
 
     def _blob(self, k: int):
         lo = self._start + (int(self._ends[k - 1]) if k else 0)
@@ -52,6 +53,7 @@ class RecordFile(Mapping):
         payload = self._payloads.get(rid)
         if payload is None:
             payload = self._payloads[rid] = self._blob(2 * self._row[rid])
+            self.unpacked_since_freeze += 1
         return payload
 
     def __contains__(self, rid: object) -> bool:
