@@ -4,11 +4,14 @@ records and BM25 indexes; the embed_query stage then finds it loaded, or waits f
 load is its own `load:<what>` trace step, never a query stage's time."""
 from __future__ import annotations
 
+import atexit
 import threading
 
 from .context import QueryContext
 from .lexical import load_index
 from .tokenize import tokenizer_of
+
+EXIT_WAIT_S = 120  # how long an exiting process waits for an embedder load still under way
 
 
 def _load_quietly(embedder) -> None:
@@ -25,6 +28,9 @@ def start_embedder(retriever) -> threading.Thread | None:
     embedder = retriever.embedder  # its settings come from the database: read on this thread's connection
     thread = threading.Thread(target=_load_quietly, args=(embedder,), name="godot-rag-embedder-load", daemon=True)
     thread.start()
+    # A process that exits while ONNX Runtime builds its session on this thread is aborted (std::terminate,
+    # "terminate called without an active exception"): the exit waits for the load instead.
+    atexit.register(thread.join, EXIT_WAIT_S)
     return thread
 
 
