@@ -93,6 +93,15 @@ def retriever(fixture_db, embedder, tmp_path_factory):
 from godot_rag.examples import REFERENCE_CHUNK  # noqa: E402,F401  (the user's reference chunk)
 
 
+def ctrl_c_reaches_it() -> None:
+    """`preexec_fn` for a child that a test interrupts as a terminal would. A shell starts a background job
+    (`cmd &`, as CI may run the suite) with SIGINT ignored, every child inherits that, and Python then leaves
+    it ignored: without this, the Ctrl-C would not reach the child at all."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def free_port() -> int:
     import socket
 

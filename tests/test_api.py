@@ -1,6 +1,7 @@
 import re
 
 import pytest
+from conftest import ctrl_c_reaches_it
 from fastapi.testclient import TestClient
 
 from godot_rag.api.app import REFERENCE_CHUNK, create_app
@@ -172,18 +173,22 @@ def test_batch_workers_let_go_of_the_database_however_the_batch_ends(fixture_db,
     done = subprocess.run(base + [str(small)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert only_live_handles(), handles.read_text()
-    big = tmp_path / "big.jsonl"
-    big.write_text("".join(json.dumps({"chunkText": f"func f{i}():\n\tvar t = get_node(\"Timer\")"}) + "\n"
-                           for i in range(20000)))
+    # Interrupted while its input is still open (a pipe on stdin): the batch cannot have ended first.
+    lines = "".join(json.dumps({"chunkText": f"func f{i}():\n\tvar t = get_node(\"Timer\")"}) + "\n" for i in range(8))
     out = tmp_path / "out.jsonl"
     with out.open("w") as sink:
-        proc = subprocess.Popen(base + [str(big)], stdout=sink, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(base + ["-"], stdin=subprocess.PIPE, stdout=sink, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True, preexec_fn=ctrl_c_reaches_it)
+        assert proc.stdin is not None
+        proc.stdin.write(lines)
+        proc.stdin.flush()
         deadline = time.time() + 240
         while time.time() < deadline and proc.poll() is None and out.stat().st_size == 0:
             time.sleep(0.2)
+        assert proc.poll() is None and out.stat().st_size > 0, "no output while the input was still open"
         os.killpg(proc.pid, signal.SIGINT)
         err = proc.communicate(timeout=120)[1]
-    assert proc.returncode != 0, "the batch finished before the interrupt"
+    assert proc.returncode == 130 and "interrupted" in err, err[-2000:]
     assert "Traceback" not in err, err[-2000:]
     time.sleep(1)
     assert only_live_handles(), handles.read_text()

@@ -159,6 +159,11 @@ def test_cli_batch_two_workers_and_strict(fixture_db, tmp_path):
     assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr[-800:]
     check_batch_output([json.loads(l) for l in r.stdout.splitlines()], bad)
     assert json.loads(r.stderr.decode().strip().splitlines()[-1])["batch_summary"]["bad_lines"] == len(bad)
+    piped = _cli(["--batch", "-", "--strategy", "B", "--workers", "2", "--format", "result", "--quiet"], fixture_db.data_dir,
+                 input=path.read_bytes())  # stdin, read as it comes: the same lines, in the same order
+    def lines(out):
+        return [(o.get("error"), o.get("chunk_text")) for o in map(json.loads, out.splitlines())]
+    assert piped.returncode == 0 and lines(piped.stdout) == lines(r.stdout)
     r = _cli(["--batch", str(path), "--strategy", "B", "--strict", "--quiet"], fixture_db.data_dir)
     err = one_line_error(r)
     assert not r.stdout and f"{len(bad)} bad line(s)" in err

@@ -1,22 +1,25 @@
-"""`godot-rag retrieve --batch`: many chunks, one process per core, JSON lines on stdout in input order
-(`--format`: one line per accepted record, or one result per chunk; formats.py). A bad line (not UTF-8,
+"""`godot-rag retrieve --batch`: many chunks (a file, a pipe or stdin, read as they come), one process per
+core, JSON lines on stdout in input order, each input line's as soon as it is done (`--format`: one line
+per accepted record, or one result per chunk; formats.py). A bad line (not UTF-8,
 not JSON, not an object with a usable chunkText, id and context) gets an error line,
 `{"line": N, "chunk": ..., "error": ..., "status": ...}`, in its place, and the batch goes on; `strict`
 refuses the whole batch instead, naming every bad line."""
 from __future__ import annotations
 
 import json
+import queue
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from tqdm import tqdm
 
 from .chunk_text import ChunkTextError, check_chunk_text
 from .formats import check_chunk_id, error_line, json_lines
-from .jsonlines import read_jsonl_lines
+from .jsonlines import STDIN, read_jsonl_lines
 from .retrieve.config import ConfigError
 from .retrieve.project_context import RequestContext
 from .store.db import database_workers
@@ -68,9 +71,18 @@ def _item(n: int, rec: Any) -> BatchItem:
     return BatchItem(n, cid, text, context)
 
 
-def read_batch(path: Path) -> list[BatchItem]:
-    """Every line that is not blank, in order; a bad line carries its error line."""
-    return [_bad(n, None, malformed, 400) if malformed else _item(n, rec) for n, rec, malformed in read_jsonl_lines(path)]
+def iter_batch(path: Path) -> Iterator[BatchItem]:
+    """Every line that is not blank, in order, as it is read; a bad line carries its error line."""
+    for n, rec, malformed in read_jsonl_lines(path):
+        yield _bad(n, None, malformed, 400) if malformed else _item(n, rec)
+
+
+def count_items(path: Path) -> int | None:
+    """The progress bar's total: the lines that are not blank, for a regular file; None for a pipe."""
+    if path == STDIN or not path.is_file():
+        return None
+    with path.open("rb") as fh:
+        return sum(1 for raw in fh if raw.strip())
 
 
 def merged(base: RequestContext | None, line: RequestContext | None) -> RequestContext | None:
@@ -133,43 +145,124 @@ def _retrieve_one(item: BatchItem) -> str:
                           base=_worker["context"])
 
 
-def _in_order(items: list[BatchItem], results) -> Iterator[str]:
-    """Each input line's output, in input order: its error line, or the next result."""
+_END = object()  # the reader's last word: the input has ended
+FEED_AHEAD = 1024  # chunks read ahead of the pool: a large input is never held whole
+POLL_S = 0.1  # how often the pool's task thread looks whether the batch is stopping
+
+
+class OrderedFeed:
+    """Feeds a pool the good lines of an input it reads as it comes, and gives every line's output in
+    input order: its error line, or the pool's next result. A thread of its own reads the input, so the
+    pool's task thread never waits on a pipe (a pool can only be stopped once that thread ends): it polls,
+    and `close` ends it."""
+
+    def __init__(self, items: Iterable[BatchItem]):
+        self._items = items
+        self._order: queue.Queue = queue.Queue()  # every line, for the output side
+        self._feed: queue.Queue = queue.Queue(maxsize=FEED_AHEAD)  # the good lines, for the pool
+        self._stopping = threading.Event()
+        self._failed: list[Exception] = []
+        threading.Thread(target=self._read, name="batch-reader", daemon=True).start()
+
+    def _put(self, item) -> bool:
+        while not self._stopping.is_set():
+            try:
+                self._feed.put(item, timeout=POLL_S)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _read(self) -> None:
+        try:
+            for item in self._items:
+                self._order.put(item)
+                if item.error is None and not self._put(item):
+                    return
+        except Exception as e:  # noqa: BLE001 - an input that cannot be read: raised in the output loop
+            self._failed.append(e)
+        finally:
+            self._order.put(_END)
+            self._put(_END)
+
+    def tasks(self) -> Iterator[BatchItem]:
+        """The good lines, for `pool.imap`."""
+        while not self._stopping.is_set():
+            try:
+                item = self._feed.get(timeout=POLL_S)
+            except queue.Empty:
+                continue
+            if item is _END:
+                return
+            yield item
+
+    def outputs(self, results: Iterator[str]) -> Iterator[tuple[BatchItem, str]]:
+        """(line, its output) in input order; `results`: the pool's results for `tasks()`, in order."""
+        while (item := self._order.get()) is not _END:
+            yield item, item.error if item.error is not None else next(results)
+        if self._failed:
+            raise self._failed[0]
+
+    def close(self) -> None:
+        self._stopping.set()
+
+
+def _in_process(retriever, strategy, cfg, fmt, items: Iterable[BatchItem], context) -> Iterator[tuple[BatchItem, str]]:
+    """One worker: this process answers each line as it is read (warming the retriever on the first chunk)."""
+    warm = False
     for item in items:
-        yield item.error if item.error is not None else next(results)
+        if item.error is not None:
+            yield item, item.error
+            continue
+        if not warm:
+            retriever.warm(cfg, embed=strategy != "B")
+            warm = True
+        yield item, _retrieve_line(retriever, strategy, cfg, fmt, item, context)
 
 
 def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet: bool = False,
               llm_spec: dict | None = None, cross_encoder: str | None = None, strict: bool = False,
               fmt: str = "records", prompt_budget: int | None = None, context: RequestContext | None = None) -> dict:
-    items = read_batch(path)
-    bad = [item for item in items if item.error is not None]
-    if strict and bad:
-        raise BadBatch(f"{path}: {len(bad)} bad line(s); --strict runs none of the batch: "
-                       + "; ".join(f"{path}:{b.line}: {json.loads(b.error or '{}')['error']}" for b in bad))
-    good = [item for item in items if item.error is None]
+    """`path` (a file, a pipe, or `-` for stdin) is read as it comes, except with `strict`, which reads it
+    whole first: no line runs when any is bad."""
+    items: Iterable[BatchItem] = iter_batch(path)
+    if strict:
+        items = list(items)
+        bad = [item for item in items if item.error is not None]
+        if bad:
+            name = "stdin" if path == STDIN else str(path)
+            raise BadBatch(f"{name}: {len(bad)} bad line(s); --strict runs none of the batch: "
+                           + "; ".join(f"{name}:{b.line}: {json.loads(b.error or '{}')['error']}" for b in bad))
+    counts = {"lines": 0, "bad_lines": 0}
+    total = None if quiet else count_items(path)
     t0 = time.perf_counter()
-    if workers <= 1 or not good:
-        if good:
-            retriever.warm(cfg, embed=strategy != "B")
-        results = (_retrieve_line(retriever, strategy, cfg, (fmt, prompt_budget), item, context) for item in good)
-        for res in tqdm(_in_order(items, results), total=len(items), desc="retrieve", disable=quiet, file=sys.stderr):
-            sys.stdout.write(res)
+
+    def write(outputs: Iterator[tuple[BatchItem, str]]) -> None:
+        for item, text in tqdm(outputs, total=total, desc="retrieve", disable=quiet, file=sys.stderr):
+            counts["lines"] += 1
+            counts["bad_lines"] += item.error is not None
+            sys.stdout.write(text)
+            sys.stdout.flush()  # a reader at the other end of a pipe gets each chunk's lines when they are done
+
+    if workers <= 1:
+        write(_in_process(retriever, strategy, cfg, (fmt, prompt_budget), items, context))
     else:
         db = retriever.db
         try:
             with database_workers(db, workers, _init_worker,
                                   (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder,
                                    retriever.judge_calibration, fmt, prompt_budget, context)) as pool:
-                results = pool.imap(_retrieve_one, good, chunksize=4)
-                for res in tqdm(_in_order(items, results), total=len(items), desc="retrieve", disable=quiet,
-                                file=sys.stderr):
-                    sys.stdout.write(res)
+                feed = OrderedFeed(items)
+                try:
+                    write(feed.outputs(pool.imap(_retrieve_one, feed.tasks(), chunksize=4)))
+                finally:
+                    feed.close()  # before the pool is stopped: its task thread must end first
         finally:
             db.stop()  # the last handle: the embedded server goes when the batch ends, however it ends
     seconds = time.perf_counter() - t0
-    summary = {"lines": len(items), "chunks": len(good), "bad_lines": len(bad), "seconds": round(seconds, 2),
-               "chunks_per_second": round(len(good) / seconds, 2) if seconds > 0 else None, "workers": workers,
+    chunks = counts["lines"] - counts["bad_lines"]
+    summary = {"lines": counts["lines"], "chunks": chunks, "bad_lines": counts["bad_lines"], "seconds": round(seconds, 2),
+               "chunks_per_second": round(chunks / seconds, 2) if seconds > 0 else None, "workers": workers,
                "format": fmt}
     print(json.dumps({"batch_summary": summary}), file=sys.stderr)
     return summary

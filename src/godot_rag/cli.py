@@ -160,8 +160,9 @@ def open_llm(llm, needed: bool, why: str):
 
 @main.command()
 @click.argument("source", type=click.File("r"), required=False)
-@click.option("--batch", type=click.Path(exists=True, path_type=Path), default=None,
-              help="JSONL file of chunks ({\"chunkText\"|\"chunk_text\": ...} per line): one JSON result per line.")
+@click.option("--batch", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path), default=None,
+              help="JSONL file of chunks ({\"chunkText\"|\"chunk_text\": ...} per line), or - for stdin, read as it "
+                   "comes: the output lines of each input line, in input order.")
 @click.option("--workers", default=2, show_default=True, help="Parallel workers for --batch.")
 @click.option("--strict", is_flag=True, help="With --batch: run nothing when a line is bad, and list every bad line.")
 @click.option("--strategy", "-s", default="F", show_default=True, help="A-F (see `godot-rag strategies`).")
@@ -202,9 +203,12 @@ def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budg
         if batch:
             from .batch import run_batch
 
-            run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
-                      llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder,
-                      strict=strict, fmt=fmt or "records", prompt_budget=prompt_budget, context=context)
+            try:
+                run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
+                          llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder,
+                          strict=strict, fmt=fmt or "records", prompt_budget=prompt_budget, context=context)
+            except KeyboardInterrupt:
+                fail("interrupted; the output holds every input line finished before it, whole and in input order", 130)
             return
         if source is None:
             raise click.UsageError("give a FILE, - for stdin, or --batch FILE.jsonl")

@@ -2,14 +2,24 @@
 from __future__ import annotations
 
 import json
+import sys
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import BinaryIO, Callable, ContextManager, Iterator
+
+STDIN = Path("-")  # a path argument of `-` reads standard input
+
+
+def open_input(path: Path) -> ContextManager[BinaryIO]:
+    """The file's bytes, or standard input's for `-` (left open: it is not ours)."""
+    return nullcontext(sys.stdin.buffer) if path == STDIN else open(path, "rb")
 
 
 def read_jsonl_lines(path: Path) -> Iterator[tuple[int, object, str | None]]:
     """Yields (line number, parsed value, None), or (line number, None, what is wrong) for a line that
-    is not UTF-8 or not JSON; blank lines are skipped."""
-    with open(path, "rb") as fh:
+    is not UTF-8 or not JSON; blank lines are skipped. Lines are read as they come: a pipe is answered
+    line by line, and a large file is never held whole."""
+    with open_input(path) as fh:
         for n, raw in enumerate(fh, 1):
             try:
                 line = raw.decode("utf-8")
