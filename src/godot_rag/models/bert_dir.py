@@ -4,7 +4,6 @@ Reading it needs neither torch nor sentence-transformers."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,15 +52,32 @@ class BertDir:
         return tokenizer, pieces
 
 
-def encode_sorted(texts: list[str], batch_size: int, tokenizer, dim: int,
-                  pooled_of: Callable[[list, list], np.ndarray]) -> np.ndarray:
-    """Unit vectors of `texts` in sentence-transformers' batches: longest first (the same unstable sort; dynamic
-    int8 quantization scales each batch as a whole, so batching must match), each batch tokenized, padded and
-    given to `pooled_of(ids, attention_mask)`, which returns its unit mean-pooled vectors."""
-    order = np.argsort([-len(t) for t in texts])
-    out = np.zeros((len(texts), dim), dtype=np.float32)
-    for start in range(0, len(texts), batch_size):
-        idx = order[start:start + batch_size]
-        enc = tokenizer.encode_batch([texts[i] for i in idx])
-        out[idx] = pooled_of([e.ids for e in enc], [e.attention_mask for e in enc])
-    return out
+
+class PooledBertEncoder:
+    """What both BERT engines share: the directory's two tokenizers and sentence-transformers' batching. A
+    subclass gives only `_pooled`, one padded batch's unit mean-pooled vectors."""
+
+    def __init__(self, bert: BertDir):
+        self.tokenizer, self.pieces = bert.tokenizers()
+        self.max_seq_length, self.dim = bert.max_seq_length, bert.cfg["hidden_size"]
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return self.dim
+
+    def piece_offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character offsets of the text's word pieces, without [CLS]/[SEP] and without truncation."""
+        return list(self.pieces.encode(text, add_special_tokens=False).offsets)
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        """Longest first (sentence-transformers' unstable sort; dynamic int8 quantization scales each batch as a
+        whole, so batching must match), each batch tokenized and padded."""
+        order = np.argsort([-len(t) for t in texts])
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            idx = order[start:start + batch_size]
+            enc = self.tokenizer.encode_batch([texts[i] for i in idx])
+            out[idx] = self._pooled([e.ids for e in enc], [e.attention_mask for e in enc])
+        return out
+
+    def _pooled(self, ids: list, attention_mask: list) -> np.ndarray:
+        raise NotImplementedError

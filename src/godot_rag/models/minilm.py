@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .bert_dir import BertDir, encode_sorted
+from .bert_dir import BertDir, PooledBertEncoder
 
 
 class _Layer(nn.Module):
@@ -79,24 +79,12 @@ class BertEncoder(nn.Module):
         self.load_state_dict({ours: weights[prefix + theirs] for ours, theirs in names.items()}, strict=True)
 
 
-class SentenceEncoder:
+class SentenceEncoder(PooledBertEncoder):
     """tokenize -> BERT -> masked mean -> unit length, with sentence-transformers' batching."""
 
-    def __init__(self, encoder: BertEncoder, tokenizer, pieces, max_seq_length: int, dim: int):
-        # Two tokenizers, so that no call changes shared settings (serve encodes from several threads):
-        # `tokenizer` truncates and pads batches, `pieces` cuts whole texts into word pieces.
-        self.encoder, self.tokenizer, self.pieces = encoder, tokenizer, pieces
-        self.max_seq_length, self.dim = max_seq_length, dim
-
-    def get_sentence_embedding_dimension(self) -> int:
-        return self.dim
-
-    def piece_offsets(self, text: str) -> list[tuple[int, int]]:
-        """Character offsets of the text's word pieces, without [CLS]/[SEP] and without truncation."""
-        return list(self.pieces.encode(text, add_special_tokens=False).offsets)
-
-    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        return encode_sorted(texts, batch_size, self.tokenizer, self.dim, self._pooled)
+    def __init__(self, encoder: BertEncoder, bert: BertDir):
+        super().__init__(bert)
+        self.encoder = encoder
 
     @torch.inference_mode()
     def _pooled(self, ids: list, attention_mask: list) -> np.ndarray:
@@ -124,5 +112,4 @@ def load_bert_encoder(model_dir: str, int8: bool) -> SentenceEncoder | None:
             warnings.simplefilter("ignore")
             # In place: the float model is ours alone, and copying it first took 0.3-0.6 s of the cold start.
             encoder = torch.quantization.quantize_dynamic(encoder, {nn.Linear}, dtype=torch.qint8, inplace=True)
-    tokenizer, pieces = bert.tokenizers()
-    return SentenceEncoder(encoder, tokenizer, pieces, bert.max_seq_length, bert.cfg["hidden_size"])
+    return SentenceEncoder(encoder, bert)

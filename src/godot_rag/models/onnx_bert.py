@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .bert_dir import BertDir, encode_sorted
+from .bert_dir import BertDir, PooledBertEncoder
 
 OPSET = 17  # LayerNormalization
 GRAPH_VERSION = 1  # bump when the graph below changes: cached files of another version are not used
@@ -165,22 +165,12 @@ def ensure_graph(bert: BertDir, int8: bool, cache_dir: Path) -> Path:
     return path
 
 
-class OnnxSentenceEncoder:
+class OnnxSentenceEncoder(PooledBertEncoder):
     """tokenize -> BERT (ONNX Runtime) -> masked mean -> unit length, with sentence-transformers' batching."""
 
     def __init__(self, session, bert: BertDir):
+        super().__init__(bert)
         self.session = session
-        self.tokenizer, self.pieces = bert.tokenizers()
-        self.max_seq_length, self.dim = bert.max_seq_length, bert.cfg["hidden_size"]
-
-    def get_sentence_embedding_dimension(self) -> int:
-        return self.dim
-
-    def piece_offsets(self, text: str) -> list[tuple[int, int]]:
-        return list(self.pieces.encode(text, add_special_tokens=False).offsets)
-
-    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        return encode_sorted(texts, batch_size, self.tokenizer, self.dim, self._pooled)
 
     def _pooled(self, ids: list, attention_mask: list) -> np.ndarray:
         attention = np.array(attention_mask, dtype=np.int64)
