@@ -100,9 +100,9 @@ class Retriever:
         found = records_cache.load_rows(self.cache_dir, table, self.records_digest(table))
         if found is None:
             rows = queries.fetch_records(self.conn(), table)
-            self._digests[table] = records_cache.rows_digest(rows)  # what was read, should the table have changed since
+            digest = self._digests[table] = records_cache.rows_digest(rows)  # what was read, should the table have changed since
             path = records_cache.save_rows(self.cache_dir, table, rows)
-            found = records_cache.load_rows(self.cache_dir, table, records_cache.rows_digest(rows)) if path else None
+            found = records_cache.load_rows(self.cache_dir, table, digest) if path else None
             return found if found is not None else records_cache.FetchedRecords(rows)
         return found
 

@@ -1,8 +1,8 @@
 """What a retriever builds once from the whole records (the class reference, the API index, the docs' API
 use counts, the version names), persisted next to the data so that a new process reads it instead of
 building it. Each file is keyed by everything its value is built from: the records digests of the tables
-it reads, the class reference's digest, the guide model file, and the code itself (every source file's
-size and mtime), so a changed input or a new checkout never reads an older file. The values are plain
+it reads, the class reference's digest, and the code itself (every source file's size and mtime, the
+shipped guide model among them), so a changed input or a new checkout never reads an older file. The values are plain
 data (dicts, lists, sets, tuples, strings, numbers) written with `marshal`."""
 from __future__ import annotations
 
@@ -35,13 +35,6 @@ def meta_digest(conn: psycopg.Connection, key: str) -> str:
     """A digest of one meta entry, computed by the server (the class reference is a few MB of JSON)."""
     row = conn.execute("SELECT md5(value::text) FROM godot_rag_meta WHERE key = %s", (key,)).fetchone()
     return str(row[0]) if row else "none"
-
-
-def file_digest(path: Path) -> str:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return "none"
 
 
 def cache_path(cache_dir: Path, name: str, parts: list[str]) -> Path:
