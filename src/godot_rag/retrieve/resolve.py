@@ -117,13 +117,13 @@ def _bare_call_names(facts: GDScriptFacts, ref: ClassReference) -> list[str]:
     return out
 
 
-def _infer_owners(names: list[str], ref: ClassReference, share: float = OWNER_SHARE) -> dict[str, tuple[str, float]]:
+def _infer_owners(names: list[str], candidates: set[str], ref: ClassReference,
+                  share: float = OWNER_SHARE) -> dict[str, tuple[str, float]]:
     """Without `extends`: the script's class must be one that has every bare-called method.
     Over those classes, a name resolves when one documenting class serves at least `share` of
     them (`get_tree()` is `Node.get_tree` for every class that has it but TreeItem). A deduction
     from the class reference, traced with its share; a name that stays split stays unresolved."""
     maps = [ref.resolver_map(n) for n in names]
-    candidates = _infer_candidates(names, ref)
     out: dict[str, tuple[str, float]] = {}
     if not candidates:
         return out
@@ -194,11 +194,14 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
         res.own_class_from = "no class reference loaded"
         return res
     inferred: dict[str, tuple[str, float]] = {}
+    candidates: set[str] = set()  # without an own class: the classes the bare calls allow
     if own is None and infer_own_class:
-        inferred = _infer_owners(_bare_call_names(facts, ref), ref)
+        bare = _bare_call_names(facts, ref)
+        candidates = _infer_candidates(bare, ref)
+        inferred = _infer_owners(bare, candidates, ref)
         if inferred:
             res.own_class_from = "inferred"
-    members = _own_members(facts, ref, own, infer_own_class, project)
+    members = _own_members(facts, ref, own, candidates, project)
     seen: set[tuple[str, int, int]] = set()
 
     def add(api_cls: str, member: str, info_kind: str, line: int, col: int, text: str, via: str) -> None:
@@ -228,7 +231,7 @@ def _bare_member_names(facts: GDScriptFacts, ref: ClassReference, project) -> li
             and ref.global_member(n) is None and not (project is not None and project.is_class(n))]
 
 
-def _own_members(facts: GDScriptFacts, ref: ClassReference, own: str | None, infer: bool, project) -> OwnMembers:
+def _own_members(facts: GDScriptFacts, ref: ClassReference, own: str | None, candidates: set[str], project) -> OwnMembers:
     """The bare names that are documented members of the script's own class (or, without one, of the class
     the bare calls infer), with the owner that documents each."""
     names = _bare_member_names(facts, ref, project)
@@ -237,8 +240,7 @@ def _own_members(facts: GDScriptFacts, ref: ClassReference, own: str | None, inf
         for n in names:
             if (found := _own_member(ref, own, n)) is not None:
                 out[n] = (found[0], found[1], "own_class_property")
-    elif infer and names:
-        candidates = _infer_candidates(_bare_call_names(facts, ref), ref)
+    elif candidates and names:
         for n, (owner, share) in _infer_member_owners(names, candidates, ref).items():
             out[n] = (owner, ref.classes[owner]["members"][n],
                       f"inferred_own_class_property ({share:.0%} of the classes with these calls)")
