@@ -168,3 +168,24 @@ def test_cli_batch_two_workers_and_strict(fixture_db, tmp_path):
     err = one_line_error(r)
     assert not r.stdout and f"{len(bad)} bad line(s)" in err
     assert all(f"batch.jsonl:{n}:" in err for n in bad)
+
+
+def test_batch_into_a_closed_pipe_stops_quietly(fixture_db, tmp_path):
+    """`godot-rag retrieve --batch ... | head`: when the reader goes away the batch stops, with no error
+    message and no traceback, as a pipeline's other tools do, and lets go of the database."""
+    path = tmp_path / "many.jsonl"
+    path.write_text("".join(json.dumps({"chunkText": f"func f{i}():\n\tvar t = get_node(\"Timer\")"}) + "\n"
+                            for i in range(400)))
+    proc = subprocess.Popen([sys.executable, "-m", "godot_rag.cli", "retrieve", "--data-dir", str(fixture_db.data_dir),
+                             "--batch", str(path), "--strategy", "B", "--workers", "2", "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert json.loads(proc.stdout.readline())["chunk"] == 1
+    proc.stdout.close()  # the reader goes away while the batch still has output to write
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err[-800:]
+    assert "error" not in err and "Traceback" not in err, err[-800:]
+    import psutil  # no dead process (the batch's or its workers') is left holding the server
+
+    assert all(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+               for p in json.loads((fixture_db.data_dir / ".handle_pids.json").read_text()))

@@ -36,6 +36,11 @@ class Commands(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit, KeyboardInterrupt):
             raise
+        except BrokenPipeError:
+            # The reader went away (`... | head`): stop quietly, as a pipeline's other tools do. Python's own
+            # flush at exit would fail again on the closed pipe, so stdout now goes nowhere.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a tool the closed pipe stopped
         except Exception as e:  # noqa: BLE001 - the last line of defence
             if os.environ.get("GODOT_RAG_DEBUG"):
                 raise
