@@ -4,7 +4,7 @@ explain off, docs_chunks only); bm25s is `method="lucene"`, top 10, on the whole
 Also prints recall@1/@10 of both, so that a faster B cannot hide a worse one.
 
     pip install 'godot-rag[bench]'      # bm25s
-    python bench/bm25_vs_bm25s.py [--n 200] [--queries ../shared/eval/known_item.dev.jsonl]
+    python bench/bm25_vs_bm25s.py [--n 200] [--queries ../shared/eval/known_item.dev.jsonl] [--data-dir DIR]
 """
 import argparse
 import json
@@ -22,11 +22,12 @@ from godot_rag.store.db import Database
 ap = argparse.ArgumentParser()
 ap.add_argument("--n", type=int, default=200)
 ap.add_argument("--queries", default="../shared/eval/known_item.dev.jsonl")
+ap.add_argument("--data-dir", default=None, help="the database (default: the embedded one)")
 ap.add_argument("--repeat", type=int, default=3, help="passes over the chunks; the p50 is over all of them")
 args = ap.parse_args()
 
 queries = [json.loads(line) for line in open(args.queries)][: args.n]
-retriever = Retriever(Database())
+retriever = Retriever(Database(data_dir=args.data_dir))
 cfg = RetrieveConfig(tables=["docs_chunks"], k=10)
 tok = tokenizer_of(cfg)
 index = retriever.bm25.index("docs_chunks", tok, cfg)  # B's index; bm25s gets the same tokens below
