@@ -507,3 +507,30 @@ def test_payloads_unpacked_by_queries_are_frozen_out_of_the_collectors_sight(fix
     frozen = gc.get_freeze_count()
     r.retrieve(REFERENCE_CHUNK, "D", explain=False)
     assert docs.unpacked_since_freeze == 0 and gc.get_freeze_count() > frozen
+
+
+def test_vector_searches_are_each_tables_nearest_in_order_in_one_statement(fixture_db, embedder):
+    """One statement for every table: each table's rows are its exact nearest, nearest first (the fixture's
+    tables are small enough for an ef_search that makes HNSW exact); the search width holds for the session
+    of an autocommit connection, and inside a transaction only for that transaction."""
+    import numpy as np
+    from godot_rag.records import SCHEMA
+
+    vector = embedder.encode(["func _ready():\n\t$Timer.start()"])[0]
+    limits = {"docs_chunks": 7, "api_mapping": 5, "label_prototypes": 3}
+    with fixture_db.connect(autocommit=True) as conn:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        found = queries.vector_searches(conn, limits, vector, ef_search=1000)
+        assert conn.execute("SHOW hnsw.ef_search").fetchone()[0] == "1000"
+        for table, limit in limits.items():
+            key = SCHEMA[table]["key"]
+            rows = conn.execute(f"SELECT {key}, embedding FROM {table} WHERE embedding IS NOT NULL").fetchall()
+            cos = sorted(((float(np.dot(vector, e.to_numpy()) / np.linalg.norm(e.to_numpy())), rid) for rid, e in rows),
+                         reverse=True)
+            assert [rid for rid, _ in found[table]] == [rid for _, rid in cos[:limit]], table
+            assert [c for _, c in found[table]] == sorted((c for _, c in found[table]), reverse=True)
+        with conn.transaction():
+            assert queries.vector_searches(conn, limits, vector, ef_search=64) == found
+        assert conn.execute("SHOW hnsw.ef_search").fetchone()[0] == "1000"

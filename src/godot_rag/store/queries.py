@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import re
+import weakref
+from contextlib import contextmanager
+from typing import Iterator
 
 import numpy as np
 import psycopg
@@ -91,21 +94,46 @@ def vector_search(conn: psycopg.Connection, table: str, vector: np.ndarray, limi
     return vector_searches(conn, {table: limit}, vector, ef_search)[table]
 
 
+# hnsw.ef_search set for a connection's session (an autocommit one, between transactions), by connection.
+_SESSION_EF_SEARCH: "weakref.WeakKeyDictionary[psycopg.Connection, int]" = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def _ef_search(conn: psycopg.Connection, ef_search: int) -> Iterator[None]:
+    """hnsw.ef_search for the statements inside. An idle autocommit connection (the retriever's) gets it for
+    its session, once per value; a SET and a transaction around every search cost three round trips a query.
+    Parallel plans are off there too, so a UNION ALL of ordered lists keeps each list's order. Any other
+    connection gets it for one transaction."""
+    ef = int(ef_search)
+    if conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        if _SESSION_EF_SEARCH.get(conn) != ef:
+            conn.execute(f"SET hnsw.ef_search = {ef}")
+            conn.execute("SET max_parallel_workers_per_gather = 0")
+            _SESSION_EF_SEARCH[conn] = ef
+        yield
+        return
+    with conn.transaction():
+        conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
+        conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        yield
+
+
 def vector_searches(conn: psycopg.Connection, limits: dict[str, int], vector: np.ndarray,
                     ef_search: int = 100) -> dict[str, list[tuple[str, float]]]:
-    """`vector_search` over several tables (table -> limit) in one transaction: one SET and one round trip
-    per table, instead of four per table."""
-    out = {}
-    with conn.transaction():
-        conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
-        for table, limit in limits.items():
-            key = SCHEMA[table]["key"]
-            rows = conn.execute(
-                f"SELECT {key}, 1 - (embedding <=> %s) AS cos FROM {table} WHERE embedding IS NOT NULL "
-                f"ORDER BY embedding <=> %s LIMIT %s",
-                (vector, vector, limit),
-            ).fetchall()
-            out[table] = [(r[0], float(r[1])) for r in rows]
+    """`vector_search` over several tables (table -> limit) in one statement: one round trip, the vector
+    sent once. Each table's rows come nearest first."""
+    tables = list(limits)
+    if not tables:
+        return {}
+    sql = " UNION ALL ".join(
+        f"(SELECT {i} AS t, {SCHEMA[table]['key']} AS id, 1 - (embedding <=> %(v)s) AS cos FROM {table} "
+        f"WHERE embedding IS NOT NULL ORDER BY embedding <=> %(v)s LIMIT {int(limits[table])})"
+        for i, table in enumerate(tables))
+    with _ef_search(conn, ef_search):
+        rows = conn.execute(sql, {"v": vector}).fetchall()
+    out: dict[str, list[tuple[str, float]]] = {table: [] for table in tables}
+    for t, rid, cos in rows:
+        out[tables[t]].append((rid, float(cos)))
     return out
 
 
