@@ -102,6 +102,24 @@ def test_same_member_on_an_unrelated_class_is_a_contradiction():
     assert not basis["clashes"]  # the record shows the chunk's own member too
 
 
+def test_a_shared_class_weighs_how_few_records_and_real_chunks_use_it():
+    """A class most real scripts use (`SceneTree` behind every get_tree()) says little that a chunk and a guide share."""
+    from godot_rag.eval.guide_fit import chunk_shares
+    from godot_rag.eval.queries import Query
+
+    ref = reference()
+    docs = {"a": record(classes=["RigidBody2D"]), "b": record(classes=["CharacterBody2D"])} | {f"r{i}": record() for i in range(20)}
+    q = [Query(id=f"q{i}", chunk_text="extends RigidBody2D\n" if i < 1 else "extends CharacterBody2D\n",
+               relevant_pages={}, relevant_mappings=[]) for i in range(10)]
+    share = chunk_shares(q, ref)
+    assert share["RigidBody2D"] == 0.1 and share["CharacterBody2D"] == 0.9
+    stats = stats_with(docs, ref, share)
+    assert stats.class_specificity("CharacterBody2D") == 0.0  # most real chunks use it
+    assert stats.class_specificity("RigidBody2D") == round(stats._idf(1) * (1 - 0.1 / 0.25), 4) > 0
+    rare = stats_with(docs, ref, {"RigidBody2D": 0.05})
+    assert rare.class_specificity("RigidBody2D") == round(rare._idf(1) * 0.8, 4) > 0
+
+
 def test_class_compatibility_comes_from_the_inheritance():
     stats = stats_with({})
     assert stats.compatible("CharacterBody2D", "RigidBody2D")  # siblings under PhysicsBody2D

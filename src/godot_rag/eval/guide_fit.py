@@ -23,7 +23,15 @@ from tqdm import tqdm
 from ..gdscript import parse_chunk
 from ..ingest.record_api import global_uses
 from ..retrieve.config import RetrieveConfig
-from ..retrieve.docs_features import FEATURES, DocsApiStats, callback_key, chunk_callbacks, contradictions, guide_features
+from ..retrieve.docs_features import (
+    FEATURES,
+    DocsApiStats,
+    callback_key,
+    chunk_callbacks,
+    chunk_classes,
+    contradictions,
+    guide_features,
+)
 from ..retrieve.resolve import resolve_uses
 from .judged import read_judged
 from .queries import read_queries
@@ -61,7 +69,8 @@ def chunk_shares(queries, ref) -> dict[str, float]:
     for q in queries:
         facts = parse_chunk(q.chunk_text)
         res = resolve_uses(facts, ref)
-        counts.update(set(res.apis) | set(global_uses(facts, res, ref)) | {callback_key(f) for f in chunk_callbacks(facts, ref)})
+        counts.update(set(res.apis) | set(global_uses(facts, res, ref)) | {callback_key(f) for f in chunk_callbacks(facts, ref)}
+                      | chunk_classes(res, facts, ref))
     n = max(1, len(queries))
     return {a: round(c / n, 4) for a, c in sorted(counts.items()) if c / n >= CHUNK_SHARE_MIN}
 

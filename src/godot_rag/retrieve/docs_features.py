@@ -92,7 +92,9 @@ class DocsApiStats:
         return round(self._idf(self.member_records.get(api, 0)) * chunk * hub, RATIO_DIGITS)
 
     def class_specificity(self, cls: str) -> float:
-        return 0.0 if self.generic(cls) else round(self._idf(self.class_records.get(cls, 0)), RATIO_DIGITS)
+        """Like a member's: how few records and how few real chunks use the class (`SceneTree`, `Input` are common)."""
+        chunk = 1.0 - min(1.0, self.chunk_share.get(cls, 0.0) / COMMON_CHUNK_SHARE)
+        return 0.0 if self.generic(cls) else round(self._idf(self.class_records.get(cls, 0)) * chunk, RATIO_DIGITS)
 
     @cached_property
     def descendants(self) -> dict[str, int]:
