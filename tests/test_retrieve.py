@@ -452,3 +452,26 @@ def test_a_migration_finding_points_at_each_old_name_where_it_is(retriever):
     where = {(e.literal, e.chunk_line, e.mapping_id.split(":")[1].split("->")[0]) for e in evidence}
     assert where == {("AnimatedSprite", 1, "AnimatedSprite"), ("KinematicBody2D", 4, "KinematicBody2D"),
                      ("AnimatedSprite", 5, "AnimatedSprite")}
+
+
+def test_a_class_page_section_that_shares_only_the_class_is_no_direct_evidence():
+    """The class's description is evidence for a chunk that uses the class; its method table, tutorial list or
+    another member's description, sharing nothing but the class name, is the right topic and nothing more."""
+    facts = parse_chunk("func build(menu: PopupMenu):\n    menu.add_item(\"Options\")\n")
+    ref = ClassReference({"classes": {"PopupMenu": {"inherits": None, "page": "classes/class_popupmenu",
+                                                    "members": {"add_item": {"kind": "method", "type": "void"}}}}})
+    v = ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={}, version=VersionContext(),
+                          idf=lambda t: 6.0, class_of_page={"classes/class_popupmenu": "PopupMenu"},
+                          renameable=renameable_names(facts, ref))
+
+    def section(n: int, path: list[str]) -> Candidate:
+        return Candidate(table="docs_chunks", id=f"classes/class_popupmenu#{n:03d}", payload={
+            "content": "PopupMenu is a modal window.", "api_symbols": ["PopupMenu"], "section_path": path,
+            "metadata": {"page_path": "classes/class_popupmenu"}, "code_blocks": []})
+
+    description = docs_evidence(v, section(0, ["PopupMenu"]))
+    table = docs_evidence(v, section(3, ["PopupMenu", "Methods"]))
+    assert [i.literal for i in description["evidence"]] == [i.literal for i in table["evidence"]] == ["PopupMenu"]
+    assert description["accepted"], description["reasons"]
+    assert not table["accepted"]
+    assert table["rules"] == ["class_name_only"] and "other than its description" in table["reasons"][0]

@@ -238,6 +238,17 @@ def _unused_class_page(d: DocsCase, reasons: list[str]) -> str | None:
             + (f" (it uses {', '.join(used[:CLASSES_SHOWN])})" if used else " (no Godot API use of the chunk resolves)"))
 
 
+def _class_name_only(d: DocsCase, reasons: list[str]) -> str | None:
+    """A class page's record that shares only the class with the chunk (its name, or `Class.new()`), none of its
+    members, is evidence as the class's description; its other sections (the method and property tables, the
+    tutorial list, members the chunk does not use) show nothing specific to the chunk."""
+    if d.page_class is None or reasons or len(d.c.payload.get("section_path") or []) <= 1:
+        return None
+    if d.items and all(i.literal in (d.page_class, f"{d.page_class}.new") for i in d.items):
+        return f"shares only the class {d.page_class} with the chunk, in a section other than its description"
+    return None
+
+
 def _low_confidence(d: DocsCase, reasons: list[str]) -> str | None:
     conf = d.confidence
     if reasons or conf >= d.s.min_confidence:
@@ -259,6 +270,7 @@ REJECT_RULES = (
     RejectRule("weak_only", _weak_only),
     RejectRule("api_contradiction", _api_contradiction),
     RejectRule("unused_class_page", _unused_class_page),
+    RejectRule("class_name_only", _class_name_only),
     RejectRule("low_confidence", _low_confidence),
 )
 
