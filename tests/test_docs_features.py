@@ -5,7 +5,8 @@ from godot_rag.classref import ClassReference
 from godot_rag.eval.guide_fit import choose_threshold, curve, fit_logistic, fit_signed
 from godot_rag.eval.judged import judged_metrics
 from godot_rag.gdscript import parse_chunk
-from godot_rag.retrieve.docs_features import FEATURES, DocsApiStats, GuideModel, contradictions, guide_features
+from godot_rag.retrieve.codematch import clone_match
+from godot_rag.retrieve.docs_features import FEATURES, DocsApiStats, GuideModel, contradictions, copied_share, guide_features
 from godot_rag.retrieve.resolve import resolve_uses
 
 
@@ -101,6 +102,24 @@ def test_same_member_on_an_unrelated_class_is_a_contradiction():
     assert not basis["clashes"]  # the record shows the chunk's own member too
 
 
+def test_a_shared_class_weighs_how_few_records_and_real_chunks_use_it():
+    """A class most real scripts use (`SceneTree` behind every get_tree()) says little that a chunk and a guide share."""
+    from godot_rag.eval.guide_fit import chunk_shares
+    from godot_rag.eval.queries import Query
+
+    ref = reference()
+    docs = {"a": record(classes=["RigidBody2D"]), "b": record(classes=["CharacterBody2D"])} | {f"r{i}": record() for i in range(20)}
+    q = [Query(id=f"q{i}", chunk_text="extends RigidBody2D\n" if i < 1 else "extends CharacterBody2D\n",
+               relevant_pages={}, relevant_mappings=[]) for i in range(10)]
+    share = chunk_shares(q, ref)
+    assert share["RigidBody2D"] == 0.1 and share["CharacterBody2D"] == 0.9
+    stats = stats_with(docs, ref, share)
+    assert stats.class_specificity("CharacterBody2D") == 0.0  # most real chunks use it
+    assert stats.class_specificity("RigidBody2D") == round(stats._idf(1) * (1 - 0.1 / 0.25), 4) > 0
+    rare = stats_with(docs, ref, {"RigidBody2D": 0.05})
+    assert rare.class_specificity("RigidBody2D") == round(rare._idf(1) * 0.8, 4) > 0
+
+
 def test_class_compatibility_comes_from_the_inheritance():
     stats = stats_with({})
     assert stats.compatible("CharacterBody2D", "RigidBody2D")  # siblings under PhysicsBody2D
@@ -113,6 +132,70 @@ def test_class_compatibility_comes_from_the_inheritance():
     assert basis["rivals"] == ["NavigationServer3D vs NavigationAgent2D"] and not contradictions(basis)
     values, basis = features(stats, code, record(classes=["NavigationAgent2D"]))
     assert values["incompatible"] == 0.0 and not contradictions(basis)
+
+
+def prop(t):
+    return {"kind": "property", "type": t}
+
+
+def worlds_reference() -> ClassReference:
+    classes = {
+        "Object": {"inherits": None, "page": "classes/class_object", "members": {}},
+        "Node": {"inherits": "Object", "page": "classes/class_node", "members": {}},
+        "Input": {"inherits": "Object", "page": "classes/class_input", "members": {"is_action_pressed": method("bool")}},
+        "Node2D": {"inherits": "Node", "page": "classes/class_node2d",
+                   "members": {"position": prop("Vector2"), "scale": prop("Vector2"), "visible": prop("bool")}},
+        "Sprite2D": {"inherits": "Node2D", "page": "classes/class_sprite2d",
+                     "members": {"offset": prop("Vector2"), "flip_h": prop("bool")}},
+        "Node3D": {"inherits": "Node", "page": "classes/class_node3d",
+                   "members": {"position": prop("Vector3"), "scale": prop("Vector3"), "visible": prop("bool")}},
+        "CharacterBody3D": {"inherits": "Node3D", "page": "classes/class_characterbody3d",
+                            "members": {"velocity": prop("Vector3"), "is_on_floor": method("bool")}},
+        "Camera3D": {"inherits": "Node3D", "page": "classes/class_camera3d", "members": {"project_position": method("Vector3")}},
+        "Vector2": {"inherits": None, "page": "classes/class_vector2", "members": {"x": prop("float")}},
+        "Vector3": {"inherits": None, "page": "classes/class_vector3", "members": {"x": prop("float")}},
+        "bool": {"inherits": None, "page": "classes/class_bool", "members": {}},
+    }
+    return ClassReference({"classes": classes})
+
+
+def test_the_2d_and_3d_worlds_come_from_the_hierarchy_and_contradict():
+    ref = worlds_reference()
+    page3d = {"metadata": {"page_path": "tutorials/3d/using_transforms", "code_classes": ["CharacterBody3D"]}}
+    docs = {"a": page3d, "b": {"metadata": {"page_path": "tutorials/3d/using_transforms", "code_classes": ["Input"]}}}
+    stats = DocsApiStats.build(docs, ref)
+    # Nodes by their family; a value type by the family whose members it types (bool types both: no world).
+    assert stats.worlds["Sprite2D"] == "2D" and stats.worlds["CharacterBody3D"] == "3D"
+    assert stats.worlds["Vector2"] == "2D" and stats.worlds["Vector3"] == "3D" and "bool" not in stats.worlds
+    code2d = "extends Sprite2D\n\nfunc _process(delta):\n    if Input.is_action_pressed(\"left\"):\n        position += Vector2.LEFT\n"
+    _, basis = features(stats, code2d, record(classes=["CharacterBody3D", "Input"]))
+    assert basis["worlds"]["chunk"] == "2D" and basis["worlds"]["record"] == "3D"
+    assert contradictions(basis)[0].startswith("contradiction: the record is 3D (CharacterBody3D) where the chunk is 2D")
+    # A chunk copied from the record is of the record's world, whatever its value types say.
+    assert not contradictions(basis, copied=True)
+    # A record that shows both worlds, or writes a Vector3 without a 3D node, is of no one world.
+    _, basis = features(stats, code2d, record(classes=["CharacterBody3D", "Sprite2D"]))
+    assert basis["worlds"] is None and not contradictions(basis)
+    _, basis = features(stats, code2d, record(classes=["Vector3"]))
+    assert basis["worlds"] is None
+    # A record that names no node at all is of its page's world (`# On CharacterBody3D.` above its code).
+    _, basis = features(stats, code2d, docs["b"])
+    assert basis["worlds"]["record"] == "3D" and basis["worlds"]["record_classes"] == ["CharacterBody3D"]
+    # The chunk's nodes decide its world: a 3D script that reads a mouse Vector2 stays 3D.
+    code3d = "extends Camera3D\n\nfunc f(p: Vector2):\n    return project_position(p, 1.0)\n"
+    _, basis = features(stats, code3d, record(classes=["Sprite2D"]))
+    assert basis["worlds"]["chunk"] == "3D" and basis["worlds"]["record"] == "2D"
+
+
+def test_a_copy_uses_each_record_line_once():
+    """Four chunk lines of one shape are not four lines copied from one such line of a record."""
+    chunk = "\n".join(f"var _flag_{i} : bool = false" for i in range(4))
+    code = "var _enabled : bool = false\nfunc f():\n    pass\n"
+    names = frozenset(f"_flag_{i}" for i in range(4))
+    assert clone_match(chunk, code, names)[0] == 1.0
+    assert clone_match(chunk, code, names, one_to_one=True)[0] == 0.25
+    assert copied_share(chunk, code, names) == 0.25
+    assert copied_share(chunk, code + code.replace("_enabled", "_other"), names) == 0.5
 
 
 def test_model_decision_is_readable_arithmetic():

@@ -23,7 +23,15 @@ from tqdm import tqdm
 from ..gdscript import parse_chunk
 from ..ingest.record_api import global_uses
 from ..retrieve.config import RetrieveConfig
-from ..retrieve.docs_features import FEATURES, DocsApiStats, callback_key, chunk_callbacks, guide_features
+from ..retrieve.docs_features import (
+    FEATURES,
+    DocsApiStats,
+    callback_key,
+    chunk_callbacks,
+    chunk_classes,
+    contradictions,
+    guide_features,
+)
 from ..retrieve.resolve import resolve_uses
 from .judged import read_judged
 from .queries import read_queries
@@ -61,7 +69,8 @@ def chunk_shares(queries, ref) -> dict[str, float]:
     for q in queries:
         facts = parse_chunk(q.chunk_text)
         res = resolve_uses(facts, ref)
-        counts.update(set(res.apis) | set(global_uses(facts, res, ref)) | {callback_key(f) for f in chunk_callbacks(facts, ref)})
+        counts.update(set(res.apis) | set(global_uses(facts, res, ref)) | {callback_key(f) for f in chunk_callbacks(facts, ref)}
+                      | chunk_classes(res, facts, ref))
     n = max(1, len(queries))
     return {a: round(c / n, 4) for a, c in sorted(counts.items()) if c / n >= CHUNK_SHARE_MIN}
 
@@ -183,14 +192,18 @@ def fit(retriever, queries_path: Path, judged_path: Path, *, folds: int = 5, l2:
     y = (g == 2).astype(float)
     chunks = sorted({d["query_id"] for d in data})
     fold_of = {c: i % folds for i, c in enumerate(chunks)}
+    # A pair a contradiction rejects is decided by that rule: the model neither learns from it nor accepts it
+    # (out of fold its P is 0), so the curve is that of the whole decision.
+    vetoed = np.array([bool(contradictions(d["basis"])) for d in data], dtype=bool)
     oof = np.zeros(len(data))
     for k in range(folds):
         test = np.array([fold_of[d["query_id"]] == k for d in data])
-        w, b = fit_signed(X[~test], y[~test], l2)
+        w, b = fit_signed(X[~test & ~vetoed], y[~test & ~vetoed], l2)
         oof[test] = 1.0 / (1.0 + np.exp(-(X[test] @ w + b)))
+    oof[vetoed] = 0.0
     points = curve(oof, g)
     chosen = choose_threshold(points, precision, share0)
-    w, b = fit_signed(X, y, l2)
+    w, b = fit_signed(X[~vetoed], y[~vetoed], l2)
     rules = np.array([d["accepted_by_rules"] for d in data])
     before = {"accepted": int(rules.sum()), "precision": round(float((g[rules] == 2).mean()), 4) if rules.any() else None,
               "share0": round(float((g[rules] == 0).mean()), 4) if rules.any() else None,
@@ -203,7 +216,7 @@ def fit(retriever, queries_path: Path, judged_path: Path, *, folds: int = 5, l2:
         "chunk_share": share,
         "data_digest": f"sha256:{digest}", "fitted_on": {"judged": Path(judged_path).name, "queries": Path(queries_path).name,
                                                          "pool_chunks": len(pool_chunks), "chunks_run": n_chunks},
-        "n": {"pairs": len(data), "grade2": int((g == 2).sum()), "grade0": int((g == 0).sum())},
+        "n": {"pairs": len(data), "grade2": int((g == 2).sum()), "grade0": int((g == 0).sum()), "vetoed": int(vetoed.sum())},
         "cv": {"folds": folds, "by": "chunk", "l2": l2, "target_precision": precision, "target_share0": share0,
                "chosen": chosen, "rules_on_the_same_pairs": before,
                "curve": points[:: max(1, len(points) // 20)]},  # out of fold, every few thresholds

@@ -91,8 +91,11 @@ def renameable_names(facts, ref=None) -> frozenset[str]:
     return frozenset(names)
 
 
-def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None) -> tuple[float, list[int]]:
-    """(ratio of chunk tokens in matching lines, the chunk's line numbers (1-based) of those lines)."""
+def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None,
+                one_to_one: bool = False) -> tuple[float, list[int]]:
+    """(ratio of chunk tokens in matching lines, the chunk's line numbers (1-based) of those lines).
+    `one_to_one`: each line of the record stands for one line of the chunk at most, as in a copy (four
+    `var _a : bool = false` lines of the chunk are not four lines copied from one such line of a record)."""
     if renameable is None:
         renameable = renameable_names(parse_chunk(chunk))
     qlines = numbered_code_lines(chunk)
@@ -100,12 +103,17 @@ def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None)
     if not qlines or not by_len:
         return 0.0, []
     matched, hit = [], 0
+    used: set[tuple[int, int]] = set()  # (length, index) of the record lines a copy has used
     for n, line in qlines:
         same_length = by_len.get(len(line))
         # A token that may not be renamed must appear as it is: a line with one the record lacks matches nothing.
         if not same_length or not _fixed_tokens(line, renameable) <= tokens:
             continue
-        if any(lines_match(line, d, tokens, renameable) for d in same_length):
+        found = next((i for i, d in enumerate(same_length)
+                      if (len(line), i) not in used and lines_match(line, d, tokens, renameable)), None)
+        if found is not None:
+            if one_to_one:
+                used.add((len(line), found))
             matched.append(n)
             hit += len(line)
     return hit / sum(len(toks) for _, toks in qlines), matched

@@ -11,17 +11,23 @@ The chunk's side is its resolution (`resolve.py`); the record's side is what ing
 - Class compatibility comes from the class reference's inheritance: the same class, an ancestor, or a
   sibling under a parent that is not a hub of the hierarchy (`Node`, `Resource` have hundreds of
   descendants: sharing them says nothing).
+- A Variant type (`Vector2`, `bool`, `Callable`: a root of the hierarchy other than Object) belongs to no
+  family: it is neither compatible nor foreign to anything.
+- The 2D and 3D worlds are facts of the hierarchy too: a node under `Node2D` or `Node3D`, and a class that only
+  one family's members are typed with (`Vector3`, `Basis`, `Vector2`, `Shape2D`). A record whose nodes are
+  of one world, for a chunk that computes in the other (neither side writes both), is a contradiction, a rule.
 - A page's acceptance rate over the dev sets damps hub pages (stored with the model).
 """
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..classref import ClassReference
+from ..classref import NO_TYPE, ClassReference
 from ..gdscript import IDENT
 from ..ingest.record_api import global_uses, record_api
 from ..records import record_code
@@ -40,6 +46,10 @@ MIN_HEAD_CHARS = 3  # a class name's head (`Navigation` of NavigationAgent2D) th
 MIN_BLOCK_LINES = 3  # code lines of a top-level block of the chunk that a page may copy on its own
 LOGIT_LIMIT = 50.0  # keeps exp() in range; P is 0 or 1 to double precision beyond it
 BASIS_SHOWN, CONTRIBUTIONS_CITED = 8, 3  # names the trace lists per kind; feature contributions a rejection cites
+FAMILY_ROOTS = {"Node2D": "2D", "Node3D": "3D"}  # the roots of the two worlds' node families
+MIN_WORLD_USES = 3  # members of the two families typed with a class that can make it one world's
+WORLD_SHARE = 0.85  # the share of those uses (per class of each family) one world must hold (Vector2, not bool or String)
+OBJECT_ROOT = "Object"  # the root of the class hierarchy; the other roots are Variant types
 CAMEL_HEAD_RE = re.compile(r"^[A-Z][a-z]+|^[A-Z]+(?=[A-Z][a-z]|\d|$)")
 
 
@@ -51,21 +61,25 @@ class DocsApiStats:
     member_records: dict[str, int]
     class_records: dict[str, int]
     chunk_share: dict[str, float] = field(default_factory=dict)  # Class.member -> share of real chunks using it
+    page_nodes: dict[str, list[str]] = field(default_factory=dict)  # page -> the 2D / 3D nodes its records name
     _compatible: dict[tuple[str, str], bool] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, docs: Mapping[str, dict], ref: ClassReference, chunk_share: dict[str, float] | None = None) -> "DocsApiStats":
         members: dict[str, int] = {}
         classes: dict[str, int] = {}
+        page_nodes: dict[str, set[str]] = {}
         for rec in docs.values():
             api = record_api(rec)
+            page_nodes.setdefault((rec.get("metadata") or {}).get("page_path") or "", set()).update(
+                c for c in set(api["code_classes"]) | set(api["mentions"]) if world_node(ref, c))
             for m in set(api["code_uses"]) | set(api["code_globals"]) | {x for x in api["mentions"] if "." in x}:
                 members[m] = members.get(m, 0) + 1
             for c in set(api["code_classes"]) | {x for x in api["mentions"] if "." not in x}:
                 classes[c] = classes.get(c, 0) + 1
             for f in set(api["code_callbacks"]):
                 members[callback_key(f)] = members.get(callback_key(f), 0) + 1
-        return cls(ref, len(docs), members, classes, dict(chunk_share or {}))
+        return cls(ref, len(docs), members, classes, dict(chunk_share or {}), {p: sorted(v) for p, v in page_nodes.items() if v})
 
     def _idf(self, df: int) -> float:
         """In [0, 1]: 1 for a name one record uses, 0 for one every record uses."""
@@ -78,7 +92,9 @@ class DocsApiStats:
         return round(self._idf(self.member_records.get(api, 0)) * chunk * hub, RATIO_DIGITS)
 
     def class_specificity(self, cls: str) -> float:
-        return 0.0 if self.generic(cls) else round(self._idf(self.class_records.get(cls, 0)), RATIO_DIGITS)
+        """Like a member's: how few records and how few real chunks use the class (`SceneTree`, `Input` are common)."""
+        chunk = 1.0 - min(1.0, self.chunk_share.get(cls, 0.0) / COMMON_CHUNK_SHARE)
+        return 0.0 if self.generic(cls) else round(self._idf(self.class_records.get(cls, 0)) * chunk, RATIO_DIGITS)
 
     @cached_property
     def descendants(self) -> dict[str, int]:
@@ -87,6 +103,42 @@ class DocsApiStats:
             for a in self.ref.lineage(c)[1:]:
                 out[a] = out.get(a, 0) + 1
         return out
+
+    def builtin(self, cls: str) -> bool:
+        """A Variant type (`Vector2`, `bool`, `Callable`): a root of the hierarchy other than Object."""
+        return self.ref.lineage(cls) == [cls] and cls != OBJECT_ROOT and not cls.startswith("@")
+
+    @cached_property
+    def worlds(self) -> dict[str, str]:
+        """Class -> "2D" or "3D": a node of that world's family, or a class whose uses as the type of the two
+        families' members, per class of each family, are WORLD_SHARE of that world's (`Vector3`, `Vector2`)."""
+        out: dict[str, str] = {}
+        typed: dict[str, Counter] = {w: Counter() for w in FAMILY_ROOTS.values()}
+        for c, info in self.ref.classes.items():
+            world = next((FAMILY_ROOTS[a] for a in self.ref.lineage(c) if a in FAMILY_ROOTS), None)
+            if world is not None:
+                out[c] = world
+                typed[world].update(m.get("type") or "" for m in info["members"].values())
+        size = Counter(out.values())
+        for t in set().union(*typed.values()) - NO_TYPE - set(out):
+            if t not in self.ref.classes or sum(n[t] for n in typed.values()) < MIN_WORLD_USES:
+                continue
+            rate = {w: typed[w][t] / size[w] for w in typed}  # per class of the family: the 3D one is larger
+            world = max(rate, key=lambda w: rate[w])
+            if rate[world] >= WORLD_SHARE * sum(rate.values()):
+                out[t] = world
+        return out
+
+    def world_of(self, classes: set[str], nodes_only: bool = False) -> tuple[str | None, list[str]]:
+        """The one world the classes belong to (None when none or both) and the classes that say so: the nodes
+        of the two families decide where there are any (a 3D script reads a mouse `Vector2`), else the other
+        classes of one world. `nodes_only`: the nodes alone (a guide that writes a `Vector3` teaches no 3D)."""
+        found = {c: self.worlds[c] for c in classes if c in self.worlds}
+        nodes = {c: w for c, w in found.items() if world_node(self.ref, c)}
+        if nodes or nodes_only:
+            found = nodes
+        kinds = set(found.values())
+        return (kinds.pop() if len(kinds) == 1 else None), sorted(found)
 
     def generic(self, cls: str) -> bool:
         return self.descendants.get(cls, 0) >= GENERIC_DESCENDANTS or cls.startswith("@")
@@ -104,6 +156,11 @@ class DocsApiStats:
         up = self.ref.lineage(a)
         common = next((x for x in self.ref.lineage(b) if x in up), None)
         return common is not None and not self.generic(common)
+
+
+def world_node(ref: ClassReference, cls: str) -> bool:
+    """A node of the 2D or the 3D family (`CharacterBody3D`, `Node2D`)."""
+    return any(a in FAMILY_ROOTS for a in ref.lineage(cls))
 
 
 def callback_key(name: str) -> str:
@@ -172,22 +229,17 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     shared_globals = sorted(set(global_uses(facts, resolution, stats.ref)) & set(api["code_globals"]))
     clashes = member_clashes(stats.ref, chunk_api, rec_code | rec_prose, shared_names)
     shared_classes = sorted(c for c in mine & rec_classes if not stats.generic(c))
-    topic = sorted(c for c in rec_classes if not stats.generic(c))
-    specific_mine = [c for c in mine if not stats.generic(c)]
-    strangers = [c for c in topic if not any(stats.compatible(c, m) for m in specific_mine)] if specific_mine else []
+    fit = class_fit(stats, mine, rec_classes, (rec.get("metadata") or {}).get("page_path") or "")
+    topic, strangers = fit["topic"], fit["strangers"]
     # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready` weighs ~0.
     shared_callbacks = sorted(callback_key(f) for f in chunk_callbacks(facts, stats.ref) & set(api["code_callbacks"]))
-    # A stranger that shares its name's head with a class of the chunk is a rival of the same feature
-    # (NavigationAgent2D vs NavigationServer3D): a contradiction, not only a mismatch.
-    rivals = sorted({f"{s} vs {m}" for s in strangers for m in specific_mine
-                     if (h := CAMEL_HEAD_RE.match(s)) and len(h.group(0)) >= MIN_HEAD_CHARS and m.startswith(h.group(0))})
     values = {
         "api_code": round(sum(stats.member_specificity(a) for a in shared_code), RATIO_DIGITS),
         "api_prose": round(sum(stats.member_specificity(a) for a in shared_prose), RATIO_DIGITS),
         "shared_global": round(sum(stats.member_specificity(a) for a in shared_globals), RATIO_DIGITS),
         "shared_callback": round(sum(stats.member_specificity(a) for a in shared_callbacks), RATIO_DIGITS),
         "shared_class": round(sum(stats.class_specificity(c) for c in shared_classes), RATIO_DIGITS),
-        "incompatible": round(len(strangers) / len(topic), RATIO_DIGITS) if topic and specific_mine else 0.0,
+        "incompatible": round(len(strangers) / len(topic), RATIO_DIGITS) if topic and fit["family_mine"] else 0.0,
         "hub_rate": round(hub_rate, RATIO_DIGITS),
         "clone": round(clone, RATIO_DIGITS),
         "bm25_rank": round(1.0 / math.log2(1 + bm25_rank), RATIO_DIGITS) if bm25_rank else 0.0,
@@ -200,29 +252,54 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
              "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
              "shared_callbacks": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_callbacks],
              "shared_classes": shared_classes, "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
-             "rivals": rivals[:BASIS_SHOWN]}
+             "rivals": fit["rivals"][:BASIS_SHOWN], "worlds": fit["worlds"]}
     return values, basis
 
 
-def contradictions(basis: dict) -> list[str]:
+def class_fit(stats: DocsApiStats, mine: set[str], rec_classes: set[str], page: str) -> dict:
+    """How the record's classes fit the chunk's: its topic (classes that are not hubs of the hierarchy), the
+    strangers among them (compatible with no class of the chunk's families), the rivals, and the worlds (2D / 3D)
+    when each side is of one only and they differ. A record that names no node of either world is of its page's
+    world (`# On CharacterBody3D.` above `transform.basis` code on a page about 3D)."""
+    topic = sorted(c for c in rec_classes if not stats.generic(c))
+    family_mine = [c for c in mine if not stats.generic(c)]
+    strangers = [c for c in topic if not any(stats.compatible(c, m) for m in family_mine)] if family_mine else []
+    # A stranger that shares its name's head with a class of the chunk is a rival of the same feature
+    # (NavigationAgent2D vs NavigationServer3D): a contradiction, not only a mismatch.
+    rivals = sorted({f"{s} vs {m}" for s in strangers for m in family_mine
+                     if (h := CAMEL_HEAD_RE.match(s)) and len(h.group(0)) >= MIN_HEAD_CHARS and m.startswith(h.group(0))})
+    # The chunk is of the world it computes in; the record of the world whose nodes it shows.
+    (chunk_world, chunk_says), (rec_world, rec_says) = stats.world_of(mine), stats.world_of(rec_classes, nodes_only=True)
+    if not rec_says:
+        rec_world, rec_says = stats.world_of(set(stats.page_nodes.get(page, ())), nodes_only=True)
+    worlds = ({"chunk": chunk_world, "chunk_classes": chunk_says[:BASIS_SHOWN], "record": rec_world,
+               "record_classes": rec_says[:BASIS_SHOWN]} if chunk_world and rec_world and chunk_world != rec_world else None)
+    return {"topic": topic, "family_mine": family_mine, "strangers": strangers, "rivals": rivals, "worlds": worlds}
+
+
+def contradictions(basis: dict, copied: bool = False) -> list[str]:
     """The facts that reject a guide whatever the model says. (`rivals`, classes of one feature that are not
-    one family, stay a trace note: by name alone `Input` and `InputEventMouseButton` would be rivals.)"""
+    one family, stay a trace note: by name alone `Input` and `InputEventMouseButton` would be rivals.) `copied`:
+    the chunk copies the record's code, which settles its world (an XR script's window `Vector2` is no 2D)."""
     out = []
     if basis["clashes"] and not basis["shared_api"]:
         x = basis["clashes"][0]
         out.append(f"contradiction: the record uses {x['record']} where the chunk uses {x['chunk']}")
+    if (w := basis.get("worlds")) is not None and not copied:
+        out.append(f"contradiction: the record is {w['record']} ({', '.join(w['record_classes'])}) where the chunk is "
+                   f"{w['chunk']} ({', '.join(w['chunk_classes'])})")
     return out
 
 
 def copied_share(chunk: str, code: str, renameable, min_lines: int = MIN_BLOCK_LINES) -> float:
     """The largest share of one block of the chunk (the whole chunk, or a top-level block of it with at least
-    `min_lines` code lines) that the record's code holds up to renaming: a chunk made of two pages' code
-    copies each of them in one of its blocks."""
-    best, _ = clone_match(chunk, code, renameable)
+    `min_lines` code lines) that the record's code holds up to renaming, each record line copied once: a chunk
+    made of two pages' code copies each of them in one of its blocks."""
+    best, _ = clone_match(chunk, code, renameable, one_to_one=True)
     blocks = split_segments(chunk)
     if len(blocks) > 1:
         for block in blocks:
-            ratio, lines = clone_match(block, code, renameable)
+            ratio, lines = clone_match(block, code, renameable, one_to_one=True)
             if len(lines) >= min_lines:
                 best = max(best, ratio)
     return best
@@ -269,9 +346,10 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
                                    bm25_rank=bm25.rank if bm25 is not None else None, cosine=cosine,
                                    hub_rate=model.page_accept_rate.get(c.page or "", 0.0))
     out = model.decide(values) | basis
-    if copy_share and (clone >= copy_share or copied_share(facts.text, record_code(c.payload), renameable) >= copy_share):
+    # Each line of the record copied once: the clone ratio lets one record line stand for many chunk lines.
+    if copy_share and copied_share(facts.text, record_code(c.payload), renameable) >= copy_share:
         out["accepted"], out["copied_code"] = True, True
-    reasons = contradictions(basis)
+    reasons = contradictions(basis, copied=bool(out.get("copied_code")))
     if not out["accepted"]:
         top = sorted(((v, f) for f, v in out["contributions"].items() if v), reverse=True)[:CONTRIBUTIONS_CITED]
         reasons.append(f"model: P(direct) {out['p']:.2f} < {model.threshold:.2f}"

@@ -164,11 +164,11 @@ class Retriever:
                 return None
             model = GuideModel.from_dict(data)
 
-            def counts() -> tuple[int, dict[str, int], dict[str, int]]:
+            def counts() -> tuple[int, dict[str, int], dict[str, int], dict[str, list[str]]]:
                 stats = DocsApiStats.build(self.records("docs_chunks"), self.class_reference())
-                return stats.n_records, stats.member_records, stats.class_records
-            n, members, classes = self._derived("docs_api_stats", ["docs_chunks"], counts)
-            return model, DocsApiStats(self.class_reference(), n, members, classes, dict(model.chunk_share))
+                return stats.n_records, stats.member_records, stats.class_records, stats.page_nodes
+            n, members, classes, page_nodes = self._derived("docs_api_stats", ["docs_chunks"], counts)
+            return model, DocsApiStats(self.class_reference(), n, members, classes, dict(model.chunk_share), page_nodes)
         return self._once("guide_model", build)
 
     def version_names(self) -> tuple[set[str], set[str]]:
