@@ -474,35 +474,4 @@ def test_a_class_page_section_that_shares_only_the_class_is_no_direct_evidence()
     assert [i.literal for i in description["evidence"]] == [i.literal for i in table["evidence"]] == ["PopupMenu"]
     assert description["accepted"], description["reasons"]
     assert not table["accepted"]
-    assert table["rules"] == ["no_used_member"] and "shows none of its members the chunk uses" in table["reasons"][0]
-    listing = section(3, ["PopupMenu", "Methods"])
-    listing.payload["content"] = "| void | add_item(label: String) |"
-    assert docs_evidence(v, listing)["accepted"]  # the table names the member the chunk calls
-
-
-def test_a_class_page_entry_that_shows_only_generic_members_is_no_direct_evidence():
-    """An entry is evidence through the members it documents; one whose used members are all generic (used by
-    a large share of real chunks, or of records) is the right topic with nothing specific to the chunk."""
-    from godot_rag.retrieve.docs_features import DocsApiStats, GuideModel
-    from godot_rag.store.guide_model import read
-
-    facts = parse_chunk("extends Node\n\nfunc _ready():\n\tadd_child(Timer.new())\n\tset_process(false)\n")
-    method = {"kind": "method", "type": "void"}
-    ref = ClassReference({"classes": {
-        "Node": {"inherits": None, "page": "classes/class_node", "members": {"add_child": method, "set_process": method}},
-        "Timer": {"inherits": "Node", "page": "classes/class_timer", "members": {}}}})
-    stats = DocsApiStats(ref, 1000, {"Node.add_child": 300, "Node.set_process": 4}, {}, {"Node.add_child": 0.4})
-    v = ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={}, version=VersionContext(),
-                          idf=lambda t: 6.0, class_of_page={"classes/class_node": "Node"},
-                          renameable=renameable_names(facts, ref), guide_model=(GuideModel.from_dict(read()), stats))
-
-    def entry(n: int, member: str) -> Candidate:
-        return Candidate(table="docs_chunks", id=f"classes/class_node#{n:03d}", payload={
-            "content": f"void **{member}**() | Documents {member}.", "api_symbols": [f"Node.{member}"], "symbol": f"Node.{member}",
-            "section_path": ["Node", "Method Descriptions"],
-            "metadata": {"page_path": "classes/class_node", "members": [member]}, "code_blocks": []})
-
-    generic = docs_evidence(v, entry(1, "add_child"))
-    assert not generic["accepted"] and generic["rules"] == ["generic_members_only"]
-    assert "Node.add_child (0.00)" in generic["reasons"][0]
-    assert docs_evidence(v, entry(2, "set_process"))["accepted"]
+    assert table["rules"] == ["class_name_only"] and "other than its description" in table["reasons"][0]

@@ -49,10 +49,6 @@ class DocsEvidenceSettings:
     prior: float = 4.0  # support needed for a confidence of one half, without contradictions
     min_confidence: float = 0.5
     min_copied_lines: int = 3  # a page the chunk copies matches at least this many of its code lines
-    # A class-reference entry is evidence through the members it shows; members less specific than this are
-    # generic (Node.get_tree 0.12, Node.add_child 0.13, Node.get_node 0.14; Node.set_process 0.20). Chosen on
-    # the judged dev pool: every entry accepted on such members alone was graded 1 there, none 2.
-    min_member_specificity: float = 0.15
 
 
 DOCS_EVIDENCE = DocsEvidenceSettings()
@@ -242,46 +238,15 @@ def _unused_class_page(d: DocsCase, reasons: list[str]) -> str | None:
             + (f" (it uses {', '.join(used[:CLASSES_SHOWN])})" if used else " (no Godot API use of the chunk resolves)"))
 
 
-def _used_members(d: DocsCase) -> set[str]:
-    """The members of the page's class (or its ancestors) the chunk uses: its resolved uses on a related class,
-    and the names it writes after a dot, on a receiver it does not type (`rng.randf_range`), that the class
-    documents."""
-    ref, cls = d.v.ref, d.page_class or ""
-    resolved = {u.member for u in d.v.resolution.uses if ref.related(u.cls, cls)}
-    dotted = {p.name for ch in d.v.facts.chains for p in ch.parts} - resolved
-    return resolved | {n for n in dotted if ref.member(cls, n, code=True) is not None}
-
-
-def shown_members(d: DocsCase) -> set[str]:
-    """The used members a class-reference entry shows: those it documents (its `members`), or, for an entry
-    that documents none alone (a Properties or Methods table), those it names."""
-    documented = set((d.c.payload.get("metadata") or {}).get("members") or [])
-    return _used_members(d) & (documented or _idents(d.text))
-
-
-def _overview(payload: dict) -> bool:
-    """The class's own entry (its description, before any section): about the class itself."""
-    return len(payload.get("section_path") or []) <= 1
-
-
-def _no_used_member(d: DocsCase, reasons: list[str]) -> str | None:
-    if d.page_class is None or reasons or _overview(d.c.payload) or shown_members(d):
+def _class_name_only(d: DocsCase, reasons: list[str]) -> str | None:
+    """A class page's record that shares only the class with the chunk (its name, or `Class.new()`), none of its
+    members, is evidence as the class's description; its other sections (the method and property tables, the
+    tutorial list, members the chunk does not use) show nothing specific to the chunk."""
+    if d.page_class is None or reasons or len(d.c.payload.get("section_path") or []) <= 1:
         return None
-    about = sorted((d.c.payload.get("metadata") or {}).get("members") or [])[:CLASSES_SHOWN]
-    return (f"an entry of {d.page_class} about {', '.join(about) if about else d.c.payload.get('heading')}, "
-            "which shows none of its members the chunk uses")
-
-
-def _generic_members_only(d: DocsCase, reasons: list[str]) -> str | None:
-    if d.page_class is None or reasons or d.v.guide_model is None or _overview(d.c.payload):
-        return None
-    stats, ref = d.v.guide_model[1], d.v.ref
-    owner = {m: (ref.member(d.page_class, m, code=True) or (d.page_class,))[0] for m in shown_members(d)}
-    specificity = {f"{o}.{m}": stats.member_specificity(f"{o}.{m}") for m, o in sorted(owner.items())}
-    if not specificity or max(specificity.values()) >= d.s.min_member_specificity:
-        return None
-    return ("only generic API shown: " + ", ".join(f"{a} ({v:.2f})" for a, v in specificity.items())
-            + f" (specificity < {d.s.min_member_specificity})")
+    if d.items and all(i.literal in (d.page_class, f"{d.page_class}.new") for i in d.items):
+        return f"shares only the class {d.page_class} with the chunk, in a section other than its description"
+    return None
 
 
 def _low_confidence(d: DocsCase, reasons: list[str]) -> str | None:
@@ -305,8 +270,7 @@ REJECT_RULES = (
     RejectRule("weak_only", _weak_only),
     RejectRule("api_contradiction", _api_contradiction),
     RejectRule("unused_class_page", _unused_class_page),
-    RejectRule("no_used_member", _no_used_member),
-    RejectRule("generic_members_only", _generic_members_only),
+    RejectRule("class_name_only", _class_name_only),
     RejectRule("low_confidence", _low_confidence),
 )
 
