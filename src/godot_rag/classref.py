@@ -33,13 +33,20 @@ class ClassReference:
         return (self.classes.get(cls) or {}).get("page")
 
     def lineage(self, cls: str | None) -> list[str]:
-        """`cls` and its ancestors, nearest first."""
+        """`cls` and its ancestors, nearest first. Cached per class (the reference does not change once read;
+        member lookups walk it hundreds of times per query): callers must not modify the list."""
+        cache: dict[str | None, list[str]] = self.__dict__.setdefault("_lineages", {})
+        found = cache.get(cls)
+        if found is not None:
+            return found
         out: list[str] = []
         seen: set[str] = set()
-        while cls and cls in self.classes and cls not in seen:
-            out.append(cls)
-            seen.add(cls)
-            cls = self.classes[cls].get("inherits")
+        walk = cls
+        while walk and walk in self.classes and walk not in seen:
+            out.append(walk)
+            seen.add(walk)
+            walk = self.classes[walk].get("inherits")
+        cache[cls] = out
         return out
 
     def member(self, cls: str, name: str, *, code: bool = False) -> tuple[str, dict] | None:

@@ -48,6 +48,15 @@ class Candidate(BaseModel):
                                  "group": None, "verdict": None, "reason": None, "trace": {}},
                                 {"table", "id", "payload", "score", "rank", "source"})
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Stages set score, rank, source and verdict over a thousand times per query: a plain field is stored as
+        # pydantic's own setter stores it (no assignment validation is configured), without its dispatch.
+        if name in _PLAIN_FIELDS:
+            self.__dict__[name] = value
+            self.__pydantic_fields_set__.add(name)
+        else:
+            super().__setattr__(name, value)
+
     def derive(self) -> "Candidate":
         """A copy for the next stage: its own trace dict, the (read-only) payload and infos shared. What
         model_copy does, minus its per-field bookkeeping."""
@@ -74,6 +83,9 @@ class Candidate(BaseModel):
     def page(self) -> str | None:
         meta = self.payload.get("metadata") or {}
         return meta.get("page_path")
+
+
+_PLAIN_FIELDS = frozenset(Candidate.model_fields) - {"trace"}  # `trace` keeps pydantic's path (its validator)
 
 
 def sort_and_rank(cands: list["Candidate"]) -> list["Candidate"]:
