@@ -11,8 +11,6 @@ The chunk's side is its resolution (`resolve.py`); the record's side is what ing
 - Class compatibility comes from the class reference's inheritance: the same class, an ancestor, or a
   sibling under a parent that is not a hub of the hierarchy (`Node`, `Resource` have hundreds of
   descendants: sharing them says nothing).
-- A Variant type (`Vector2`, `bool`, `Callable`: a root of the hierarchy other than Object) belongs to no
-  family: it is neither compatible nor foreign to anything.
 - The 2D and 3D worlds are facts of the hierarchy too: a node under `Node2D` or `Node3D`, and a class that only
   one family's members are typed with (`Vector3`, `Basis`, `Vector2`, `Shape2D`). A record whose nodes are
   of one world, for a chunk that computes in the other (neither side writes both), is a contradiction, a rule.
@@ -49,7 +47,6 @@ BASIS_SHOWN, CONTRIBUTIONS_CITED = 8, 3  # names the trace lists per kind; featu
 FAMILY_ROOTS = {"Node2D": "2D", "Node3D": "3D"}  # the roots of the two worlds' node families
 MIN_WORLD_USES = 3  # members of the two families typed with a class that can make it one world's
 WORLD_SHARE = 0.85  # the share of those uses (per class of each family) one world must hold (Vector2, not bool or String)
-OBJECT_ROOT = "Object"  # the root of the class hierarchy; the other roots are Variant types
 CAMEL_HEAD_RE = re.compile(r"^[A-Z][a-z]+|^[A-Z]+(?=[A-Z][a-z]|\d|$)")
 
 
@@ -72,7 +69,7 @@ class DocsApiStats:
         for rec in docs.values():
             api = record_api(rec)
             page_nodes.setdefault((rec.get("metadata") or {}).get("page_path") or "", set()).update(
-                c for c in set(api["code_classes"]) | set(api["mentions"]) if world_node(ref, c))
+                c for c in set(api["code_classes"]) | set(api["mentions"]) if node_world(ref, c) is not None)
             for m in set(api["code_uses"]) | set(api["code_globals"]) | {x for x in api["mentions"] if "." in x}:
                 members[m] = members.get(m, 0) + 1
             for c in set(api["code_classes"]) | {x for x in api["mentions"] if "." not in x}:
@@ -104,10 +101,6 @@ class DocsApiStats:
                 out[a] = out.get(a, 0) + 1
         return out
 
-    def builtin(self, cls: str) -> bool:
-        """A Variant type (`Vector2`, `bool`, `Callable`): a root of the hierarchy other than Object."""
-        return self.ref.lineage(cls) == [cls] and cls != OBJECT_ROOT and not cls.startswith("@")
-
     @cached_property
     def worlds(self) -> dict[str, str]:
         """Class -> "2D" or "3D": a node of that world's family, or a class whose uses as the type of the two
@@ -115,8 +108,7 @@ class DocsApiStats:
         out: dict[str, str] = {}
         typed: dict[str, Counter] = {w: Counter() for w in FAMILY_ROOTS.values()}
         for c, info in self.ref.classes.items():
-            world = next((FAMILY_ROOTS[a] for a in self.ref.lineage(c) if a in FAMILY_ROOTS), None)
-            if world is not None:
+            if (world := node_world(self.ref, c)) is not None:
                 out[c] = world
                 typed[world].update(m.get("type") or "" for m in info["members"].values())
         size = Counter(out.values())
@@ -134,7 +126,7 @@ class DocsApiStats:
         of the two families decide where there are any (a 3D script reads a mouse `Vector2`), else the other
         classes of one world. `nodes_only`: the nodes alone (a guide that writes a `Vector3` teaches no 3D)."""
         found = {c: self.worlds[c] for c in classes if c in self.worlds}
-        nodes = {c: w for c, w in found.items() if world_node(self.ref, c)}
+        nodes = {c: w for c, w in found.items() if node_world(self.ref, c) is not None}
         if nodes or nodes_only:
             found = nodes
         kinds = set(found.values())
@@ -158,9 +150,9 @@ class DocsApiStats:
         return common is not None and not self.generic(common)
 
 
-def world_node(ref: ClassReference, cls: str) -> bool:
-    """A node of the 2D or the 3D family (`CharacterBody3D`, `Node2D`)."""
-    return any(a in FAMILY_ROOTS for a in ref.lineage(cls))
+def node_world(ref: ClassReference, cls: str) -> str | None:
+    """"2D" or "3D" for a node of that world's family (`Node2D`, `CharacterBody3D`), else None."""
+    return next((FAMILY_ROOTS[a] for a in ref.lineage(cls) if a in FAMILY_ROOTS), None)
 
 
 def callback_key(name: str) -> str:
