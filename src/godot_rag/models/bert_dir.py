@@ -52,7 +52,6 @@ class BertDir:
         return tokenizer, pieces
 
 
-
 class PooledBertEncoder:
     """What both BERT engines share: the directory's two tokenizers and sentence-transformers' batching. A
     subclass gives only `_pooled`, one padded batch's unit mean-pooled vectors."""

@@ -101,7 +101,7 @@ class Retriever:
         if found is None:
             rows = queries.fetch_records(self.conn(), table)
             digest = self._digests[table] = records_cache.rows_digest(rows)  # what was read, should the table have changed since
-            path = records_cache.save_rows(self.cache_dir, table, rows)
+            path = records_cache.save_rows(self.cache_dir, table, rows, digest)
             found = records_cache.load_rows(self.cache_dir, table, digest) if path else None
             return found if found is not None else records_cache.FetchedRecords(rows)
         return found

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 from scipy import sparse
+
+from .cache_files import write_replacing
 
 
 def _key(text: str) -> str:
@@ -38,13 +39,9 @@ def save_counts(cache_dir: Path, table: str, digest: str, tokenizer_key: str, id
                 tf: sparse.csc_matrix, doc_len: np.ndarray, df: np.ndarray) -> Path:
     """Written atomically. Only files of the same table and tokenizer for other content are removed:
     a cache another tokenizer setting uses is never touched."""
-    path = cache_path(cache_dir, table, digest, tokenizer_key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-    np.savez(tmp, ids=json.dumps(ids), vocab=json.dumps(vocab), tf_data=tf.data, tf_indices=tf.indices,
-             tf_indptr=tf.indptr, tf_shape=np.asarray(tf.shape), doc_len=doc_len, df=df)
-    tmp.replace(path)
-    for old in path.parent.glob(f"bm25-{table}-{_key(tokenizer_key)}-*.npz"):
-        if old != path and ".tmp." not in old.name:
-            old.unlink(missing_ok=True)
-    return path
+    def write(tmp: Path) -> None:
+        np.savez(tmp, ids=json.dumps(ids), vocab=json.dumps(vocab), tf_data=tf.data, tf_indices=tf.indices,
+                 tf_indptr=tf.indptr, tf_shape=np.asarray(tf.shape), doc_len=doc_len, df=df)
+
+    return write_replacing(cache_path(cache_dir, table, digest, tokenizer_key), write,
+                           f"bm25-{table}-{_key(tokenizer_key)}-*.npz")

@@ -9,12 +9,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import marshal
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
+
+from .cache_files import write_replacing
 
 FORMAT = 1
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -51,15 +52,13 @@ def cached(cache_dir: Path, name: str, parts: list[str], build: Callable[[], Any
     except (OSError, EOFError, ValueError, TypeError):
         pass  # missing or damaged: built again
     value = build()
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(marshal.dumps(value))
-        tmp.replace(path)
+        blob = marshal.dumps(value)
+
+        def write(tmp: Path) -> None:
+            tmp.write_bytes(blob)
+
+        write_replacing(path, write, f"derived-{name}-*.marshal")
     except (OSError, ValueError):
-        tmp.unlink(missing_ok=True)
-        return value  # a read-only folder, or a value marshal cannot write: built every time
-    for old in path.parent.glob(f"derived-{name}-*.marshal"):
-        if old != path:
-            old.unlink(missing_ok=True)
+        pass  # a read-only folder, or a value marshal cannot write: built every time
     return value

@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import marshal
 import mmap
-import os
 import struct
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
+
+from .cache_files import write_replacing
 
 FORMAT = 2  # bump when the layout changes: files of another format are not read
 HEADER = struct.Struct("<Q")
@@ -103,30 +104,26 @@ def load_rows(cache_dir: Path, table: str, digest: str) -> RecordFile | None:
     return RecordFile(ids, ends, data, start)
 
 
-def save_rows(cache_dir: Path, table: str, rows: list[Row]) -> Path | None:
-    """Written atomically under the rows' own digest; the table's other files are removed. None when a
-    payload holds something marshal cannot write, or the folder is read-only."""
-    digest = rows_digest(rows)
-    path = cache_path(cache_dir, table, digest)
+def save_rows(cache_dir: Path, table: str, rows: list[Row], digest: str | None = None) -> Path | None:
+    """Written atomically under the rows' own digest (`digest`, when the caller has computed it); the table's
+    other files are removed. None when a payload holds something marshal cannot write, or the folder is
+    read-only."""
+    digest = digest or rows_digest(rows)
     try:
         blobs = [marshal.dumps(part) for _, payload, text, _, _ in rows for part in (payload, text)]
     except ValueError:
         return None
     ends = np.cumsum([len(b) for b in blobs], dtype=np.int64) if blobs else np.zeros(0, dtype=np.int64)
     header = marshal.dumps((FORMAT, digest, [r[0] for r in rows], ends.tobytes()))
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(tmp: Path) -> None:
         with open(tmp, "wb") as f:
             f.write(HEADER.pack(len(header)))
             f.write(header)
             for blob in blobs:
                 f.write(blob)
-        tmp.replace(path)
+
+    try:
+        return write_replacing(cache_path(cache_dir, table, digest), write, f"records-{table}-*.rec")
     except OSError:
-        tmp.unlink(missing_ok=True)
         return None  # a read-only cache folder: the rows are fetched every time
-    for old in path.parent.glob(f"records-{table}-*.rec"):
-        if old != path:
-            old.unlink(missing_ok=True)
-    return path
