@@ -12,6 +12,15 @@ from .lexical import load_index
 from .tokenize import tokenizer_of
 
 EXIT_WAIT_S = 120  # how long an exiting process waits for an embedder load still under way
+_LOADING: set[threading.Thread] = set()  # the embedder loads still under way
+
+
+@atexit.register
+def _wait_for_loads() -> None:
+    """A process that exits while ONNX Runtime builds its session on a load thread is aborted (std::terminate,
+    "terminate called without an active exception"): the exit waits for the loads still under way instead."""
+    for thread in list(_LOADING):
+        thread.join(EXIT_WAIT_S)
 
 
 def _load_quietly(embedder) -> None:
@@ -19,6 +28,8 @@ def _load_quietly(embedder) -> None:
         embedder.load()
     except Exception:  # noqa: BLE001 - the embed_query stage loads it again and reports the error there
         pass
+    finally:
+        _LOADING.discard(threading.current_thread())
 
 
 def start_embedder(retriever) -> threading.Thread | None:
@@ -27,10 +38,8 @@ def start_embedder(retriever) -> threading.Thread | None:
         return None
     embedder = retriever.embedder  # its settings come from the database: read on this thread's connection
     thread = threading.Thread(target=_load_quietly, args=(embedder,), name="godot-rag-embedder-load", daemon=True)
+    _LOADING.add(thread)  # before it starts, so that it cannot end first
     thread.start()
-    # A process that exits while ONNX Runtime builds its session on this thread is aborted (std::terminate,
-    # "terminate called without an active exception"): the exit waits for the load instead.
-    atexit.register(thread.join, EXIT_WAIT_S)
     return thread
 
 
