@@ -475,3 +475,27 @@ def test_a_class_page_section_that_shares_only_the_class_is_no_direct_evidence()
     assert description["accepted"], description["reasons"]
     assert not table["accepted"]
     assert table["rules"] == ["class_name_only"] and "other than its description" in table["reasons"][0]
+
+
+def test_a_stage_info_given_for_later_is_built_when_read_and_in_every_result(retriever):
+    """Infos most candidates never show (they stop at the shortlist) are built only when read, or when the
+    candidate leaves in a result: a result's JSON holds every info, built, as before."""
+    from godot_rag.retrieve.trace import Bm25Info, Pending, later
+
+    c = Candidate.of_record("docs_chunks", "x", {"content": "c"}, 1.5, 1, "bm25")
+    c.add_stage("bm25", later(Bm25Info, score=1.5, rank=1))
+    copy = c.derive()
+    assert type(c.trace["bm25"]) is Pending
+    assert c.info("bm25") == Bm25Info(score=1.5, rank=1)
+    assert type(copy.trace["bm25"]) is Pending  # a copy builds its own
+    assert copy.settle().trace["bm25"] == Bm25Info(score=1.5, rank=1)
+    with pytest.raises(TypeError, match="records a EmbeddingInfo, not Bm25Info"):
+        c.add_stage("embedding", later(Bm25Info, score=1.0, rank=2))
+    with pytest.raises(ValueError, match="already explained"):
+        c.add_stage("bm25", later(Bm25Info, score=1.0, rank=2))
+
+    res = retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=10), explain=True)
+    shown = res.results + res.rejected + res.cut
+    assert shown and all(type(i) is not Pending for s in shown for i in s.trace.values())
+    assert {"bm25", "fuse", "codematch"} <= set(next(s for s in shown if s.table == "docs_chunks").trace)
+    assert '"fuse":{"method":"maxnorm"' in res.model_dump_json()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"  # the one definition of a GDScript identifier
 IDENT_RE = re.compile(IDENT)
@@ -222,14 +222,15 @@ class GDScriptFacts:
         return before == "." or self.text[end:end + 1] == "(" or re.match(rf"\.{IDENT}", self.text[end:end + 80]) is not None
 
     # -- derived ----------------------------------------------------------------------
-    @property
-    def chain_texts(self) -> set[str]:
-        """Dotted identifier chains of the code (`Input.is_action_pressed`, `position.clamp`)."""
-        return set(CHAIN_RE.findall(self.code))
+    @cached_property
+    def chain_texts(self) -> frozenset[str]:
+        """Dotted identifier chains of the code (`Input.is_action_pressed`, `position.clamp`); read for every
+        docs candidate, so computed once (the facts do not change once parsed)."""
+        return frozenset(CHAIN_RE.findall(self.code))
 
-    @property
-    def method_calls(self) -> set[str]:
-        return {p.name for ch in self.chains for p in ch.parts if p.call}
+    @cached_property
+    def method_calls(self) -> frozenset[str]:
+        return frozenset(p.name for ch in self.chains for p in ch.parts if p.call)
 
     def version_votes(self) -> dict[str, list[Marker]]:
         out: dict[str, list[Marker]] = {"3": [], "4": []}

@@ -21,7 +21,7 @@ from ..gdscript import IDENT, KEYWORDS, parse_chunk
 from ..records import record_code
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import RATIO_DIGITS, SCORE_DIGITS, CodematchInfo
+from .trace import RATIO_DIGITS, SCORE_DIGITS, CodematchInfo, later
 from .types import Candidate
 
 TOKEN_RE = re.compile(IDENT + r"|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|"
@@ -73,9 +73,11 @@ def lines_match(q: Sequence[str], d: Sequence[str], record_tokens: AbstractSet[s
     return True
 
 
-def _fixed_tokens(line: Sequence[str], renameable: AbstractSet[str]) -> set[str]:
-    """The tokens of a chunk line that `lines_match` can only match by equality."""
-    return {t for t in line if not (_is_ident(t) and t not in KEYWORDS and t in renameable)}
+@lru_cache(maxsize=CODE_CACHE)
+def _fixed_tokens(line: tuple[str, ...], renameable: frozenset[str]) -> frozenset[str]:
+    """The tokens of a chunk line that `lines_match` can only match by equality. Cached: each chunk line is
+    tested against every candidate record (a frozenset keeps its hash, so the key costs the line's)."""
+    return frozenset(t for t in line if not (_is_ident(t) and t not in KEYWORDS and t in renameable))
 
 
 def renameable_names(facts, ref=None) -> frozenset[str]:
@@ -120,7 +122,8 @@ def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None,
 
 
 def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
-                    renameable: frozenset[str] | None = None) -> list[Candidate]:
+                    renameable: frozenset[str] | None = None) -> tuple[list[Candidate], int]:
+    """(the candidates re-ranked by the clone bonus, how many of them match a line of the chunk)."""
     qlines = dict(numbered_code_lines(chunk))
     if renameable is None:
         renameable = renameable_names(parse_chunk(chunk))
@@ -136,11 +139,11 @@ def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
     for i, (c, ratio, before, matched) in enumerate(scored):
         c.rank = i + 1
         shown = [" ".join(qlines[n]) for n in matched][:MATCHED_LINES_SHOWN]
-        c.add_stage("codematch", CodematchInfo(ratio=round(ratio, RATIO_DIGITS), alpha=alpha,
-                                               score_before=round(before, SCORE_DIGITS), score=round(c.score, SCORE_DIGITS),
-                                               rank=i + 1, matched_lines=shown))
+        c.add_stage("codematch", later(CodematchInfo, ratio=round(ratio, RATIO_DIGITS), alpha=alpha,
+                                       score_before=round(before, SCORE_DIGITS), score=round(c.score, SCORE_DIGITS),
+                                       rank=i + 1, matched_lines=shown))
         out.append(c)
-    return out
+    return out, sum(1 for _, ratio, _, _ in scored if round(ratio, RATIO_DIGITS) > 0)
 
 
 def run_codematch(ctx: QueryContext, pool: Pool) -> Pool:
@@ -150,9 +153,10 @@ def run_codematch(ctx: QueryContext, pool: Pool) -> Pool:
         ctx.note(skipped="codematch_alpha is 0" if not alpha else "no docs_chunks")
         return pool
     out = dict(pool)
-    out["docs_chunks"] = [apply_codematch(text, lst, alpha) for text, lst in zip(ctx.texts, pool["docs_chunks"])]
+    matched = [apply_codematch(text, lst, alpha) for text, lst in zip(ctx.texts, pool["docs_chunks"])]
+    out["docs_chunks"] = [lst for lst, _ in matched]
     ctx.record_ids("docs_chunks", "codematch", out["docs_chunks"][0])
-    ctx.note(alpha=alpha, with_match=sum(1 for c in out["docs_chunks"][0] if c.info("codematch").ratio > 0))
+    ctx.note(alpha=alpha, with_match=matched[0][1])
     return out
 
 

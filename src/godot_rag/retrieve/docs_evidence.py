@@ -77,6 +77,12 @@ def _idents(text: str) -> frozenset[str]:
     return frozenset(IDENT_RE.findall(text))
 
 
+@lru_cache(maxsize=RECORD_TEXT_CACHE)
+def _digit_idents(text: str) -> frozenset[str]:
+    """The record's names with a digit run: the only ones that can be a near miss of the chunk's (`_contradictions`)."""
+    return frozenset(i for i in _idents(text) if DIGITS_RE.search(i))
+
+
 @dataclass
 class DocsCase:
     """One docs record against the chunk: what both hold, and the items found so far (a rule sees the
@@ -203,8 +209,8 @@ def _contradictions(d: DocsCase) -> Iterator[Contradiction]:
     writes the other's spelling."""
     facts, rec_idents = d.v.facts, _idents(d.text)
     rec_code_idents = _idents(record_code(d.c.payload))
-    for ident in sorted(rec_idents | {s for sym in d.symbols for s in sym.split(".")}):
-        if ident in facts.identifiers or not DIGITS_RE.search(ident):
+    for ident in sorted(_digit_idents(d.text) | {s for sym in d.symbols for s in sym.split(".") if DIGITS_RE.search(s)}):
+        if ident in facts.identifiers:
             continue
         twins = facts.shapes.get(shape(ident))
         if twins and not (twins & rec_idents):

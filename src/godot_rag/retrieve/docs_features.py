@@ -170,7 +170,7 @@ def missing_cosines(ctx, candidates) -> dict[str, float]:
     only BM25 found): the guide model reads a record's cosine, not a 0 for a record the HNSW list missed."""
     if not type(ctx).vectors.is_set(ctx) or not len(ctx.vectors):
         return {}
-    ids = sorted({c.id for c in candidates if c.table == "docs_chunks" and c.info("embedding") is None})
+    ids = sorted({c.id for c in candidates if c.table == "docs_chunks" and not c.has_info("embedding")})
     return queries.cosines(ctx.retriever.conn(), "docs_chunks", ctx.vectors[0], ids)
 
 

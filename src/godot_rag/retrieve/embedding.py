@@ -6,7 +6,7 @@ from ..store import queries
 from .context import Pool, QueryContext
 from .prefilter import drop_absent
 from .stage import Stage
-from .trace import SCORE_DIGITS, EmbeddingInfo
+from .trace import SCORE_DIGITS, EmbeddingInfo, later
 from .types import Candidate
 
 
@@ -34,7 +34,7 @@ def run_embedding(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] 
             out = []
             for rank, rid, cos in kept:
                 c = Candidate.of_record(table, rid, recs[rid], float(cos), rank, "embedding")
-                c.add_stage("embedding", EmbeddingInfo(cosine=round(cos, SCORE_DIGITS), rank=rank))
+                c.add_stage("embedding", later(EmbeddingInfo, cosine=round(cos, SCORE_DIGITS), rank=rank))
                 out.append(c)
             ctx.put_ranked(table, ti, "embedding", ranked, out)
             hits = len(ranked)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import SCORE_DIGITS, FuseInfo, ListEntry, MergeInfo, UnionInfo
+from .trace import SCORE_DIGITS, FuseInfo, ListEntry, MergeInfo, UnionInfo, later
 from .types import Candidate
 
 SOURCES = ("bm25", "embedding")  # the union's order: a tie in score is then broken by id
@@ -112,7 +112,7 @@ def run_fuse(ctx: QueryContext, pool: Pool) -> Pool:
             fused.sort(key=lambda x: (-x[0].score, x[0].id))
             for i, (c, inputs) in enumerate(fused):
                 c.rank = i + 1
-                c.add_stage("fuse", FuseInfo(method=cfg.fusion, rrf_k=cfg.rrf_k if cfg.fusion == "rrf" else None,
+                c.add_stage("fuse", later(FuseInfo, method=cfg.fusion, rrf_k=cfg.rrf_k if cfg.fusion == "rrf" else None,
                                              weights=weights, inputs=inputs, score=round(c.score, SCORE_DIGITS), rank=i + 1))
             out[table].append([c for c, _ in fused])
         ctx.record_ids(table, "fuse", out[table][0])
@@ -142,7 +142,7 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> l
         r = ranks[cand.id]
         cand.rank = i + 1
         cand.score = 1.0 / (i + 1)  # the merge is by rank; the score is the reciprocal merged rank
-        cand.add_stage("merge", MergeInfo(whole_rank=r[0], segment_ranks=r[1:], best_rank=min(x for x in r if x),
+        cand.add_stage("merge", later(MergeInfo, whole_rank=r[0], segment_ranks=r[1:], best_rank=min(x for x in r if x),
                                           score=round(cand.score, SCORE_DIGITS), rank=i + 1))
     return out
 

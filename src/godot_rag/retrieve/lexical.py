@@ -9,7 +9,7 @@ from .context import Pool, QueryContext
 from .prefilter import drop_absent
 from .stage import Stage
 from .tokenize import TokenizerConfig, tokenizer_of
-from .trace import RATIO_DIGITS, Bm25Info, ExplainInfo
+from .trace import RATIO_DIGITS, Bm25Info, ExplainInfo, later
 from .types import Candidate
 
 
@@ -40,7 +40,7 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
             out = []
             for rank, rid, score in kept:
                 c = Candidate.of_record(table, rid, recs[rid], score, rank, "bm25")
-                c.add_stage("bm25", Bm25Info(score=round(score, RATIO_DIGITS), rank=rank, text=ti))
+                c.add_stage("bm25", later(Bm25Info, score=round(score, RATIO_DIGITS), rank=rank, text=ti))
                 out.append(c)
             ctx.put_ranked(table, ti, "bm25", ranked, out)
             hits.append(len(ranked))

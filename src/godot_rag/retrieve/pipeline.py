@@ -241,6 +241,8 @@ class Retriever:
                                context=context)
             pool = run_stages(ctx, STRATEGIES[fb.strategy].stages)
         results = [c for t in cfg.tables for c in ctx.table_lists(pool, t)]
+        for c in [*results, *ctx.rejected, *ctx.cut]:
+            c.settle()
         ctx.trace.total_ms = round((time.perf_counter() - t0) * 1000, MS_DIGITS)
         k = STRATEGIES[strategy].k_of(cfg)
         result = RetrieveResult(strategy=strategy, chunk_text=chunk, chunk_sha256=hashlib.sha256(chunk.encode()).hexdigest(),

@@ -8,7 +8,11 @@ lone `extends Node` or `var x` does not become a query of its own.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .stage import Stage
+
+SEGMENTS_CACHE = 1024  # chunks kept split: the guide model splits the chunk again for each guide it decides
 
 
 def _indent(line: str) -> int:
@@ -16,13 +20,18 @@ def _indent(line: str) -> int:
 
 
 def split_segments(text: str, min_lines: int = 2) -> list[str]:
+    return list(_segments(text, min_lines))
+
+
+@lru_cache(maxsize=SEGMENTS_CACHE)
+def _segments(text: str, min_lines: int) -> tuple[str, ...]:
     segs = _split_at(text, None, min_lines)
     if len(segs) == 1:
         code = [l for l in text.split("\n") if l.strip()]
         inner = sorted({_indent(l) for l in code})
         if len(inner) > 1:
             segs = _split_at(text, inner[1], min_lines)
-    return segs
+    return tuple(segs)
 
 
 def _split_at(text: str, level: int | None, min_lines: int) -> list[str]:

@@ -6,7 +6,8 @@ Field names are the JSON the CLI, the HTTP API and the web page read.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from collections.abc import Callable
+from typing import Annotated, Any, Generic, Literal, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -39,6 +40,29 @@ def per_candidate(cls: type[_Info]) -> type[_Info]:
 
     cls.__init__ = __init__  # type: ignore[method-assign,assignment]
     return cls
+
+
+_P = ParamSpec("_P")
+
+
+class Pending(Generic[_Info]):
+    """A per-candidate info that is built when it is first read (`Candidate.info`) or when the candidate
+    leaves in a result (`Candidate.settle`). Most of a query's candidates stop at the shortlist, and nothing
+    reads their fuse, codematch or list infos, so they are never built."""
+    __slots__ = ("cls", "data")
+
+    def __init__(self, cls: type[_Info], data: dict[str, Any]):
+        self.cls, self.data = cls, data
+
+    def build(self) -> _Info:
+        return self.cls(**self.data)
+
+
+def later(cls: Callable[_P, _Info], *args: _P.args, **data: _P.kwargs) -> Pending[_Info]:
+    """`cls(**data)`, built when read; mypy checks the keyword arguments against the fields, as for `cls(...)`."""
+    if args:
+        raise TypeError("stage infos take keyword arguments only")
+    return Pending(cls, data)  # type: ignore[arg-type]
 
 
 class Compact(StageInfo):

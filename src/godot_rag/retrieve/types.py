@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializeAsAny, field_validator
 
-from .trace import STAGE_INFO, QueryTrace, StageInfo, StageLog  # noqa: F401  (StageLog re-exported)
+from .trace import STAGE_INFO, Pending, QueryTrace, StageInfo, StageLog  # noqa: F401  (StageLog re-exported)
 
 
 class Candidate(BaseModel):
@@ -62,13 +62,15 @@ class Candidate(BaseModel):
         model_copy does, minus its per-field bookkeeping."""
         return Candidate._unvalidated({**self.__dict__, "trace": dict(self.trace)}, set(self.__pydantic_fields_set__))
 
-    def add_stage(self, stage: str, info: StageInfo) -> None:
+    def add_stage(self, stage: str, info: StageInfo | Pending) -> None:
+        """`info`: the stage's info, or `trace.later(Info, ...)` for one built only if it is read."""
         expected = STAGE_INFO[stage]
-        if not isinstance(info, expected):
-            raise TypeError(f"stage {stage!r} records a {expected.__name__}, not {type(info).__name__}")
+        kind = info.cls if type(info) is Pending else type(info)
+        if not issubclass(kind, expected):
+            raise TypeError(f"stage {stage!r} records a {expected.__name__}, not {kind.__name__}")
         if stage in self.trace:
             raise ValueError(f"stage {stage!r} already explained candidate {self.id}")
-        self.trace[stage] = info
+        self.trace[stage] = info  # type: ignore[assignment]  # a Pending is built before anything reads it
 
     def absorb(self, other: "Candidate") -> None:
         """The same record from another list: its stage infos join this candidate's (none replaced)."""
@@ -77,7 +79,20 @@ class Candidate(BaseModel):
 
     def info(self, stage: str):
         """This candidate's info from `stage`, or None when that stage did not see it."""
-        return self.trace.get(stage)
+        got = self.trace.get(stage)
+        if type(got) is Pending:
+            got = self.trace[stage] = got.build()  # this candidate's own trace dict: its copies build their own
+        return got
+
+    def has_info(self, stage: str) -> bool:
+        return stage in self.trace
+
+    def settle(self) -> "Candidate":
+        """Every info built: before the candidate leaves in a result (serialised, compared, shown)."""
+        for stage, info in self.trace.items():
+            if type(info) is Pending:
+                self.trace[stage] = info.build()
+        return self
 
     @property
     def page(self) -> str | None:
