@@ -363,8 +363,9 @@ def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_remo
 @main.command(name="fit-guides")
 @click.option("--queries", "queries_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The chunks the judged pool grades (realcode_godot4.dev.jsonl): F runs on all of them (page rates).")
-@click.option("--judged", "judged_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The judged pool (judged_docs.*.jsonl).")
+@click.option("--judged", "judged_file", required=True, multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The judged pool (judged_docs.*.jsonl); repeat it for grades kept beside the pool (a later file's grade wins).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where the model goes (default: the one shipped, store/guide_model.json).")
 @click.option("--curve", "curve_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -388,7 +389,7 @@ def fit_guides(queries_file, judged_file, out, curve_out, rows_cache, folds, hub
 
     retriever = Retriever(make_db(dsn, data_dir))
     try:
-        result = fit(retriever, queries_file, judged_file, folds=folds, l2=l2, quiet=quiet, rows_cache=rows_cache,
+        result = fit(retriever, queries_file, list(judged_file), folds=folds, l2=l2, quiet=quiet, rows_cache=rows_cache,
                      hub_every=hub_every)
     except (QueryFileError, StoreError) as e:
         fail(str(e))

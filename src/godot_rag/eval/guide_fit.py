@@ -33,7 +33,7 @@ from ..retrieve.docs_features import (
     guide_features,
 )
 from ..retrieve.resolve import resolve_uses
-from .judged import read_judged
+from .judged import grades_of
 from .queries import read_queries
 
 CHUNK_SHARE_MIN = 0.01  # members used by fewer chunks are stored as unused (the file stays small)
@@ -150,12 +150,15 @@ def choose_threshold(points: list[dict], precision: float, share0: float, min_re
     return max(points, key=lambda c: (c["precision"] - c["share0"], c["recall"])) | {"met": []}
 
 
-def fit(retriever, queries_path: Path, judged_path: Path, *, folds: int = 5, l2: float = 1.0, precision: float = 0.75,
-        share0: float = 0.05, quiet: bool = False, rows_cache: Path | None = None, hub_every: int = 3) -> dict:
+def fit(retriever, queries_path: Path, judged_path: Path | list[Path], *, folds: int = 5, l2: float = 1.0,
+        precision: float = 0.75, share0: float = 0.05, quiet: bool = False, rows_cache: Path | None = None,
+        hub_every: int = 3) -> dict:
+    """`judged_path`: one judged file or several (the pool and the grades added beside it; a later file's grade
+    of a pair overrides an earlier one's, as in the eval)."""
     queries = read_queries(queries_path)
-    judged = read_judged(judged_path)
-    grades = {(j["query_id"], j["record_id"]): j["grade"] for j in judged}
-    pool_chunks = sorted({j["query_id"] for j in judged})
+    judged_paths = [Path(judged_path)] if isinstance(judged_path, (str, Path)) else [Path(p) for p in judged_path]
+    grades = grades_of(judged_paths)
+    pool_chunks = sorted({q for q, _ in grades})
     ref = retriever.class_reference()
     if rows_cache is not None and rows_cache.exists():
         cached = json.loads(rows_cache.read_text())
@@ -208,13 +211,13 @@ def fit(retriever, queries_path: Path, judged_path: Path, *, folds: int = 5, l2:
     before = {"accepted": int(rules.sum()), "precision": round(float((g[rules] == 2).mean()), 4) if rules.any() else None,
               "share0": round(float((g[rules] == 0).mean()), 4) if rules.any() else None,
               "recall": round(float((g[rules] == 2).sum() / max(1, (g == 2).sum())), 4)}
-    digest = hashlib.sha256(Path(judged_path).read_bytes()).hexdigest()
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in judged_paths)).hexdigest()
     model = {
         "weights": {f: round(float(x), 4) for f, x in zip(FEATURES, w)}, "bias": round(b, 4),
         "threshold": chosen["threshold"],
         "page_accept_rate": {p: round(c / n_chunks, 4) for p, c in sorted(counts.items()) if c / n_chunks >= PAGE_RATE_MIN},
         "chunk_share": share,
-        "data_digest": f"sha256:{digest}", "fitted_on": {"judged": Path(judged_path).name, "queries": Path(queries_path).name,
+        "data_digest": f"sha256:{digest}", "fitted_on": {"judged": ", ".join(p.name for p in judged_paths), "queries": Path(queries_path).name,
                                                          "pool_chunks": len(pool_chunks), "chunks_run": n_chunks},
         "n": {"pairs": len(data), "grade2": int((g == 2).sum()), "grade0": int((g == 0).sum()), "vetoed": int(vetoed.sum())},
         "cv": {"folds": folds, "by": "chunk", "l2": l2, "target_precision": precision, "target_share0": share0,
