@@ -200,7 +200,7 @@ def test_f_prefilter_changes_no_decision(retriever, monkeypatch):
 @pytest.mark.parametrize("method", ["maxnorm", "minmax", "zscore", "rrf"])
 def test_fusion_of_prefiltered_lists_equals_the_full_lists(method):
     """A list the prefilter thinned is normalised over its full scores: the kept candidates fuse as before."""
-    from godot_rag.retrieve.fuse import fused_scores, union
+    from godot_rag.retrieve.fuse import fused_inputs, fused_scores, union
 
     def cands(scores, source):
         return [Candidate.of_record("api_mapping", f"m{i}", {}, s, rank, source)
@@ -219,7 +219,7 @@ def test_fusion_of_prefiltered_lists_equals_the_full_lists(method):
     assert set(got) == keep
     for cid, (score, inputs) in got.items():
         assert score == pytest.approx(whole[cid][0], abs=1e-12)
-        assert {n: e.rank for n, e in inputs.items()} == {n: e.rank for n, e in whole[cid][1].items()}
+        assert {n: e.rank for n, e in fused_inputs(inputs).items()} == {n: e.rank for n, e in fused_inputs(whole[cid][1]).items()}
 
 
 def _cand(table, payload):

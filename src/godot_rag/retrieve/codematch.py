@@ -128,8 +128,7 @@ def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
     if renameable is None:
         renameable = renameable_names(parse_chunk(chunk))
     scored = []
-    for c in candidates:
-        c = c.derive()
+    for c in candidates:  # re-scored in place: this query's own copies, made by the union
         ratio, matched = clone_match(chunk, record_code(c.payload), renameable) if c.table == "docs_chunks" else (0.0, [])
         before = c.score
         c.score = before * (1 + alpha * ratio)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import SCORE_DIGITS, FuseInfo, ListEntry, MergeInfo, UnionInfo, later
+from .trace import SCORE_DIGITS, FuseInfo, ListEntry, MergeInfo, UnionInfo, built_by, later
 from .types import Candidate
 
 SOURCES = ("bm25", "embedding")  # the union's order: a tie in score is then broken by id
@@ -34,22 +34,39 @@ def _normalise(scores: list[float], method: str) -> list[float]:
     return ((a - a.mean()) / std).tolist() if std > 0 else [0.0] * len(a)
 
 
+Entries = dict[str, tuple[int, float]]  # list name -> (rank, rounded score) of one record
+
+
+def list_entries(lists: dict[str, list[Candidate]], whole: bool = True) -> dict[str, Entries]:
+    """Each record's (rank, score) in each list it is in, the lists in the union's order: what the union's
+    info shows and what the fusion sums. `whole`: no list was prefiltered (otherwise a candidate's `rank`
+    is its rank in its full list)."""
+    seen: dict[str, Entries] = {}
+    for name in [s for s in SOURCES if s in lists] + [s for s in lists if s not in SOURCES]:
+        for i, c in enumerate(lists[name]):
+            seen.setdefault(c.id, {})[name] = (i + 1 if whole else c.rank, round(c.score, SCORE_DIGITS))  # type: ignore[assignment]
+    return seen
+
+
+def _union_info(source: str, entries: Entries) -> UnionInfo:
+    return UnionInfo(source=source, inputs={n: ListEntry(rank=r, score=sc) for n, (r, sc) in entries.items()})
+
+
 def union(lists: dict[str, list[Candidate]], prefix: str = "", whole: bool = True) -> list[Candidate]:
     """One candidate per record, in order of first appearance; each keeps every list's info. `whole`: no
     list was prefiltered (otherwise each candidate's `rank` is its rank in its full list)."""
     merged: dict[str, Candidate] = {}
-    seen: dict[str, dict[str, ListEntry]] = {}
     for name in [s for s in SOURCES if s in lists] + [s for s in lists if s not in SOURCES]:
-        for i, c in enumerate(lists[name]):
-            seen.setdefault(c.id, {})[name] = ListEntry(rank=i + 1 if whole else c.rank, score=round(c.score, SCORE_DIGITS))
+        for c in lists[name]:
             if c.id not in merged:
                 merged[c.id] = c.derive()
             else:
                 merged[c.id].absorb(c)
+    seen = list_entries(lists, whole)
     for cid, cand in merged.items():
-        sources = sorted(seen[cid])
-        cand.source = prefix + ("both" if len(sources) > 1 else sources[0])
-        cand.add_stage("union", UnionInfo(source=cand.source, inputs=seen[cid]))
+        entries = seen[cid]
+        cand.source = prefix + ("both" if len(entries) > 1 else next(iter(entries)))
+        cand.add_stage("union", built_by(UnionInfo, _union_info, cand.source, entries))
     return list(merged.values())
 
 
@@ -63,23 +80,32 @@ def _normalised(lst: list[Candidate], full: np.ndarray | None, method: str) -> t
     return {c.id: values[(c.rank or 0) - 1] for c in lst}, (min(values) if values else 0.0)
 
 
+FusedEntries = dict[str, tuple[int, float, float | None]]  # list name -> (rank, score, normalised score)
+
+
+def fused_inputs(entries: FusedEntries) -> dict[str, ListEntry]:
+    return {n: ListEntry(rank=r, score=sc, normalised=nv) if nv is not None else ListEntry(rank=r, score=sc)
+            for n, (r, sc, nv) in entries.items()}
+
+
 def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weights: dict[str, float],
                  method: str, rrf_k: int, full: dict[str, np.ndarray | None] | None = None
-                 ) -> list[tuple[float, dict[str, ListEntry]]]:
-    """`full`: list name -> its scores before the prefilter (RankedLists.full_scores), when it was prefiltered."""
+                 ) -> list[tuple[float, FusedEntries]]:
+    """Each candidate's fused score and its entries per list (`fused_inputs` makes the trace's).
+    `full`: list name -> its scores before the prefilter (RankedLists.full_scores), when it was prefiltered."""
     both = {name: _normalised(lst, (full or {}).get(name), method) for name, lst in lists.items()} if method != "rrf" else {}
     norm = {name: v for name, (v, _) in both.items()}
     floor = {name: low for name, (_, low) in both.items()} if method == "zscore" else {}
-    out = []
+    seen = list_entries(lists, all((full or {}).get(n) is None for n in lists))
+    out: list[tuple[float, FusedEntries]] = []
     for cand in cands:
-        inputs: dict[str, ListEntry] = {}
-        for name, entry in cand.info("union").inputs.items():
-            inputs[name] = entry if method == "rrf" else ListEntry(rank=entry.rank, score=entry.score,
-                                                                   normalised=round(norm[name][cand.id], SCORE_DIGITS))
+        entries = seen[cand.id]
         if method == "rrf":
-            fused = sum(weights.get(n, 1.0) / (rrf_k + e.rank) for n, e in inputs.items())
+            inputs: FusedEntries = {n: (r, sc, None) for n, (r, sc) in entries.items()}
+            fused = sum(weights.get(n, 1.0) / (rrf_k + r) for n, (r, _, _) in inputs.items())
         else:
-            fused = sum(weights.get(n, 1.0) * (inputs[n].normalised or 0.0 if n in inputs else floor.get(n, 0.0)) for n in lists)
+            inputs = {n: (r, sc, round(norm[n][cand.id], SCORE_DIGITS)) for n, (r, sc) in entries.items()}
+            fused = sum(weights.get(n, 1.0) * ((inputs[n][2] or 0.0) if n in inputs else floor.get(n, 0.0)) for n in lists)
         out.append((float(fused), inputs))
     return out
 
@@ -94,9 +120,16 @@ def run_union(ctx: QueryContext, pool: Pool) -> Pool:
     return out
 
 
+def _fuse_info(method: str, rrf_k: int | None, weights: dict[str, float], entries: FusedEntries, score: float,
+               rank: int) -> FuseInfo:
+    return FuseInfo(method=method, rrf_k=rrf_k, weights=weights, inputs=fused_inputs(entries), score=score, rank=rank)
+
+
 def run_fuse(ctx: QueryContext, pool: Pool) -> Pool:
+    """Re-scores the union's candidates in place: they are this query's own copies, made by the union."""
     cfg = ctx.cfg
     weights = {"bm25": cfg.weight_bm25, "embedding": cfg.weight_embedding}
+    rrf_k = cfg.rrf_k if cfg.fusion == "rrf" else None
     out: Pool = {}
     for table, per_text in pool.items():
         out[table] = []
@@ -105,15 +138,14 @@ def run_fuse(ctx: QueryContext, pool: Pool) -> Pool:
             scored = fused_scores(cands, lists, weights, cfg.fusion, cfg.rrf_k,
                                   {n: ctx.lists.full_scores(table, ti, n) for n in lists})
             fused = []
-            for cand, (score, inputs) in zip(cands, scored):
-                c = cand.derive()
+            for c, (score, inputs) in zip(cands, scored):
                 c.score = score
                 fused.append((c, inputs))
             fused.sort(key=lambda x: (-x[0].score, x[0].id))
             for i, (c, inputs) in enumerate(fused):
                 c.rank = i + 1
-                c.add_stage("fuse", later(FuseInfo, method=cfg.fusion, rrf_k=cfg.rrf_k if cfg.fusion == "rrf" else None,
-                                             weights=weights, inputs=inputs, score=round(c.score, SCORE_DIGITS), rank=i + 1))
+                c.add_stage("fuse", built_by(FuseInfo, _fuse_info, cfg.fusion, rrf_k, weights, inputs,
+                                             round(c.score, SCORE_DIGITS), i + 1))
             out[table].append([c for c, _ in fused])
         ctx.record_ids(table, "fuse", out[table][0])
     ctx.note(method=cfg.fusion, weights=weights)
@@ -130,7 +162,7 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> l
     for li, cands in enumerate(lists):
         for i, c in enumerate(cands):
             if c.id not in merged:
-                merged[c.id] = c.derive()
+                merged[c.id] = c  # this query's own copy, from the stage before; the other texts' copies go
             ranks.setdefault(c.id, [None] * len(lists))[li] = i + 1
 
     def key(cid: str):

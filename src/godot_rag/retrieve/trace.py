@@ -48,21 +48,33 @@ _P = ParamSpec("_P")
 class Pending(Generic[_Info]):
     """A per-candidate info that is built when it is first read (`Candidate.info`) or when the candidate
     leaves in a result (`Candidate.settle`). Most of a query's candidates stop at the shortlist, and nothing
-    reads their fuse, codematch or list infos, so they are never built."""
-    __slots__ = ("cls", "data")
+    reads their list, union, fuse, codematch or merge infos, so they are never built."""
+    __slots__ = ("cls", "make", "args")
 
-    def __init__(self, cls: type[_Info], data: dict[str, Any]):
-        self.cls, self.data = cls, data
+    def __init__(self, cls: type[_Info], make: Callable[..., _Info], args: tuple):
+        self.cls, self.make, self.args = cls, make, args
 
     def build(self) -> _Info:
-        return self.cls(**self.data)
+        return self.make(*self.args)
+
+
+def _of_keywords(cls: type[_Info], data: dict[str, Any]) -> _Info:
+    return cls(**data)
 
 
 def later(cls: Callable[_P, _Info], *args: _P.args, **data: _P.kwargs) -> Pending[_Info]:
     """`cls(**data)`, built when read; mypy checks the keyword arguments against the fields, as for `cls(...)`."""
     if args:
         raise TypeError("stage infos take keyword arguments only")
-    return Pending(cls, data)  # type: ignore[arg-type]
+    return Pending(cls, _of_keywords, (cls, data))  # type: ignore[arg-type]
+
+
+def built_by(cls: type[_Info], make: Callable[_P, _Info], *args: _P.args, **kwargs: _P.kwargs) -> Pending[_Info]:
+    """`make(*args)`, built when read: an info whose nested parts are made from raw values only if it is read
+    (the union's and the fuse's per-list entries)."""
+    if kwargs:
+        raise TypeError("built_by takes positional arguments only")
+    return Pending(cls, make, args)
 
 
 class Compact(StageInfo):
