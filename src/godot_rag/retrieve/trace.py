@@ -2,6 +2,8 @@
 
 A candidate's trace maps a stage name to that stage's info; `Candidate.add_stage` is the only
 way in, and it refuses a second entry for a stage, so no stage overwrites an earlier one.
+An info every retrieved candidate gets may be handed over unbuilt (`later`, `built_by`): it is built
+when read, and every candidate of a result is settled before the result leaves the runner.
 Field names are the JSON the CLI, the HTTP API and the web page read.
 """
 from __future__ import annotations
