@@ -622,3 +622,25 @@ def test_the_cache_key_changes_with_any_rule_of_the_verdicts(tmp_path, monkeypat
     key = scan_run.cache_key("func f():\n\tpass\n", "F", {"k": 10}, "db")
     monkeypatch.setattr(scan_run, "results_version", lambda: f"0.1.0+{changed[:24]}")
     assert scan_run.cache_key("func f():\n\tpass\n", "F", {"k": 10}, "db") != key
+
+
+WORKER_THREADS = """
+import json, sys
+from godot_rag.scan import run
+run._init_worker(None, sys.argv[1], "F", True)
+assert "error" not in run._worker, repr(run._worker.get("error"))
+embedder = run._worker["retriever"].embedder
+session = getattr(embedder.load(), "session", None)
+print(json.dumps({"threads": embedder.threads,
+                  "onnx_intra_op": session.get_session_options().intra_op_num_threads if session else None}))
+"""
+
+
+def test_a_scan_worker_keeps_its_query_encoder_on_one_thread(real_db):
+    """One worker per core: each worker's encoder on one thread, as a batch worker's (two workers with an
+    encoder on two threads each put four busy threads on two cores)."""
+    r = subprocess.run([sys.executable, "-c", WORKER_THREADS, str(real_db.data_dir)], capture_output=True, text=True,
+                       env=ENV, timeout=240)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got == {"threads": 1, "onnx_intra_op": 1}  # the database's encoder is ONNX Runtime's

@@ -163,7 +163,9 @@ def _init_worker(dsn, data_dir, strategy, quiet, tables=None):
 
         db = Database(dsn=dsn, data_dir=data_dir)
         db.release_at_worker_exit()
-        retriever = Retriever(db)
+        # One process per core: the query encoder inside each stays on one thread, as in a batch's workers
+        # (two workers with an encoder on two threads each put four threads on two cores).
+        retriever = Retriever(db, embed_threads=1)
         retriever.warm(RetrieveConfig(), embed=strategy != "B")
         _worker.update(retriever=retriever, strategy=strategy, tables=tables or {}, contexts={})
     except Exception as e:  # noqa: BLE001 - raised again with the first chunk (an initializer that raises loops forever)
