@@ -73,11 +73,20 @@ def lines_match(q: Sequence[str], d: Sequence[str], record_tokens: AbstractSet[s
     return True
 
 
-@lru_cache(maxsize=CODE_CACHE)
 def _fixed_tokens(line: tuple[str, ...], renameable: frozenset[str]) -> frozenset[str]:
-    """The tokens of a chunk line that `lines_match` can only match by equality. Cached: each chunk line is
-    tested against every candidate record (a frozenset keeps its hash, so the key costs the line's)."""
+    """The tokens of a chunk line that `lines_match` can only match by equality."""
     return frozenset(t for t in line if not (_is_ident(t) and t not in KEYWORDS and t in renameable))
+
+
+ChunkLine = tuple[int, tuple[str, ...], frozenset[str]]  # (line number, tokens, the tokens matched only as they are)
+
+
+@lru_cache(maxsize=CODE_CACHE)
+def _chunk_lines(chunk: str, renameable: frozenset[str]) -> tuple[tuple[ChunkLine, ...], int]:
+    """The chunk's code lines, each with its fixed tokens, and their token count. Cached: the chunk is matched
+    against every candidate record (a str and a frozenset keep their hash, so the key costs nothing)."""
+    qlines = numbered_code_lines(chunk)
+    return tuple((n, line, _fixed_tokens(line, renameable)) for n, line in qlines), sum(len(t) for _, t in qlines)
 
 
 def renameable_names(facts, ref=None) -> frozenset[str]:
@@ -100,16 +109,16 @@ def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None,
     `var _a : bool = false` lines of the chunk are not four lines copied from one such line of a record)."""
     if renameable is None:
         renameable = renameable_names(parse_chunk(chunk))
-    qlines = numbered_code_lines(chunk)
+    qlines, total = _chunk_lines(chunk, frozenset(renameable))  # a frozenset is its own copy
     tokens, by_len = _record_lines(code)
     if not qlines or not by_len:
         return 0.0, []
     matched, hit = [], 0
     used: set[tuple[int, int]] = set()  # (length, index) of the record lines a copy has used
-    for n, line in qlines:
+    for n, line, fixed in qlines:
         same_length = by_len.get(len(line))
         # A token that may not be renamed must appear as it is: a line with one the record lacks matches nothing.
-        if not same_length or not _fixed_tokens(line, renameable) <= tokens:
+        if not same_length or not fixed <= tokens:
             continue
         found = next((i for i, d in enumerate(same_length)
                       if (len(line), i) not in used and lines_match(line, d, tokens, renameable)), None)
@@ -118,7 +127,7 @@ def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None,
                 used.add((len(line), found))
             matched.append(n)
             hit += len(line)
-    return hit / sum(len(toks) for _, toks in qlines), matched
+    return hit / total, matched
 
 
 def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -135,11 +134,17 @@ def _resolved_api(d: DocsCase) -> Iterator[Found]:
                 yield use.api, d.s.resolved_api, use.line
 
 
+def chain_haystack(facts) -> str:
+    """The chunk's call chains, each after a dot, one a line: a dotted symbol is in a chain (the whole chain, its
+    tail, its head, or a run inside it) when ".symbol" is in the chain's line, so one search over this text
+    tests every chain (for a symbol without a line break: no match then runs across two)."""
+    return "\n".join("." + ch for ch in sorted(facts.chain_texts))
+
+
 def _api_symbol(d: DocsCase) -> Iterator[Found]:
-    chains, idf = d.v.facts.chain_texts, d.v.idf
+    chains, idf = d.v.chain_haystack, d.v.idf
     for sym in sorted(d.symbols):
-        if "." in sym and any(sym == ch or ch.endswith("." + sym) or ch.startswith(sym + ".") or ("." + sym) in ("." + ch)
-                              for ch in chains):
+        if "." in sym and ("." + sym) in chains and "\n" not in sym:
             yield sym, d.s.chain_symbol + idf(sym.split(".")[-1]), None
         elif "." not in sym and sym in d.v.facts.identifiers and d.rare(sym):
             yield sym, d.s.bare_symbol + idf(sym), None
@@ -167,23 +172,25 @@ def _code_line(d: DocsCase) -> Iterator[Found]:
         yield " ".join(tokens_of[n]), d.s.code_line + d.s.code_line_per_clone * ratio, n
 
 
-def _long_shared(d: DocsCase, names: AbstractSet[str], rec_idents: AbstractSet[str]) -> Iterator[str]:
-    for name in sorted(names):
-        if len(name) >= d.s.min_name_chars and name in rec_idents and d.rare(name.lower()):
-            yield name
+def long_rare_names(v: ValidationContext, strings: bool = False) -> tuple[str, ...]:
+    """The chunk's identifiers (`strings`: its identifier-like string values) long and rare enough to be evidence
+    where a record holds them too, in order: the same for every record, so the validation context keeps them."""
+    names = {s for s in v.facts.string_values if IDENT_RE.fullmatch(s)} if strings else v.facts.identifiers
+    return tuple(n for n in sorted(names) if len(n) >= v.docs.min_name_chars and v.idf(n.lower()) >= v.min_idf)
 
 
 def _string(d: DocsCase) -> Iterator[Found]:
     rec_idents = _idents(d.text)
-    idents = {s for s in d.v.facts.string_values if IDENT_RE.fullmatch(s)}
-    for lit in _long_shared(d, idents, rec_idents):
-        yield f'"{lit}"', d.v.idf(lit.lower()), None
+    for lit in d.v.long_rare_strings:
+        if lit in rec_idents:
+            yield f'"{lit}"', d.v.idf(lit.lower()), None
 
 
 def _identifier(d: DocsCase) -> Iterator[Found]:
     rec_idents = _idents(d.text)
-    for ident in _long_shared(d, d.v.facts.identifiers - d.seen, rec_idents):
-        yield ident, d.v.idf(ident.lower()), None
+    for ident in d.v.long_rare_identifiers:
+        if ident not in d.seen and ident in rec_idents:
+            yield ident, d.v.idf(ident.lower()), None
 
 
 @dataclass(frozen=True)

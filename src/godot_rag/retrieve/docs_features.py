@@ -22,6 +22,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -197,20 +198,50 @@ def member_clashes(ref: ClassReference, chunk_api: set[str], rec_api: set[str], 
     return clashes
 
 
+@dataclass(frozen=True)
+class ChunkSide:
+    """What the features read of the chunk alone: the same for every guide of one query."""
+    declared: frozenset[str]  # its declarations and functions
+    classes: frozenset[str]  # chunk_classes
+    dotted: frozenset[str]  # `.member` names it writes
+    globals: frozenset[str]  # global_uses
+    callbacks: frozenset[str]  # chunk_callbacks
+    family: tuple[str, ...]  # its classes that are not hubs (class_fit)
+    world: tuple[str | None, list[str]]  # stats.world_of(classes)
+
+
+_LAST_SIDE: list = [None]  # (facts, resolution, stats, ChunkSide) of the last chunk: one query's guides in a row
+
+
+def chunk_side(stats: DocsApiStats, resolution, facts) -> ChunkSide:
+    """The chunk's side, computed for its first guide and kept for the next (compared by identity, so a
+    thread that reads another query's entry computes its own)."""
+    last = _LAST_SIDE[0]
+    if last is not None and last[0] is facts and last[1] is resolution and last[2] is stats:
+        return last[3]
+    mine = chunk_classes(resolution, facts, stats.ref)
+    side = ChunkSide(frozenset(facts.declared | facts.functions), frozenset(mine), frozenset(DOTTED_RE.findall(facts.code)),
+                     frozenset(global_uses(facts, resolution, stats.ref)), frozenset(chunk_callbacks(facts, stats.ref)),
+                     tuple(c for c in mine if not stats.generic(c)), stats.world_of(mine))
+    _LAST_SIDE[0] = (facts, resolution, stats, side)
+    return side
+
+
 def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: float, bm25_rank: int | None,
                    cosine: float | None, hub_rate: float) -> tuple[dict[str, float], dict]:
     """The named feature values for one (chunk, guide record), and what they rest on (for the trace)."""
     api = record_api(rec)
-    declared = facts.declared | facts.functions | set(api["code_declares"])
+    side = chunk_side(stats, resolution, facts)
+    declared = side.declared | set(api["code_declares"])
     chunk_api = {u.api for u in resolution.uses if u.member not in declared}
     rec_code = set(api["code_uses"])
     rec_prose = {m for m in api["mentions"] if "." in m}
-    mine = chunk_classes(resolution, facts, stats.ref)
+    mine = side.classes
     rec_classes = set(api["code_classes"]) | {m for m in api["mentions"] if "." not in m}
     # One side resolves `X.m`; the other writes `.m` on a receiver it does not type, in code about X's
     # lineage (`event.button_index` after `if event is InputEventMouseButton`): the same API.
     rec_dotted = set(DOTTED_RE.findall(record_code(rec)))
-    chunk_dotted = set(DOTTED_RE.findall(facts.code)) - declared
+    chunk_dotted = side.dotted - declared
     inferred = {a for a in chunk_api - rec_code if a.split(".", 1)[1] in rec_dotted
                 and any(stats.ref.related(a.split(".", 1)[0], c) for c in rec_classes)}
     inferred |= {a for a in rec_code - chunk_api if a.split(".", 1)[1] in chunk_dotted
@@ -218,13 +249,13 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     shared_code = sorted((chunk_api & rec_code) | inferred)
     shared_prose = sorted((chunk_api & rec_prose) - set(shared_code))
     shared_names = {a.split(".", 1)[1] for a in shared_code + shared_prose}
-    shared_globals = sorted(set(global_uses(facts, resolution, stats.ref)) & set(api["code_globals"]))
+    shared_globals = sorted(side.globals & set(api["code_globals"]))
     clashes = member_clashes(stats.ref, chunk_api, rec_code | rec_prose, shared_names)
     shared_classes = sorted(c for c in mine & rec_classes if not stats.generic(c))
-    fit = class_fit(stats, mine, rec_classes, (rec.get("metadata") or {}).get("page_path") or "")
+    fit = class_fit(stats, mine, rec_classes, (rec.get("metadata") or {}).get("page_path") or "", side)
     topic, strangers = fit["topic"], fit["strangers"]
     # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready` weighs ~0.
-    shared_callbacks = sorted(callback_key(f) for f in chunk_callbacks(facts, stats.ref) & set(api["code_callbacks"]))
+    shared_callbacks = sorted(callback_key(f) for f in side.callbacks & set(api["code_callbacks"]))
     values = {
         "api_code": round(sum(stats.member_specificity(a) for a in shared_code), RATIO_DIGITS),
         "api_prose": round(sum(stats.member_specificity(a) for a in shared_prose), RATIO_DIGITS),
@@ -248,20 +279,22 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     return values, basis
 
 
-def class_fit(stats: DocsApiStats, mine: set[str], rec_classes: set[str], page: str) -> dict:
+def class_fit(stats: DocsApiStats, mine: AbstractSet[str], rec_classes: set[str], page: str,
+              side: ChunkSide | None = None) -> dict:
     """How the record's classes fit the chunk's: its topic (classes that are not hubs of the hierarchy), the
     strangers among them (compatible with no class of the chunk's families), the rivals, and the worlds (2D / 3D)
     when each side is of one only and they differ. A record that names no node of either world is of its page's
     world (`# On CharacterBody3D.` above `transform.basis` code on a page about 3D)."""
     topic = sorted(c for c in rec_classes if not stats.generic(c))
-    family_mine = [c for c in mine if not stats.generic(c)]
+    family_mine = list(side.family) if side is not None else [c for c in mine if not stats.generic(c)]
     strangers = [c for c in topic if not any(stats.compatible(c, m) for m in family_mine)] if family_mine else []
     # A stranger that shares its name's head with a class of the chunk is a rival of the same feature
     # (NavigationAgent2D vs NavigationServer3D): a contradiction, not only a mismatch.
     rivals = sorted({f"{s} vs {m}" for s in strangers for m in family_mine
                      if (h := CAMEL_HEAD_RE.match(s)) and len(h.group(0)) >= MIN_HEAD_CHARS and m.startswith(h.group(0))})
     # The chunk is of the world it computes in; the record of the world whose nodes it shows.
-    (chunk_world, chunk_says), (rec_world, rec_says) = stats.world_of(mine), stats.world_of(rec_classes, nodes_only=True)
+    (chunk_world, chunk_says) = side.world if side is not None else stats.world_of(set(mine))
+    rec_world, rec_says = stats.world_of(rec_classes, nodes_only=True)
     if not rec_says:
         rec_world, rec_says = stats.world_of(set(stats.page_nodes.get(page, ())), nodes_only=True)
     worlds = ({"chunk": chunk_world, "chunk_classes": chunk_says[:BASIS_SHOWN], "record": rec_world,

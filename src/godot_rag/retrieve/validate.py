@@ -43,7 +43,15 @@ from ..gdscript import GDScriptFacts
 from .codematch import renameable_names
 from .config import RetrieveConfig
 from .context import Pool, QueryContext
-from .docs_evidence import CONFIDENCE_DIGITS, DOCS_EVIDENCE, DocsEvidenceSettings, copied_page_overrules, docs_evidence
+from .docs_evidence import (
+    CONFIDENCE_DIGITS,
+    DOCS_EVIDENCE,
+    DocsEvidenceSettings,
+    chain_haystack,
+    copied_page_overrules,
+    docs_evidence,
+    long_rare_names,
+)
 from .docs_features import DocsApiStats, GuideModel, missing_cosines
 from .prefilter import absent_reason, source_absent
 from .project_context import RequestContext
@@ -103,6 +111,18 @@ class ValidationContext(ChunkScope):
     mapping_confidence: MappingConfidence = field(default_factory=lambda: MappingConfidence.of(RetrieveConfig()))
     guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (docs_features.py)
     cosines: dict[str, float] = field(default_factory=dict)  # docs records only BM25 found -> their cosine
+
+    @cached_property
+    def long_rare_identifiers(self) -> tuple[str, ...]:
+        return long_rare_names(self)
+
+    @cached_property
+    def long_rare_strings(self) -> tuple[str, ...]:
+        return long_rare_names(self, strings=True)
+
+    @cached_property
+    def chain_haystack(self) -> str:
+        return chain_haystack(self.facts)
 
     @cached_property
     def call_pairs(self) -> set[str]:
