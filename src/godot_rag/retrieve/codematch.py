@@ -31,6 +31,7 @@ TOKEN_RE = re.compile(IDENT + r"|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\
 MIN_LINE_TOKENS = 3  # decided: a shorter line (`pass`, `else:`, `}`) matches in any code, so it is no evidence
 MATCHED_LINES_SHOWN = 12  # matched lines the trace lists
 CODE_CACHE = 32_768  # codes kept tokenized (records' and chunks')
+CHUNK_LINES_CACHE = 256  # chunks (and their segments and blocks) kept with their fixed tokens: one query reuses a few
 
 
 @lru_cache(maxsize=CODE_CACHE)
@@ -81,10 +82,11 @@ def _fixed_tokens(line: tuple[str, ...], renameable: frozenset[str]) -> frozense
 ChunkLine = tuple[int, tuple[str, ...], frozenset[str]]  # (line number, tokens, the tokens matched only as they are)
 
 
-@lru_cache(maxsize=CODE_CACHE)
+@lru_cache(maxsize=CHUNK_LINES_CACHE)
 def _chunk_lines(chunk: str, renameable: frozenset[str]) -> tuple[tuple[ChunkLine, ...], int]:
-    """The chunk's code lines, each with its fixed tokens, and their token count. Cached: the chunk is matched
-    against every candidate record (a str and a frozenset keep their hash, so the key costs nothing)."""
+    """The chunk's code lines, each with its fixed tokens, and their token count. Cached for the query: the chunk
+    is matched against every candidate record (a str and a frozenset keep their hash, so the key costs nothing);
+    a long batch never needs an old chunk again, so few are kept."""
     qlines = numbered_code_lines(chunk)
     return tuple((n, line, _fixed_tokens(line, renameable)) for n, line in qlines), sum(len(t) for _, t in qlines)
 
