@@ -29,6 +29,7 @@ from ..retrieve.docs_features import (
     callback_key,
     chunk_callbacks,
     chunk_classes,
+    chunk_side,
     contradictions,
     guide_features,
 )
@@ -183,12 +184,13 @@ def fit(retriever, queries_path: Path, judged_path: Path | list[Path], *, folds:
         q = by_id[r["query_id"]]
         if q.id not in parsed:
             facts = parse_chunk(q.chunk_text)
-            parsed[q.id] = (facts, resolve_uses(facts, ref))
-        facts, res = parsed[q.id]
+            res = resolve_uses(facts, ref)
+            parsed[q.id] = (facts, res, chunk_side(stats, res, facts))
+        facts, res, side = parsed[q.id]
         own = r["page"] in per_chunk.get(q.id, {}).get("pages", [])
         rate = (counts[r["page"]] - own) / max(1, n_chunks - 1)  # leave the chunk itself out
         values, basis = guide_features(stats, res, facts, docs[r["record_id"]], clone=r["clone"], bm25_rank=r["bm25_rank"],
-                                       cosine=r["cosine"], hub_rate=rate)
+                                       cosine=r["cosine"], hub_rate=rate, side=side)
         data.append({**r, "grade": grades[key], "features": values, "basis": basis})
     X = np.array([[d["features"][f] for f in FEATURES] for d in data], dtype=float)
     g = np.array([d["grade"] for d in data])

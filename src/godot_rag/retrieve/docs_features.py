@@ -22,7 +22,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -210,28 +209,20 @@ class ChunkSide:
     world: tuple[str | None, list[str]]  # stats.world_of(classes)
 
 
-_LAST_SIDE: list = [None]  # (facts, resolution, stats, ChunkSide) of the last chunk: one query's guides in a row
-
-
 def chunk_side(stats: DocsApiStats, resolution, facts) -> ChunkSide:
-    """The chunk's side, computed for its first guide and kept for the next (compared by identity, so a
-    thread that reads another query's entry computes its own)."""
-    last = _LAST_SIDE[0]
-    if last is not None and last[0] is facts and last[1] is resolution and last[2] is stats:
-        return last[3]
+    """The chunk's side of the features: worked out once per chunk (the validation context keeps it)."""
     mine = chunk_classes(resolution, facts, stats.ref)
-    side = ChunkSide(frozenset(facts.declared | facts.functions), frozenset(mine), frozenset(DOTTED_RE.findall(facts.code)),
+    return ChunkSide(frozenset(facts.declared | facts.functions), frozenset(mine), frozenset(DOTTED_RE.findall(facts.code)),
                      frozenset(global_uses(facts, resolution, stats.ref)), frozenset(chunk_callbacks(facts, stats.ref)),
                      tuple(c for c in mine if not stats.generic(c)), stats.world_of(mine))
-    _LAST_SIDE[0] = (facts, resolution, stats, side)
-    return side
 
 
 def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: float, bm25_rank: int | None,
-                   cosine: float | None, hub_rate: float) -> tuple[dict[str, float], dict]:
-    """The named feature values for one (chunk, guide record), and what they rest on (for the trace)."""
+                   cosine: float | None, hub_rate: float, side: ChunkSide | None = None) -> tuple[dict[str, float], dict]:
+    """The named feature values for one (chunk, guide record), and what they rest on (for the trace). `side`: the
+    chunk's `chunk_side`, when the caller keeps it for the chunk's other records."""
     api = record_api(rec)
-    side = chunk_side(stats, resolution, facts)
+    side = side if side is not None else chunk_side(stats, resolution, facts)
     declared = side.declared | set(api["code_declares"])
     chunk_api = {u.api for u in resolution.uses if u.member not in declared}
     rec_code = set(api["code_uses"])
@@ -252,7 +243,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     shared_globals = sorted(side.globals & set(api["code_globals"]))
     clashes = member_clashes(stats.ref, chunk_api, rec_code | rec_prose, shared_names)
     shared_classes = sorted(c for c in mine & rec_classes if not stats.generic(c))
-    fit = class_fit(stats, mine, rec_classes, (rec.get("metadata") or {}).get("page_path") or "", side)
+    fit = class_fit(stats, side, rec_classes, (rec.get("metadata") or {}).get("page_path") or "")
     topic, strangers = fit["topic"], fit["strangers"]
     # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready` weighs ~0.
     shared_callbacks = sorted(callback_key(f) for f in side.callbacks & set(api["code_callbacks"]))
@@ -279,21 +270,20 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     return values, basis
 
 
-def class_fit(stats: DocsApiStats, mine: AbstractSet[str], rec_classes: set[str], page: str,
-              side: ChunkSide | None = None) -> dict:
+def class_fit(stats: DocsApiStats, side: ChunkSide, rec_classes: set[str], page: str) -> dict:
     """How the record's classes fit the chunk's: its topic (classes that are not hubs of the hierarchy), the
     strangers among them (compatible with no class of the chunk's families), the rivals, and the worlds (2D / 3D)
     when each side is of one only and they differ. A record that names no node of either world is of its page's
     world (`# On CharacterBody3D.` above `transform.basis` code on a page about 3D)."""
     topic = sorted(c for c in rec_classes if not stats.generic(c))
-    family_mine = list(side.family) if side is not None else [c for c in mine if not stats.generic(c)]
+    family_mine = side.family
     strangers = [c for c in topic if not any(stats.compatible(c, m) for m in family_mine)] if family_mine else []
     # A stranger that shares its name's head with a class of the chunk is a rival of the same feature
     # (NavigationAgent2D vs NavigationServer3D): a contradiction, not only a mismatch.
     rivals = sorted({f"{s} vs {m}" for s in strangers for m in family_mine
                      if (h := CAMEL_HEAD_RE.match(s)) and len(h.group(0)) >= MIN_HEAD_CHARS and m.startswith(h.group(0))})
     # The chunk is of the world it computes in; the record of the world whose nodes it shows.
-    (chunk_world, chunk_says) = side.world if side is not None else stats.world_of(set(mine))
+    chunk_world, chunk_says = side.world
     rec_world, rec_says = stats.world_of(rec_classes, nodes_only=True)
     if not rec_says:
         rec_world, rec_says = stats.world_of(set(stats.page_nodes.get(page, ())), nodes_only=True)
@@ -361,7 +351,8 @@ def candidate_cosine(c, filled: dict[str, float]) -> float | None:
 
 
 def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, clone: float,
-                 copy_share: float, renameable: frozenset[str], cosine: float | None = None) -> tuple[dict, list[str]]:
+                 copy_share: float, renameable: frozenset[str], cosine: float | None = None,
+                 side: ChunkSide | None = None) -> tuple[dict, list[str]]:
     """The model's verdict on one guide candidate: its trace (each feature's value and contribution, the
     shared API it rests on) and the reasons to reject it (contradictions first; empty when accepted).
     A record whose code holds `copy_share` of the chunk's code lines (up to renaming) is the code the chunk
@@ -369,7 +360,7 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
     bm25 = c.info("bm25")
     values, basis = guide_features(stats, resolution, facts, c.payload, clone=clone,
                                    bm25_rank=bm25.rank if bm25 is not None else None, cosine=cosine,
-                                   hub_rate=model.page_accept_rate.get(c.page or "", 0.0))
+                                   hub_rate=model.page_accept_rate.get(c.page or "", 0.0), side=side)
     out = model.decide(values) | basis
     # Each line of the record copied once: the clone ratio lets one record line stand for many chunk lines.
     if copy_share and copied_share(facts.text, record_code(c.payload), renameable) >= copy_share:

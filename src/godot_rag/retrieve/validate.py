@@ -52,7 +52,7 @@ from .docs_evidence import (
     docs_evidence,
     long_rare_names,
 )
-from .docs_features import DocsApiStats, GuideModel, missing_cosines
+from .docs_features import ChunkSide, DocsApiStats, GuideModel, chunk_side, missing_cosines
 from .prefilter import absent_reason, source_absent
 from .project_context import RequestContext
 from .resolve import Resolution
@@ -119,6 +119,11 @@ class ValidationContext(ChunkScope):
     @cached_property
     def long_rare_strings(self) -> tuple[str, ...]:
         return long_rare_names(self, strings=True)
+
+    @cached_property
+    def guide_side(self) -> ChunkSide | None:
+        """The chunk's side of the guide features (None without the guide model)."""
+        return chunk_side(self.guide_model[1], self.resolution, self.facts) if self.guide_model is not None else None
 
     @cached_property
     def chain_haystack(self) -> str:
