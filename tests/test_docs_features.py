@@ -198,6 +198,63 @@ def test_a_copy_uses_each_record_line_once():
     assert copied_share(chunk, code + code.replace("_enabled", "_other"), names) == 0.5
 
 
+def test_a_copy_keeps_the_records_api():
+    """A chunk name renamed to a name of the Godot API the record calls is no copy: the lines differ in the API
+    they use. A record's own names (what its code declares) rename as the chunk's do."""
+    stats = stats_with({})
+    chunk = "func _ready():\n    menu.add_item(OPTION_A)\n    menu.add_item(OPTION_B)\n"
+    names = frozenset({"menu", "add_item", "OPTION_A", "OPTION_B"})
+    calls_api = "func _ready():\n    body.move_and_slide(speed)\n    body.get_node(path)\n"
+    api = stats.code_api_names(calls_api, frozenset())
+    assert api == {"_ready", "move_and_slide", "get_node"}
+    assert copied_share(chunk, calls_api, names) == 1.0  # by shape alone, `menu.add_item(A)` is `body.get_node(path)`
+    assert abs(copied_share(chunk, calls_api, names, api_names=api) - 5 / 17) < 1e-9  # only `func _ready ( ) :` is copied
+    # Godot 3 code copies a page that writes the Godot 4 name the converter gives its class.
+    godot3 = "func _ready():\n    var b = KinematicBody2D.new()\n    b.move_and_slide()\n"
+    page = "func _ready():\n    var b = CharacterBody2D.new()\n    b.move_and_slide()\n"
+    api = stats.code_api_names(page, frozenset({"b"}))
+    assert "CharacterBody2D" in api and copied_share(godot3, page, frozenset({"KinematicBody2D"}), api_names=api) < 0.6
+    assert copied_share(godot3, page, frozenset({"KinematicBody2D"}), api_names=api,
+                        renames={"KinematicBody2D": frozenset({"CharacterBody2D"})}) == 1.0
+    own = "func _ready():\n    items.push_entry(FIRST)\n    items.push_entry(SECOND)\n"
+    declared = frozenset({"items", "push_entry", "FIRST", "SECOND"})
+    assert copied_share(chunk, own, names, api_names=stats.code_api_names(own, declared)) == 1.0
+
+
+def test_the_most_specific_foreign_class_is_a_feature():
+    """A record about a class that fits none of the chunk's counts by how specific that class is, not only by
+    the share of such classes (one stray `Vector2` and one `XRCamera3D` are not the same)."""
+    docs = {f"r{i}": record(classes=["NavigationAgent2D"]) for i in range(10)} | {"nav3d": record(classes=["NavigationServer3D"])}
+    stats = stats_with(docs)
+    code = "func f(agent: NavigationAgent2D):\n    return agent.get_next_path_position()\n"
+    values, basis = features(stats, code, record(classes=["NavigationAgent2D", "NavigationServer3D"]))
+    assert basis["foreign_class"] == {"class": "NavigationServer3D", "specificity": stats.class_specificity("NavigationServer3D")}
+    assert values["foreign_class"] == stats.class_specificity("NavigationServer3D") > 0
+    values, basis = features(stats, code, record(classes=["NavigationAgent2D"]))
+    assert values["foreign_class"] == 0.0 and basis["foreign_class"] is None
+    from godot_rag.eval.guide_fit import SIGNS
+    assert SIGNS["foreign_class"] == -1  # fitted only against a guide
+
+
+def test_a_godot3_class_the_chunk_writes_stands_for_its_godot4_name():
+    """Godot 3 code (`KinematicBody2D`) is about the class Godot 4 renamed it to: a guide on `CharacterBody2D`
+    is not foreign to it (the converter's class renames, as the validator reads them)."""
+    from godot_rag.retrieve.docs_features import chunk_side
+
+    docs = {f"r{i}": record(classes=["NavigationAgent2D"]) for i in range(5)} | {"body": record(classes=["CharacterBody2D"])}
+    stats = stats_with(docs)
+    code = "func f(agent: NavigationAgent2D):\n    var body = KinematicBody2D.new()\n    return agent.get_next_path_position()\n"
+    facts = parse_chunk(code)
+    res = resolve_uses(facts, stats.ref)
+    args = {"clone": 0.0, "bm25_rank": 1, "cosine": 0.5, "hub_rate": 0.0}
+    values, _ = guide_features(stats, res, facts, docs["body"], **args, side=chunk_side(stats, res, facts))
+    assert values["foreign_class"] > 0 and values["incompatible"] == 1.0
+    side = chunk_side(stats, res, facts, {"KinematicBody2D": "CharacterBody2D", "Spatial": "Node3D"})
+    assert "CharacterBody2D" in side.classes and "Node3D" not in side.classes  # only what the chunk writes
+    values, _ = guide_features(stats, res, facts, docs["body"], **args, side=side)
+    assert values["foreign_class"] == 0.0 and values["incompatible"] == 0.0
+
+
 def test_model_decision_is_readable_arithmetic():
     model = GuideModel.from_dict({"weights": {f: 1.0 for f in FEATURES} | {"hub_rate": -4.0}, "bias": -2.0, "threshold": 0.5})
     values = {f: 0.0 for f in FEATURES} | {"api_code": 3.0, "hub_rate": 0.5}

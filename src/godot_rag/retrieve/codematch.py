@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
@@ -57,17 +57,25 @@ def _record_lines(code: str) -> tuple[frozenset[str], dict[int, list[tuple[str, 
     return frozenset(t for lines in by_len.values() for line in lines for t in line), dict(by_len)
 
 
+def code_identifiers(code: str) -> frozenset[str]:
+    """The identifiers of a code's matchable lines (what a clone match can rename)."""
+    return frozenset(t for t in _record_lines(code)[0] if _is_ident(t))
+
+
 def _is_ident(tok: str) -> bool:
     return tok[0].isalpha() or tok[0] == "_"
 
 
-def lines_match(q: Sequence[str], d: Sequence[str], record_tokens: AbstractSet[str], renameable: AbstractSet[str]) -> bool:
+def lines_match(q: Sequence[str], d: Sequence[str], record_tokens: AbstractSet[str], renameable: AbstractSet[str],
+                record_api: AbstractSet[str] = frozenset(), renames: Mapping[str, AbstractSet[str]] | None = None) -> bool:
+    """`record_api`: the record's names a chunk name may not be renamed to (the API it calls, in a copy), unless
+    `renames` gives that name as the chunk name's Godot 4 one (`AnimatedSprite` -> `AnimatedSprite2D`)."""
     renaming: dict[str, str] = {}
     for a, b in zip(q, d):
         if a == b:
             continue
         if (not (_is_ident(a) and _is_ident(b)) or a in KEYWORDS or b in KEYWORDS or a in record_tokens
-                or a not in renameable):
+                or a not in renameable or (b in record_api and b not in (renames or {}).get(a, ()))):
             return False
         if renaming.setdefault(a, b) != b:
             return False
@@ -105,10 +113,14 @@ def renameable_names(facts, ref=None) -> frozenset[str]:
 
 
 def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None,
-                one_to_one: bool = False) -> tuple[float, list[int]]:
+                one_to_one: bool = False, record_api: AbstractSet[str] = frozenset(),
+                renames: Mapping[str, AbstractSet[str]] | None = None) -> tuple[float, list[int]]:
     """(ratio of chunk tokens in matching lines, the chunk's line numbers (1-based) of those lines).
     `one_to_one`: each line of the record stands for one line of the chunk at most, as in a copy (four
-    `var _a : bool = false` lines of the chunk are not four lines copied from one such line of a record)."""
+    `var _a : bool = false` lines of the chunk are not four lines copied from one such line of a record).
+    `record_api`: names of the record's code that a chunk name may not be renamed to: what a copy needs (the
+    chunk's `options.add_item(A)` is no copy of `agent.set_target_position(target)`, whose method is API), but
+    for the Godot 4 names `renames` gives the chunk's Godot 3 ones."""
     if renameable is None:
         renameable = renameable_names(parse_chunk(chunk))
     qlines, total = _chunk_lines(chunk, frozenset(renameable))  # a frozenset is its own copy
@@ -123,7 +135,7 @@ def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None,
         if not same_length or not fixed <= tokens:
             continue
         found = next((i for i, d in enumerate(same_length)
-                      if (len(line), i) not in used and lines_match(line, d, tokens, renameable)), None)
+                      if (len(line), i) not in used and lines_match(line, d, tokens, renameable, record_api, renames)), None)
         if found is not None:
             if one_to_one:
                 used.add((len(line), found))

@@ -313,7 +313,7 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
     if d.page_class is None and v.guide_model is not None:
         # A guide: contradictions stay rules; the fitted model (docs_features.py) decides the rest.
         model, ruled = decide_guide(*v.guide_model, v.resolution, v.facts, c, d.clone_ratio, v.copy_source_share,
-                                    v.renameable, cosine, v.guide_side)
+                                    v.renameable, cosine, v.guide_side, v.code_renames)
         kept = [(name, why) for name, why in zip(fired, reasons) if name in FACT_RULES]
         fired = [name for name, _ in kept] + (["guide_model"] if ruled else [])
         reasons = [why for _, why in kept] + ruled

@@ -30,12 +30,12 @@ from ..gdscript import IDENT
 from ..ingest.record_api import global_uses, record_api
 from ..records import record_code
 from ..store import queries
-from .codematch import clone_match
+from .codematch import clone_match, code_identifiers
 from .segment import split_segments
 from .trace import RATIO_DIGITS
 
-FEATURES = ("api_code", "api_prose", "api_in_context", "shared_global", "shared_callback", "shared_class", "incompatible", "hub_rate", "clone",
-            "bm25_rank", "cosine")
+FEATURES = ("api_code", "api_prose", "api_in_context", "shared_global", "shared_callback", "shared_class", "incompatible",
+            "foreign_class", "hub_rate", "clone", "bm25_rank", "cosine")
 GENERIC_DESCENDANTS = 20  # a class with this many descendants is a hub of the hierarchy, not a family
 DOTTED_RE = re.compile(rf"\.({IDENT})\b")
 GENERIC_MEMBER_SHARE = 0.25  # what a member of a hub class keeps of its specificity (CanvasItem.draw_line is no get_node)
@@ -87,6 +87,15 @@ class DocsApiStats:
         # A member of a hub class (Node, Object, CanvasItem) is shared by every script of its kind.
         hub = GENERIC_MEMBER_SHARE if not api.startswith("@") and self.generic(api.split(".", 1)[0]) else 1.0
         return round(self._idf(self.member_records.get(api, 0)) * chunk * hub, RATIO_DIGITS)
+
+    def code_api_names(self, code: str, declared: frozenset[str]) -> frozenset[str]:
+        """The names a record's code uses that Godot 4 has (classes, members, globals), less what it declares:
+        a copy of the code keeps them (remembered per code: a record comes back for many queries)."""
+        cache: dict[str, frozenset[str]] = self.__dict__.setdefault("_code_api_names", {})
+        if code not in cache:
+            # A setter or getter is API too (`set_target_position`), though `exists` leaves it to its property.
+            cache[code] = frozenset(t for t in code_identifiers(code) - declared if self.ref.has_class(t) or t in self.ref.owners)
+        return cache[code]
 
     def class_specificity(self, cls: str) -> float:
         """Like a member's: how few records and how few real chunks use the class (`SceneTree`, `Input` are common)."""
@@ -209,9 +218,13 @@ class ChunkSide:
     world: tuple[str | None, list[str]]  # stats.world_of(classes)
 
 
-def chunk_side(stats: DocsApiStats, resolution, facts) -> ChunkSide:
-    """The chunk's side of the features: worked out once per chunk (the validation context keeps it)."""
+def chunk_side(stats: DocsApiStats, resolution, facts, renamed: Mapping[str, str] | None = None) -> ChunkSide:
+    """The chunk's side of the features: worked out once per chunk (the validation context keeps it).
+    `renamed`: the converter's class renames (Godot 3 name -> Godot 4 name); a Godot 3 class the chunk writes
+    stands for the class Godot 4 renamed it to (`SpatialMaterial` code is about `StandardMaterial3D`)."""
     mine = chunk_classes(resolution, facts, stats.ref)
+    if renamed:
+        mine |= {renamed[i] for i in facts.identifiers if i in renamed and i not in facts.declared and stats.ref.has_class(renamed[i])}
     return ChunkSide(frozenset(facts.declared | facts.functions), frozenset(mine), frozenset(DOTTED_RE.findall(facts.code)),
                      frozenset(global_uses(facts, resolution, stats.ref)), frozenset(chunk_callbacks(facts, stats.ref)),
                      tuple(c for c in mine if not stats.generic(c)), stats.world_of(mine))
@@ -245,6 +258,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     shared_classes = sorted(c for c in mine & rec_classes if not stats.generic(c))
     fit = class_fit(stats, side, rec_classes, (rec.get("metadata") or {}).get("page_path") or "")
     topic, strangers = fit["topic"], fit["strangers"]
+    foreign = max(((c, stats.class_specificity(c)) for c in strangers), key=lambda x: (x[1], x[0]), default=None)
     # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready` weighs ~0.
     shared_callbacks = sorted(callback_key(f) for f in side.callbacks & set(api["code_callbacks"]))
     values = {
@@ -254,6 +268,9 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
         "shared_callback": round(sum(stats.member_specificity(a) for a in shared_callbacks), RATIO_DIGITS),
         "shared_class": round(sum(stats.class_specificity(c) for c in shared_classes), RATIO_DIGITS),
         "incompatible": round(len(strangers) / len(topic), RATIO_DIGITS) if topic and fit["family_mine"] else 0.0,
+        # The most specific class the record is about that fits none of the chunk's (`XRCamera3D` in a room-scale
+        # page for platformer code): a share of strangers counts a stray `Vector2` the same.
+        "foreign_class": foreign[1] if foreign else 0.0,
         "hub_rate": round(hub_rate, RATIO_DIGITS),
         "clone": round(clone, RATIO_DIGITS),
         "bm25_rank": round(1.0 / math.log2(1 + bm25_rank), RATIO_DIGITS) if bm25_rank else 0.0,
@@ -266,7 +283,8 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
              "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
              "shared_callbacks": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_callbacks],
              "shared_classes": shared_classes, "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
-             "rivals": fit["rivals"][:BASIS_SHOWN], "worlds": fit["worlds"]}
+             "rivals": fit["rivals"][:BASIS_SHOWN], "worlds": fit["worlds"],
+             "foreign_class": {"class": foreign[0], "specificity": foreign[1]} if foreign else None}
     return values, basis
 
 
@@ -306,15 +324,18 @@ def contradictions(basis: dict, copied: bool = False) -> list[str]:
     return out
 
 
-def copied_share(chunk: str, code: str, renameable, min_lines: int = MIN_BLOCK_LINES) -> float:
+def copied_share(chunk: str, code: str, renameable, min_lines: int = MIN_BLOCK_LINES,
+                 api_names: frozenset[str] = frozenset(), renames: Mapping[str, frozenset[str]] | None = None) -> float:
     """The largest share of one block of the chunk (the whole chunk, or a top-level block of it with at least
     `min_lines` code lines) that the record's code holds up to renaming, each record line copied once: a chunk
-    made of two pages' code copies each of them in one of its blocks."""
-    best, _ = clone_match(chunk, code, renameable, one_to_one=True)
+    made of two pages' code copies each of them in one of its blocks. `api_names`: the record's API
+    (`DocsApiStats.code_api_names`), which a copy keeps: no name of the chunk is renamed to one of them, but for
+    the Godot 4 name `renames` gives it."""
+    best, _ = clone_match(chunk, code, renameable, one_to_one=True, record_api=api_names, renames=renames)
     blocks = split_segments(chunk)
     if len(blocks) > 1:
         for block in blocks:
-            ratio, lines = clone_match(block, code, renameable, one_to_one=True)
+            ratio, lines = clone_match(block, code, renameable, one_to_one=True, record_api=api_names, renames=renames)
             if len(lines) >= min_lines:
                 best = max(best, ratio)
     return best
@@ -352,19 +373,24 @@ def candidate_cosine(c, filled: dict[str, float]) -> float | None:
 
 def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, clone: float,
                  copy_share: float, renameable: frozenset[str], cosine: float | None = None,
-                 side: ChunkSide | None = None) -> tuple[dict, list[str]]:
+                 side: ChunkSide | None = None, renames: Mapping[str, frozenset[str]] | None = None) -> tuple[dict, list[str]]:
     """The model's verdict on one guide candidate: its trace (each feature's value and contribution, the
     shared API it rests on) and the reasons to reject it (contradictions first; empty when accepted).
     A record whose code holds `copy_share` of the chunk's code lines (up to renaming) is the code the chunk
-    copies: evidence by fact, whatever the model says (the model is fitted on real code, which copies little)."""
+    copies: evidence by fact, whatever the model says (the model is fitted on real code, which copies little).
+    `renames`: the converter's renames (Godot 3 name -> Godot 4 names): Godot 3 code copies a page that writes
+    the Godot 4 names of its API (`$AnimatedSprite.play()` for `$AnimatedSprite2D.play()`)."""
     bm25 = c.info("bm25")
     values, basis = guide_features(stats, resolution, facts, c.payload, clone=clone,
                                    bm25_rank=bm25.rank if bm25 is not None else None, cosine=cosine,
                                    hub_rate=model.page_accept_rate.get(c.page or "", 0.0), side=side)
     out = model.decide(values) | basis
     # Each line of the record copied once: the clone ratio lets one record line stand for many chunk lines.
-    if copy_share and copied_share(facts.text, record_code(c.payload), renameable) >= copy_share:
-        out["accepted"], out["copied_code"] = True, True
+    if copy_share:
+        code = record_code(c.payload)
+        api_names = stats.code_api_names(code, frozenset(record_api(c.payload)["code_declares"]))
+        if copied_share(facts.text, code, renameable, api_names=api_names, renames=renames) >= copy_share:
+            out["accepted"], out["copied_code"] = True, True
     reasons = contradictions(basis, copied=bool(out.get("copied_code")))
     if not out["accepted"]:
         top = sorted(((v, f) for f, v in out["contributions"].items() if v), reverse=True)[:CONTRIBUTIONS_CITED]

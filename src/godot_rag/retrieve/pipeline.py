@@ -30,7 +30,7 @@ from .strategies import STRATEGIES, check_strategy
 from .tokenize import tokenizer_of
 from .trace import MS_DIGITS
 from .types import RetrieveResult
-from .version import CLASS_TYPES, version_names
+from .version import CLASS_TYPES, CODE_RENAME_TYPES, version_names
 
 if TYPE_CHECKING:
     from .docs_features import DocsApiStats, GuideModel
@@ -181,6 +181,17 @@ class Retriever:
         """The converter's class renames, Godot 3 name -> Godot 4 name (`Camera` -> `Camera3D`)."""
         return self._once("class_renames", lambda: {r["source_api"]: r["target_api"] for r in self.records("api_mapping").values()
                                                     if r["change_type"] in CLASS_TYPES}, keep=False)
+
+    def code_renames(self) -> dict[str, frozenset[str]]:
+        """The converter's renames of names code writes, Godot 3 name -> the Godot 4 names it became
+        (`AnimatedSprite` -> `AnimatedSprite2D`, `get_len` -> `get_length`)."""
+        def build() -> dict[str, frozenset[str]]:
+            out: dict[str, set[str]] = {}
+            for r in self.records("api_mapping").values():
+                if r["change_type"] in CODE_RENAME_TYPES:
+                    out.setdefault(r["source_api"], set()).add(r["target_api"])
+            return {k: frozenset(v) for k, v in out.items()}
+        return self._once("code_renames", build, keep=False)
 
     def reranker(self, name: str):
         return self._once(f"reranker {name}", lambda: open_reranker(name, self.llm, self.cross_encoder_path), keep=False)

@@ -33,7 +33,7 @@ Acceptance rules:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -104,6 +104,7 @@ class ValidationContext(ChunkScope):
     idf: Callable[[str], float]
     class_of_page: dict[str, str]  # classes/class_scenetree -> SceneTree
     renameable: frozenset[str] = frozenset()
+    code_renames: Mapping[str, frozenset[str]] = field(default_factory=dict)  # the converter's, Godot 3 -> Godot 4 names
     min_idf: float = 5.0
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
@@ -123,7 +124,9 @@ class ValidationContext(ChunkScope):
     @cached_property
     def guide_side(self) -> ChunkSide | None:
         """The chunk's side of the guide features (None without the guide model)."""
-        return chunk_side(self.guide_model[1], self.resolution, self.facts) if self.guide_model is not None else None
+        if self.guide_model is None:
+            return None
+        return chunk_side(self.guide_model[1], self.resolution, self.facts, self.renamed_classes)
 
     @cached_property
     def chain_haystack(self) -> str:
@@ -319,7 +322,8 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.bm25.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
-                             renamed_classes=r.class_renames(), context=ctx.context, mapping_confidence=MappingConfidence.of(ctx.cfg),
+                             renamed_classes=r.class_renames(), code_renames=r.code_renames(), context=ctx.context,
+                             mapping_confidence=MappingConfidence.of(ctx.cfg),
                              guide_model=r.guide_model() if ctx.cfg.guide_model else None,
                              cosines=missing_cosines(ctx, candidates))
     ctx.validation = vctx

@@ -236,7 +236,8 @@ function guideModelSection(m) {
       + (m.copied_code ? " · the record holds the code the chunk copies (accepted by fact)" : "") }),
     table(["feature", "value", "weight", "contribution"], rows),
     shared.length ? table(["shared API", "specificity"], shared.map((a) => [a.api, num(a.specificity, 4)])) : el("p", { class: "muted", text: "no shared API" }),
-    (m.strangers || []).length ? el("p", { text: `classes foreign to the chunk's: ${m.strangers.join(", ")}` }) : null,
+    (m.strangers || []).length ? el("p", { text: `classes foreign to the chunk's: ${m.strangers.join(", ")}`
+      + (m.foreign_class ? ` (the most specific: ${m.foreign_class.class}, ${num(m.foreign_class.specificity, 4)})` : "") }) : null,
     m.worlds ? el("p", { text: `the record is ${m.worlds.record} (${m.worlds.record_classes.join(", ")}), the chunk ${m.worlds.chunk} (${m.worlds.chunk_classes.join(", ")}): a contradiction` }) : null);
 }
 
