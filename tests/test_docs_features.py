@@ -255,6 +255,20 @@ def test_a_godot3_class_the_chunk_writes_stands_for_its_godot4_name():
     assert values["foreign_class"] == 0.0 and values["incompatible"] == 0.0
 
 
+def test_a_guide_whose_code_is_cpp_is_a_contradiction():
+    """C++ (the engine's `BIND_CONSTANT(MODE_FIRST);`, a GDExtension's node) shares names with GDScript, not its
+    meaning: for a script, a C++ record is no evidence."""
+    stats = stats_with({})
+    code = "enum {MODE_FIRST, MODE_SECOND}\n"
+    cpp = record() | {"code_blocks": [{"language": "cpp", "code": "BIND_CONSTANT(MODE_FIRST);"}]}
+    _, basis = features(stats, code, cpp)
+    assert basis["native_code"] == ["cpp"]
+    assert contradictions(basis) == ["contradiction: the record's code is cpp (the engine's or a GDExtension's), not a script"]
+    both = record() | {"code_blocks": [{"language": "cpp", "code": "x"}, {"language": "gdscript", "code": "y"}]}
+    _, basis = features(stats, code, both)
+    assert basis["native_code"] is None and not contradictions(basis)
+
+
 def test_model_decision_is_readable_arithmetic():
     model = GuideModel.from_dict({"weights": {f: 1.0 for f in FEATURES} | {"hub_rate": -4.0}, "bias": -2.0, "threshold": 0.5})
     values = {f: 0.0 for f in FEATURES} | {"api_code": 3.0, "hub_rate": 0.5}

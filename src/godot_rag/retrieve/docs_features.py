@@ -45,6 +45,7 @@ MIN_BLOCK_LINES = 3  # code lines of a top-level block of the chunk that a page 
 LOGIT_LIMIT = 50.0  # keeps exp() in range; P is 0 or 1 to double precision beyond it
 BASIS_SHOWN, CONTRIBUTIONS_CITED = 8, 3  # names the trace lists per kind; feature contributions a rejection cites
 FAMILY_ROOTS = {"Node2D": "2D", "Node3D": "3D"}  # the roots of the two worlds' node families
+NATIVE_LANGUAGES = frozenset({"cpp", "c"})  # code of the engine or of a GDExtension, not of a script
 MIN_WORLD_USES = 3  # members of the two families typed with a class that can make it one world's
 WORLD_SHARE = 0.85  # the share of those uses (per class of each family) one world must hold (Vector2, not bool or String)
 CAMEL_HEAD_RE = re.compile(r"^[A-Z][a-z]+|^[A-Z]+(?=[A-Z][a-z]|\d|$)")
@@ -284,8 +285,16 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
              "shared_callbacks": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_callbacks],
              "shared_classes": shared_classes, "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
              "rivals": fit["rivals"][:BASIS_SHOWN], "worlds": fit["worlds"],
-             "foreign_class": {"class": foreign[0], "specificity": foreign[1]} if foreign else None}
+             "foreign_class": {"class": foreign[0], "specificity": foreign[1]} if foreign else None,
+             "native_code": native_code(rec)}
     return values, basis
+
+
+def native_code(rec: dict) -> list[str] | None:
+    """The languages of a record whose code is all C++ or C (the engine's source, a GDExtension's class): what
+    a guide like that shows is not GDScript, whatever names it shares with the chunk."""
+    langs = {b.get("language") for b in rec.get("code_blocks") or []}
+    return sorted(langs) if langs and langs <= NATIVE_LANGUAGES else None
 
 
 def class_fit(stats: DocsApiStats, side: ChunkSide, rec_classes: set[str], page: str) -> dict:
@@ -318,6 +327,8 @@ def contradictions(basis: dict, copied: bool = False) -> list[str]:
     if basis["clashes"] and not basis["shared_api"]:
         x = basis["clashes"][0]
         out.append(f"contradiction: the record uses {x['record']} where the chunk uses {x['chunk']}")
+    if langs := basis.get("native_code"):
+        out.append(f"contradiction: the record's code is {'/'.join(langs)} (the engine's or a GDExtension's), not a script")
     if (w := basis.get("worlds")) is not None and not copied:
         out.append(f"contradiction: the record is {w['record']} ({', '.join(w['record_classes'])}) where the chunk is "
                    f"{w['chunk']} ({', '.join(w['chunk_classes'])})")
