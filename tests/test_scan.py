@@ -613,8 +613,15 @@ def test_the_cache_key_changes_with_any_rule_of_the_verdicts(tmp_path, monkeypat
         if src.is_dir():
             shutil.copytree(src, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, copy / name)
     assert fingerprint.code_digest(copy) == fingerprint.code_digest()
+    # A refit guide model (`godot-rag fit-guides` writes the shipped file) decides other verdicts: a new key.
+    model = copy / "store" / "guide_model.json"
+    shipped = model.read_text()
+    model.write_text(json.dumps(json.loads(shipped) | {"threshold": json.loads(shipped)["threshold"] + 0.01}))
+    assert fingerprint.code_digest(copy) != fingerprint.code_digest()
+    model.write_text(shipped)
     rules = copy / "retrieve" / "docs_evidence.py"
     rules.write_text(rules.read_text().replace("resolved_api: float = 6.0", "resolved_api: float = 7.0", 1))
     changed = fingerprint.code_digest(copy)

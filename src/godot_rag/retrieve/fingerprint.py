@@ -1,5 +1,6 @@
-"""What a stored result was computed by: the package version and a digest of the code that decides
-verdicts (the stages in retrieve/, the class-reference reader, the GDScript facts, the record fields).
+"""What a stored result was computed by: the package version and a digest of the code and the fitted data
+that decide verdicts (the stages in retrieve/, the class-reference reader, the GDScript facts, the record
+fields, the guide model and the judge's calibration: a refit with `godot-rag fit-guides` changes verdicts too).
 The scan's cache key holds it beside the database digest, so a change to any rule is a new key; no
 number has to be bumped by hand."""
 from __future__ import annotations
@@ -11,7 +12,8 @@ from pathlib import Path
 from .. import __version__
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
-VERDICT_SOURCES = ("retrieve", "classref.py", "gdscript.py", "records.py")  # relative to the package
+VERDICT_SOURCES = ("retrieve", "classref.py", "gdscript.py", "records.py",  # relative to the package
+                   "store/guide_model.json", "store/judge_calibration.json")
 
 
 def code_digest(package_dir: Path = PACKAGE_DIR) -> str:
@@ -19,7 +21,7 @@ def code_digest(package_dir: Path = PACKAGE_DIR) -> str:
     h = hashlib.sha256()
     for name in VERDICT_SOURCES:
         path = package_dir / name
-        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path] if path.exists() else []:
             h.update(f.relative_to(package_dir).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
