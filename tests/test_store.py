@@ -260,6 +260,45 @@ def test_sigterm_on_serve_stops_its_embedded_postgres(make_database, fixture_jso
     assert not postgres_for_data_dir()
 
 
+def test_sigterm_on_any_command_stops_its_embedded_postgres(make_database, fixture_jsonl):
+    """`retrieve --batch -` reading a pipe holds the server; SIGTERM (what `kill` and `timeout` send) ends it like
+    Ctrl-C, so the server it started stops too (before, Python died at once and left it running)."""
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    db = make_database("batch-sigterm")
+    load_jsonl(db, fixture_jsonl, quiet=True)
+    db.stop()  # only the command holds the server from here on
+    data = str(db.data_dir)
+
+    def postgres_for_data_dir():
+        return [p for p in psutil.process_iter(["name", "cmdline"])
+                if p.info.get("name", "").startswith("postgres") and data in (p.info.get("cmdline") or [])]
+
+    proc = subprocess.Popen([sys.executable, "-m", "godot_rag.cli", "retrieve", "--batch", "-", "--workers", "1",
+                             "--strategy", "B", "--quiet", "--data-dir", data],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        proc.stdin.write(json.dumps({"chunkText": "func f():\n    pass"}) + "\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline(), proc.stderr.read()[-2000:]  # answered: the server is up, the pipe still open
+        assert postgres_for_data_dir()
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM
+    for _ in range(60):
+        if not postgres_for_data_dir():
+            break
+        time.sleep(0.5)
+    assert not postgres_for_data_dir()
+
+
 def test_concurrent_forced_loads_take_turns(make_database, fixture_jsonl):
     """Two `load --force` processes at once on one database: both finish (an advisory lock), none deadlocks."""
     db = make_database("two-loads")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -55,6 +56,14 @@ def main():
     # Models come from installed packages: never reach for the network at run time.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # SIGTERM (`kill`, `timeout`, a job runner) unwinds like Ctrl-C, in every command: `finally` blocks and atexit
+    # run, so the embedded server this process started and its worker pools are stopped. (`serve`, `mcp` and
+    # `scan` set their own handlers.)
+    signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum, frame) -> NoReturn:
+    raise SystemExit(128 + signum)
 
 
 @main.command()

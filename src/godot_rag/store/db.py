@@ -52,8 +52,9 @@ class Database:
     """Where the data lives. `dsn=None` means the embedded server in `data_dir`.
 
     The embedded server starts on first use and is stopped when the last handle in
-    this process exits (atexit). If the CLI is killed, the server keeps running and
-    the next command reattaches to it through `postmaster.pid`.
+    this process exits (atexit; the CLI turns SIGTERM into that exit). If the CLI is
+    killed outright, the server keeps running and the next command reattaches to it
+    through `postmaster.pid`.
     """
 
     def __init__(self, dsn: str | None = None, data_dir: str | os.PathLike | None = None):
