@@ -57,8 +57,8 @@ def main():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     # SIGTERM (`kill`, `timeout`, a job runner) unwinds like Ctrl-C, in every command: `finally` blocks and atexit
-    # run, so the embedded server this process started and its worker pools are stopped. (`serve`, `mcp` and
-    # `scan` set their own handlers.)
+    # run, so the embedded server this process started and its worker pools are stopped. (`serve` and `mcp`
+    # give SIGINT the same handler.)
     signal.signal(signal.SIGTERM, _terminated)
 
 
@@ -445,8 +445,6 @@ def strategies(as_json):
 @with_db
 def serve(host, port, allow_hosts, no_warm, cross_encoder, allow_paths, llm, dsn, data_dir):
     """Serve POST /api/retrieve, GET /api/strategies, the OpenAPI docs and the debugger page at /."""
-    import signal
-
     import uvicorn
 
     from .api.app import bound_heap, create_app, listen_socket
@@ -480,13 +478,10 @@ def serve(host, port, allow_hosts, no_warm, cross_encoder, allow_paths, llm, dsn
                 click.echo(f"godot-rag serving on http://{host}:{port}")
                 sys.stdout.flush()
 
-    def _exit(signum, frame):
-        raise SystemExit(128 + signum)
-
     # uvicorn shuts down cleanly on SIGINT/SIGTERM, then re-raises the signal to the handler that was
     # there before it: this one, so the `finally` below runs instead of the process dying on the spot.
-    signal.signal(signal.SIGTERM, _exit)
-    signal.signal(signal.SIGINT, _exit)
+    signal.signal(signal.SIGTERM, _terminated)
+    signal.signal(signal.SIGINT, _terminated)
     try:
         if not no_warm:
             try:
@@ -514,8 +509,6 @@ def serve(host, port, allow_hosts, no_warm, cross_encoder, allow_paths, llm, dsn
 def mcp(http, host, port, allow_paths, no_warm, rargs, llm, dsn, data_dir):
     """Model Context Protocol server for coding agents: tools evidence, explain, lookup, scan, strategies
     and the resource godot-rag://record/{table}/{id}. stdio by default (the agent starts it)."""
-    import signal
-
     from .retrieve.config import ConfigError
     from .retrieve.pipeline import Retriever
 
@@ -532,11 +525,8 @@ def mcp(http, host, port, allow_paths, no_warm, rargs, llm, dsn, data_dir):
                           judge_calibration=llm.judge_calibration)
     server = create_server(retriever, cfg, list(allow_paths))
 
-    def _exit(signum, frame):
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, _exit)
-    signal.signal(signal.SIGINT, _exit)
+    signal.signal(signal.SIGTERM, _terminated)
+    signal.signal(signal.SIGINT, _terminated)
     warm, signalled = None, None
     try:
         if not no_warm:
@@ -638,17 +628,11 @@ def scan(project_dir, files, out, strategy, godot_version, workers, formats, cha
     writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md. FILES, when given,
     limit the scan to those scripts of the project (what a pre-commit hook passes).
     Exit 0: no finding at --fail-on or above; 1: there is one; 2: usage or database error."""
-    import signal
-
     from .retrieve.config import ConfigError
     from .scan.run import ScanError, ScanInterrupted, ScanOptions, run_scan
     from .scan.summary import summary_text
 
-    def _terminated(signum, frame):  # SIGTERM unwinds like Ctrl-C: the pool and the database are stopped
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, _terminated)
-    try:
+    try:  # SIGTERM unwinds like Ctrl-C (`main`): the pool and the database are stopped
         cfg = rargs.config()
         overrides = {k: v for k, v in cfg.to_dict().items() if k != "godot_version"}
         opts = ScanOptions(root=project_dir, out=out, strategy=strategy, godot_version=godot_version, workers=workers,

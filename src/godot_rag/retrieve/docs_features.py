@@ -61,6 +61,7 @@ class DocsApiStats:
     chunk_share: dict[str, float] = field(default_factory=dict)  # Class.member -> share of real chunks using it
     page_nodes: dict[str, list[str]] = field(default_factory=dict)  # page -> the 2D / 3D nodes its records name
     _compatible: dict[tuple[str, str], bool] = field(default_factory=dict, repr=False, compare=False)
+    _code_api_names: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, docs: Mapping[str, dict], ref: ClassReference, chunk_share: dict[str, float] | None = None) -> "DocsApiStats":
@@ -92,11 +93,11 @@ class DocsApiStats:
     def code_api_names(self, code: str, declared: frozenset[str]) -> frozenset[str]:
         """The names a record's code uses that Godot 4 has (classes, members, globals), less what it declares:
         a copy of the code keeps them (remembered per code: a record comes back for many queries)."""
-        cache: dict[str, frozenset[str]] = self.__dict__.setdefault("_code_api_names", {})
-        if code not in cache:
+        if code not in self._code_api_names:
             # A setter or getter is API too (`set_target_position`), though `exists` leaves it to its property.
-            cache[code] = frozenset(t for t in code_identifiers(code) - declared if self.ref.has_class(t) or t in self.ref.owners)
-        return cache[code]
+            self._code_api_names[code] = frozenset(t for t in code_identifiers(code) - declared
+                                                   if self.ref.has_class(t) or t in self.ref.owners)
+        return self._code_api_names[code]
 
     def class_specificity(self, cls: str) -> float:
         """Like a member's: how few records and how few real chunks use the class (`SceneTree`, `Input` are common)."""
