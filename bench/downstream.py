@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         retriever = Retriever(db)
         cfg = RetrieveConfig(k=a.k)
         ref = retriever.class_reference()
-        godot3_names = retriever.version_names()[0]
+        godot3_names = retriever.renames().old
         results: dict[tuple[str, str], object] = {}
 
         def evidence(q: dict, cond: str, rendering: str, room: int) -> str:

@@ -44,7 +44,7 @@ def test_prompt_rendering_of_nothing_is_empty(retriever):
 
 
 def test_a_port_is_scored_by_parsing_its_code(retriever):
-    ref, godot3 = retriever.class_reference(), retriever.version_names()[0]
+    ref, godot3 = retriever.class_reference(), retriever.renames().old
     good = "Here it is:\n```gdscript\nextends CharacterBody2D\n\nfunc _process(delta):\n    var n = name.get_length()\n```"
     s = score_port(good, GOLD, ref, godot3)
     assert (s.renamed, s.gold, s.leftovers, s.parse_failed) == (2, 2, [], False)

@@ -14,7 +14,7 @@ from godot_rag.retrieve.types import Candidate
 from godot_rag.retrieve.validate import ChunkScope, ValidationContext, validate
 from godot_rag.retrieve.version_stage import decide_occurrences, mapping_markers
 from godot_rag.retrieve.version import (WEAK_OVERRULES, VersionContext, comment_reference_overruled, decide_ambiguous,
-                                        version_context, version_names)
+                                        ConverterRenames, converter_renames, version_context, version_names)
 from godot_rag.retrieve.version_rules import (GODOT3_OVERRULES, OCCURRENCE_RULES, VERSION_RULES, classify_in_context,
                                               classify_occurrence)
 from conftest import REFERENCE_CHUNK, SHARED
@@ -141,6 +141,11 @@ def test_property_accessors_are_godot4_api(ref):
     assert not ref.exists("set_one_shot") and ref.where("set_autowrap") == []
     renames = [_mapping("set_oneshot", "set_one_shot", "method_rename"), _mapping("KinematicBody", "CharacterBody3D", "class_rename")]
     assert version_names(renames, ref) == ({"set_oneshot", "KinematicBody"}, {"CharacterBody3D"})
+    # One reading of the renames, viewed by each reader (the version rules, the validator, the guide fit).
+    one = converter_renames(renames, ref)
+    assert (one.old, one.new) == ({"set_oneshot", "KinematicBody"}, {"CharacterBody3D"})
+    assert one.classes == {"KinematicBody": "CharacterBody3D"} and one.code["set_oneshot"] == {"set_one_shot"}
+    assert ConverterRenames.from_plain(one.to_plain()) == one
     # A getter is no clue to the script's class: `get_world_3d` stays Node3D's for a bare call.
     assert "Node3D.get_world_3d" in resolve_uses(parse_chunk("func f():\n\tget_world_3d()\n\tglobal_translate(Vector3.UP)\n"), ref).apis
 

@@ -177,7 +177,7 @@ def fit(retriever, queries_path: Path, judged_path: Path | list[Path], *, folds:
     stats = DocsApiStats.build(retriever.records("docs_chunks"), ref, share)
     counts, n_chunks = page_rates(per_chunk)
     by_id = {q.id: q for q in queries}
-    renamed = retriever.class_renames()  # as the validator reads a chunk
+    renamed = retriever.renames().classes  # as the validator reads a chunk
     docs = retriever.records("docs_chunks")
     data = []
     parsed: dict[str, tuple] = {}

@@ -30,7 +30,7 @@ from .strategies import STRATEGIES, check_strategy
 from .tokenize import tokenizer_of
 from .trace import MS_DIGITS
 from .types import RetrieveResult
-from .version import CLASS_TYPES, CODE_RENAME_TYPES, version_names
+from .version import ConverterRenames, converter_renames
 
 if TYPE_CHECKING:
     from .docs_features import DocsApiStats, GuideModel
@@ -171,27 +171,12 @@ class Retriever:
             return model, DocsApiStats(self.class_reference(), n, members, classes, dict(model.chunk_share), page_nodes)
         return self._once("guide_model", build)
 
-    def version_names(self) -> tuple[set[str], set[str]]:
-        """(Godot 3 names the converter renames, Godot 4 names they became), from the api_mapping records."""
-        return self._once("version_names", lambda: self._derived(
-            "version_names", ["api_mapping"], lambda: version_names(self.records("api_mapping").values(), self.class_reference())),
-            keep=False)
-
-    def class_renames(self) -> dict[str, str]:
-        """The converter's class renames, Godot 3 name -> Godot 4 name (`Camera` -> `Camera3D`)."""
-        return self._once("class_renames", lambda: {r["source_api"]: r["target_api"] for r in self.records("api_mapping").values()
-                                                    if r["change_type"] in CLASS_TYPES}, keep=False)
-
-    def code_renames(self) -> dict[str, frozenset[str]]:
-        """The converter's renames of names code writes, Godot 3 name -> the Godot 4 names it became
-        (`AnimatedSprite` -> `AnimatedSprite2D`, `get_len` -> `get_length`)."""
-        def build() -> dict[str, frozenset[str]]:
-            out: dict[str, set[str]] = {}
-            for r in self.records("api_mapping").values():
-                if r["change_type"] in CODE_RENAME_TYPES:
-                    out.setdefault(r["source_api"], set()).add(r["target_api"])
-            return {k: frozenset(v) for k, v in out.items()}
-        return self._once("code_renames", build, keep=False)
+    def renames(self) -> ConverterRenames:
+        """The converter's renames (Godot 3 -> Godot 4 names, classes, the names that mark Godot 4 code), from
+        the api_mapping records: one reading, which the version rules, the validator and the guide fit view."""
+        return self._once("renames", lambda: ConverterRenames.from_plain(self._derived(
+            "converter_renames", ["api_mapping"],
+            lambda: converter_renames(self.records("api_mapping").values(), self.class_reference()).to_plain())), keep=False)
 
     def reranker(self, name: str):
         return self._once(f"reranker {name}", lambda: open_reranker(name, self.llm, self.cross_encoder_path), keep=False)

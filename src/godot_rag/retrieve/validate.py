@@ -322,7 +322,7 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.bm25.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
-                             renamed_classes=r.class_renames(), code_renames=r.code_renames(), context=ctx.context,
+                             renamed_classes=r.renames().classes, code_renames=r.renames().code, context=ctx.context,
                              mapping_confidence=MappingConfidence.of(ctx.cfg),
                              guide_model=r.guide_model() if ctx.cfg.guide_model else None,
                              cosines=missing_cosines(ctx, candidates))

@@ -3,8 +3,9 @@ api_mapping records hold, and how the markers and the `godot_version` hint decid
 overrule weak evidence. The decision for each occurrence, rule by rule, is in `version_rules.py`."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
@@ -47,6 +48,37 @@ class VersionContext:
                 "lean": self.lean()}
 
 
+@dataclass(frozen=True)
+class ConverterRenames:
+    """The converter's renames, read once from the api_mapping records; each reader takes its view."""
+    code: dict[str, frozenset[str]]  # a name code writes, Godot 3 -> the Godot 4 names it became (`get_len` -> `get_length`)
+    classes: dict[str, str]  # a Godot 3 class -> its Godot 4 class (`Camera` -> `Camera3D`)
+    new: frozenset[str]  # Godot 4 names whose use says the chunk is Godot 4 code (`version_names`)
+
+    @property
+    def old(self) -> frozenset[str]:
+        """The Godot 3 names the converter renames."""
+        return frozenset(self.code)
+
+    def to_plain(self) -> dict:
+        """A plain-data form (the derived cache's marshal)."""
+        return {"code": {k: sorted(v) for k, v in self.code.items()}, "classes": self.classes, "new": sorted(self.new)}
+
+    @classmethod
+    def from_plain(cls, data: dict) -> "ConverterRenames":
+        return cls({k: frozenset(v) for k, v in data["code"].items()}, dict(data["classes"]), frozenset(data["new"]))
+
+
+def converter_renames(mappings, ref: ClassReference) -> ConverterRenames:
+    mappings = list(mappings)
+    code: dict[str, set[str]] = {}
+    for r in mappings:
+        if r["change_type"] in CODE_RENAME_TYPES:
+            code.setdefault(r["source_api"], set()).add(r["target_api"])
+    classes = {r["source_api"]: r["target_api"] for r in mappings if r["change_type"] in CLASS_TYPES}
+    return ConverterRenames({k: frozenset(v) for k, v in code.items()}, classes, frozenset(version_names(mappings, ref)[1]))
+
+
 def version_names(mappings, ref: ClassReference) -> tuple[set[str], set[str]]:
     """(Godot 3 names the converter renames, the Godot 4 names they became) from the api_mapping records.
     A new name counts only where Godot 4 documents it by itself: `set_one_shot` was Timer's method in
@@ -62,7 +94,7 @@ def version_names(mappings, ref: ClassReference) -> tuple[set[str], set[str]]:
     return old, new
 
 
-def version_context(facts: GDScriptFacts, res: Resolution, godot4_only_names: set[str], godot3_names: set[str],
+def version_context(facts: GDScriptFacts, res: Resolution, godot4_only_names: AbstractSet[str], godot3_names: AbstractSet[str],
                     hint: str) -> VersionContext:
     ctx = VersionContext(hint=hint)
     for m in facts.markers:

@@ -33,10 +33,10 @@ def mapping_markers(mappings: list[Candidate], occurrences: Occurrences) -> list
 def run_version(ctx: QueryContext, pool: Pool) -> Pool:
     """The chunk's Godot 3 / Godot 4 markers and the occurrence decisions of the api_mapping candidates."""
     r = ctx.retriever
-    old_names, new_names = r.version_names()
-    version = version_context(ctx.facts, ctx.resolution, new_names, old_names,
+    renames = r.renames()
+    version = version_context(ctx.facts, ctx.resolution, renames.new, renames.old,
                               effective_hint(ctx.cfg.godot_version, ctx.context))
-    scope = ChunkScope(ctx.facts, ctx.resolution, r.class_reference(), r.class_renames(), version=version,
+    scope = ChunkScope(ctx.facts, ctx.resolution, r.class_reference(), renames.classes, version=version,
                        context=ctx.context)
     mappings = ctx.table_lists(pool, "api_mapping")
     ctx.occurrences = decide_occurrences(scope, mappings)
