@@ -11,7 +11,7 @@ from godot_rag.gdscript import parse_chunk
 from godot_rag.retrieve.codematch import renameable_names
 from godot_rag.retrieve.resolve import resolve_uses
 from godot_rag.retrieve.validate import (ValidationContext, copied_page_overrules, docs_evidence, mapping_evidence,
-                                         mapping_occurrences)
+                                         mapping_occurrences, other_members_overruled)
 from godot_rag.retrieve.version import VersionContext
 from godot_rag.retrieve.prefilter import dropped_ids
 from godot_rag.retrieve.why import why
@@ -475,6 +475,57 @@ def test_a_class_page_section_that_shares_only_the_class_is_no_direct_evidence()
     assert description["accepted"], description["reasons"]
     assert not table["accepted"]
     assert table["rules"] == ["class_name_only"] and "other than its description" in table["reasons"][0]
+
+
+def test_a_class_page_section_of_other_members_gives_way_to_the_one_that_describes_the_chunks_api():
+    """A section of member entries is evidence for the members it describes. One that names the chunk's member
+    only in another member's description gives way to an accepted section of the page that describes it; alone,
+    it stays as the page of a class the chunk uses. A setter counts as its property, a constant as its enum, and a
+    name the chunk calls on a receiver the resolver cannot type counts as that member."""
+    members = {"add_item": {"kind": "method", "type": "void"}, "add_check_item": {"kind": "method", "type": "void"},
+               "set_item_checked": {"kind": "method", "type": "void"},
+               "ItemType": {"kind": "enum", "type": "ItemType"}, "ITEM_CHECK": {"kind": "constant", "type": "ItemType"},
+               "hide_on_checkable_item_selection": {"kind": "property", "type": "bool"},
+               "set_hide_on_checkable_item_selection": {"kind": "method", "type": "void",
+                                                        "accessor_of": "hide_on_checkable_item_selection"}}
+    ref = ClassReference({"classes": {"PopupMenu": {"inherits": None, "page": "classes/class_popupmenu", "members": members}}})
+
+    def context(chunk: str) -> ValidationContext:
+        facts = parse_chunk(chunk)
+        return ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={},
+                                 version=VersionContext(), idf=lambda t: 6.0,
+                                 class_of_page={"classes/class_popupmenu": "PopupMenu"}, renameable=renameable_names(facts, ref))
+
+    def section(n: int, described: list[str]) -> Candidate:
+        text = ("void add_check_item(label)\n\nAdds a checkable item. Check it with menu.set_item_checked().\n\n"
+                "void set_item_checked(index, checked)\n\nbool hide_on_checkable_item_selection\n\n"
+                "set_hide_on_checkable_item_selection(value)")
+        return Candidate(table="docs_chunks", id=f"classes/class_popupmenu#{n:03d}", payload={
+            "content": text, "api_symbols": [f"PopupMenu.{m}" for m in members], "code_blocks": [],
+            "section_path": ["PopupMenu", "Method Descriptions"],
+            "metadata": {"page_path": "classes/class_popupmenu", "members": described}})
+
+    def verdicts(chunk: str, *sections: list[str]) -> list[dict]:
+        v = context(chunk)
+        docs = [(c, docs_evidence(v, c)) for c in (section(n, m) for n, m in enumerate(sections))]
+        assert all(info["accepted"] for _, info in docs), [info["reasons"] for _, info in docs]
+        other_members_overruled(v, docs)
+        return [info for _, info in docs]
+
+    checks = "func f(menu: PopupMenu):\n    menu.set_item_checked(0, true)\n"
+    mention, entry = verdicts(checks, ["add_check_item"], ["set_item_checked"])
+    assert entry["accepted"] and not mention["accepted"] and mention["rules"] == ["other_members"]
+    assert mention["reasons"] == ["describes PopupMenu's add_check_item, none of which the chunk uses (it uses "
+                                  "set_item_checked); classes/class_popupmenu#001 is this page's evidence for the chunk"]
+    # Alone, the first such section stays (the page of a class the chunk uses); a second one gives way to it.
+    assert [i["accepted"] for i in verdicts(checks, ["add_check_item"], ["add_item"])] == [True, False]
+    setter = "func f(menu: PopupMenu):\n    menu.set_hide_on_checkable_item_selection(false)\n"
+    assert all(i["accepted"] for i in verdicts(setter, ["add_check_item"], ["hide_on_checkable_item_selection"])[1:])
+    assert [i["accepted"] for i in verdicts(setter, ["hide_on_checkable_item_selection"], ["add_check_item"])] == [True, False]
+    constant = "func f(menu: PopupMenu):\n    if menu.get_item_type(0) == PopupMenu.ITEM_CHECK:\n        menu.set_item_checked(0, true)\n"
+    assert [i["accepted"] for i in verdicts(constant, ["set_item_checked"], ["ItemType"])] == [True, True]
+    untyped = "func f(menu: PopupMenu, menus):\n    menu.add_item(\"A\")\n    for other in menus:\n        other.set_item_checked(0, true)\n"
+    assert [i["accepted"] for i in verdicts(untyped, ["add_check_item"], ["set_item_checked"])] == [False, True]
 
 
 def test_a_stage_info_given_for_later_is_built_when_read_and_in_every_result(retriever):

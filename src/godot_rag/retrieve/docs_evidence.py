@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 METHOD_CALL_RE = re.compile(rf"\.({IDENT})\s*\(")
 WEIGHT_DIGITS, CONFIDENCE_DIGITS = 3, 4  # as the trace shows them
 CLASSES_SHOWN = 6  # the chunk's classes a class-page rejection names
+MEMBERS_SHOWN = 4  # the members a class-page rejection names
 
 
 @dataclass(frozen=True)
@@ -262,6 +263,31 @@ def _class_name_only(d: DocsCase, reasons: list[str]) -> str | None:
     return None
 
 
+def _entry_of(ref, cls: str, member: str) -> str | None:
+    """The entry that documents a member under another name: a setter's or getter's property, a constant's enum."""
+    found = ref.member(cls, member)
+    if not found:
+        return None
+    return found[1].get("accessor_of") or (found[1].get("type") if found[1].get("kind") == "constant" else None)
+
+
+def members_unused(v: ValidationContext, c: Candidate, page_class: str) -> str | None:
+    """Why a class page's section of member entries (`metadata.members`) describes nothing the chunk uses: none
+    of its members (a setter counts as its property, a constant as its enum; a name the chunk calls on a receiver
+    the resolver could not type counts too), and not the class, as its description does. None when it does."""
+    members = (c.payload.get("metadata") or {}).get("members") or []
+    if not members or page_class in members:
+        return None
+    uses = v.resolution.uses
+    used = {u.member for u in uses if u.cls == page_class}
+    used |= {entry for m in used if (entry := _entry_of(v.ref, page_class, m))}  # `set_text()`, `TRANS_SINE`
+    elsewhere = {u.member for u in uses if u.cls != page_class} - used  # a name resolved to another class
+    if used & set(members) or (set(members) & v.facts.identifiers) - elsewhere:
+        return None
+    return (f"describes {page_class}'s {', '.join(members[:MEMBERS_SHOWN])}, none of which the chunk uses"
+            + (f" (it uses {', '.join(sorted(used)[:MEMBERS_SHOWN])})" if used else ""))
+
+
 def _low_confidence(d: DocsCase, reasons: list[str]) -> str | None:
     conf = d.confidence
     if reasons or conf >= d.s.min_confidence:
@@ -369,3 +395,26 @@ def copied_page_overrules(v: ValidationContext, docs: list[tuple[Candidate, dict
         info["rules"] = [*info.get("rules", []), "copied_page"]
         info["reasons"].append(f"the chunk copies {source} ({len(lines[source])} of its {len(sizes)} code lines); "
                                "this record shows nothing of the chunk that page does not")
+
+
+def other_members_overruled(v: ValidationContext, docs: list[tuple[Candidate, dict]]) -> None:
+    """A class page's section that names the chunk's API only in other members' entries (`members_unused`:
+    `add_icon_radio_check_item` saying "see set_item_checked") shows the page's topic, not the chunk's API. When
+    another accepted record of that page describes what the chunk uses (or is its table or description), that
+    record is the page's evidence and the section is rejected (rule `other_members`). Otherwise the page's first
+    such section stays, as the class's page is still the reference for a class the chunk uses. Changes `docs`'
+    infos in place."""
+    by_page: dict[str, list[tuple[Candidate, dict, str | None]]] = {}
+    for c, info in docs:
+        if info["accepted"] and info["page_class"] is not None:
+            by_page.setdefault(c.page or c.id, []).append((c, info, members_unused(v, c, info["page_class"])))
+    for entries in by_page.values():
+        describing = [c for c, _, why in entries if why is None]
+        mentioning = [(c, info, why) for c, info, why in entries if why is not None]
+        keeper = describing[0] if describing else mentioning[0][0]
+        for c, info, why in mentioning:
+            if c is keeper:
+                continue
+            info["accepted"] = False
+            info["rules"] = [*info.get("rules", []), "other_members"]
+            info["reasons"].append(f"{why}; {keeper.id} is this page's evidence for the chunk")

@@ -20,7 +20,9 @@ Acceptance rules:
   only for a class the chunk uses (its resolved uses); and confidence >= 0.5 where
   confidence = support / (support + 1.5 * contradiction + 4). When the chunk is a copy of
   a guide page's code, a guide record from another page that adds nothing to what that
-  page shows is rejected (`copied_page_overrules`);
+  page shows is rejected (`copied_page_overrules`), and so is a class page's section that
+  only mentions the chunk's API in other members' entries, where another record of that
+  page describes it (`other_members_overruled`);
 - api_mapping: an occurrence of `source_api` that is Godot 3 use (see `version_rules.py`:
   code, or a comment that writes a dropped name as code in Godot 3 code; not resolvable as
   valid Godot 4 API; ambiguous ones decided by the chunk's version markers and the
@@ -51,6 +53,7 @@ from .docs_evidence import (
     copied_page_overrules,
     docs_evidence,
     long_rare_names,
+    other_members_overruled,
 )
 from .docs_features import ChunkSide, DocsApiStats, GuideModel, chunk_side, missing_cosines
 from .prefilter import absent_reason, source_absent
@@ -63,6 +66,7 @@ from .version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionContext, decide_a
 from .version_rules import classify_in_context
 
 __all__ = ["ChunkScope", "ValidationContext", "Occurrences", "validate", "docs_evidence", "copied_page_overrules",
+           "other_members_overruled",
            "mapping_occurrences", "mapping_evidence", "prototype_evidence", "follow_mappings", "VALIDATE"]
 LITERALS_SHOWN = 8  # evidence literals an accept's reason names
 OCCURRENCES_SHOWN, OCCURRENCES_CITED = 20, 3  # occurrences the trace keeps, and a rejection's reason cites
@@ -283,6 +287,7 @@ def validate(v: ValidationContext, candidates: list[Candidate], occurrences: Occ
     pass1 = {cid: {"occurrences": [o.model_dump() for o in occ]} for cid, occ in occurrences.items()}
     docs = [(c, docs_evidence(v, c)) for c in candidates if c.table == "docs_chunks"]
     copied_page_overrules(v, docs)
+    other_members_overruled(v, docs)
     infos = {id(c): info for c, info in docs}
     for c in candidates:
         if c.table == "api_mapping":
