@@ -299,6 +299,32 @@ def test_sigterm_on_any_command_stops_its_embedded_postgres(make_database, fixtu
     assert not postgres_for_data_dir()
 
 
+SIGNAL_IN_A_CALLBACK = """
+import ctypes, os, signal, sys
+from godot_rag import cli
+
+@cli.main.command("callback-probe")
+def probe():
+    # As numba compiling for ranx: the library calls back into Python, and the signal lands in that callback.
+    def notify():
+        os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+        sum(range(1000))  # the handler runs here, inside the callback, where its exception cannot leave
+    ctypes.CFUNCTYPE(None)(notify)()
+    raise RuntimeError("no compiled object yet")  # what the library then fails with
+
+cli.main(["callback-probe"])
+"""
+
+
+@pytest.mark.parametrize("name, code, message", [("SIGTERM", 143, ""), ("SIGINT", 130, "error: interrupted\n")])
+def test_a_signal_that_lands_in_a_library_callback_still_ends_the_command_quietly(name, code, message):
+    """A signal's exception raised inside a C library's callback cannot leave it: Python reports it as
+    "unraisable" and the library fails with an error of its own. The command still ends as the signal asked
+    (143 for SIGTERM, 130 for Ctrl-C), with no traceback and no error line of the library's."""
+    done = subprocess.run([sys.executable, "-c", SIGNAL_IN_A_CALLBACK, name], capture_output=True, text=True, timeout=120)
+    assert done.returncode == code, done.stderr[-2000:]
+    assert done.stderr == message
+
 def test_concurrent_forced_loads_take_turns(make_database, fixture_jsonl):
     """Two `load --force` processes at once on one database: both finish (an advisory lock), none deadlocks."""
     db = make_database("two-loads")

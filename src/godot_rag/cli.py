@@ -43,6 +43,8 @@ class Commands(click.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a tool the closed pipe stopped
         except Exception as e:  # noqa: BLE001 - the last line of defence
+            if _ENDING:
+                _end_quietly()
             if os.environ.get("GODOT_RAG_DEBUG"):
                 raise
             fail(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no message'} "
@@ -59,11 +61,41 @@ def main():
     # SIGTERM (`kill`, `timeout`, a job runner) unwinds like Ctrl-C, in every command: `finally` blocks and atexit
     # run, so the embedded server this process started and its worker pools are stopped. (`serve` and `mcp`
     # give SIGINT the same handler.)
+    _ENDING.clear()
     signal.signal(signal.SIGTERM, _terminated)
+    signal.signal(signal.SIGINT, _interrupted)
+    sys.unraisablehook = _unraisable
+
+
+# The signals that are ending this process, as they arrived. A signal's exception raised inside a C library's
+# callback (numba compiling for ranx, a ctypes callback) cannot leave it: Python reports it as "unraisable" and
+# the library then fails with an error of its own. That error is the signal's doing, not a fault to report.
+_ENDING: list[int] = []
 
 
 def _terminated(signum, frame) -> NoReturn:
+    _ENDING.append(signum)
     raise SystemExit(128 + signum)
+
+
+def _interrupted(signum, frame) -> NoReturn:
+    """Ctrl-C, as Python's own handler does it (KeyboardInterrupt), remembered."""
+    _ENDING.append(signum)
+    raise KeyboardInterrupt
+
+
+def _unraisable(unraisable) -> None:
+    if isinstance(unraisable.exc_value, (SystemExit, KeyboardInterrupt)) and _ENDING:
+        return  # the process is ending by that signal: no traceback for the callback it landed in
+    sys.__unraisablehook__(unraisable)
+
+
+def _end_quietly() -> NoReturn:
+    """The exit a signal asked for, when the error that surfaced is one the signal caused."""
+    signum = _ENDING[0]
+    if signum == signal.SIGINT:
+        fail("interrupted", 130)
+    sys.exit(128 + signum)
 
 
 @main.command()
