@@ -528,6 +528,40 @@ def test_a_class_page_section_of_other_members_gives_way_to_the_one_that_describ
     assert [i["accepted"] for i in verdicts(untyped, ["add_check_item"], ["set_item_checked"])] == [False, True]
 
 
+def test_min_api_specificity_rejects_the_entry_of_a_generic_member_and_keeps_the_specific_ones():
+    """A member entry the chunk resolves to is evidence by default. With `min_api_specificity`, an entry whose
+    resolved uses are all less specific than it (a member most docs records and real chunks use: `Node.add_child`)
+    is rejected as generic, named with its specificity; the entry of a member few use (`Timer.start`) stays."""
+    from godot_rag.retrieve.docs_features import DocsApiStats, GuideModel
+
+    ref = ClassReference({"classes": {
+        "Node": {"inherits": None, "page": "classes/class_node", "members": {"add_child": {"kind": "method", "type": "void"}}},
+        "Timer": {"inherits": "Node", "page": "classes/class_timer", "members": {"start": {"kind": "method", "type": "void"}}}}})
+    stats = DocsApiStats(ref, 1000, {"Node.add_child": 300, "Timer.start": 3}, {}, {"Node.add_child": 0.2})
+    model = GuideModel.from_dict({"weights": {}, "bias": 0.0, "threshold": 0.5})
+    facts = parse_chunk("extends Node\n\nfunc arm(timer: Timer):\n    add_child(timer)\n    timer.start()\n")
+    entries = [Candidate(table="docs_chunks", id=f"classes/class_{cls.lower()}#010", payload={
+        "content": f"void {member}()\n\nThe {cls} entry.", "symbol": f"{cls}.{member}", "code_blocks": [],
+        "section_path": [cls, "Method Descriptions"], "metadata": {"page_path": f"classes/class_{cls.lower()}", "members": [member]}})
+        for cls, member in (("Node", "add_child"), ("Timer", "start"))]
+
+    def verdicts(least: float) -> list[dict]:
+        v = ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={},
+                              version=VersionContext(), idf=lambda t: 6.0, renameable=renameable_names(facts, ref),
+                              class_of_page={"classes/class_node": "Node", "classes/class_timer": "Timer"},
+                              guide_model=(model, stats), min_api_specificity=least)
+        return [docs_evidence(v, c) for c in entries]
+
+    assert stats.member_specificity("Node.add_child") < 0.16 < stats.member_specificity("Timer.start")
+    assert [i["accepted"] for i in verdicts(0.0)] == [True, True]
+    node, timer = verdicts(0.16)
+    assert timer["accepted"] and not node["accepted"] and node["rules"] == ["generic_api"]
+    assert node["reasons"][0].startswith("documents only generic API the chunk uses: Node.add_child (specificity 0.")
+    assert RetrieveConfig().min_api_specificity == 0.0
+    with pytest.raises(ConfigError, match="min_api_specificity"):
+        RetrieveConfig(min_api_specificity=2.0)
+
+
 def test_a_stage_info_given_for_later_is_built_when_read_and_in_every_result(retriever):
     """Infos most candidates never show (they stop at the shortlist) are built only when read, or when the
     candidate leaves in a result: a result's JSON holds every info, built, as before."""

@@ -263,6 +263,25 @@ def _class_name_only(d: DocsCase, reasons: list[str]) -> str | None:
     return None
 
 
+def _generic_api(d: DocsCase, reasons: list[str]) -> str | None:
+    """A class-reference entry whose every resolved use is a generic member (`Node.get_node`, `Node.add_child`):
+    a reviewer of the chunk learns nothing specific from it. Only with the setting `min_api_specificity` (0, off, by
+    default: the API gold counts Node's page for a `get_node` call) and the corpus's use counts (the guide model's)."""
+    least = d.v.min_api_specificity
+    if not least or d.page_class is None or reasons or d.v.guide_model is None:
+        return None
+    resolved = [i.literal for i in d.items if i.kind == "resolved_api"]
+    if not resolved:
+        return None
+    stats = d.v.guide_model[1]
+    specificity = {api: stats.member_specificity(api) for api in resolved}
+    if max(specificity.values()) >= least:
+        return None
+    return ("documents only generic API the chunk uses: "
+            + ", ".join(f"{api} (specificity {s:.2f})" for api, s in list(specificity.items())[:MEMBERS_SHOWN])
+            + f" < min_api_specificity {least}")
+
+
 def _entry_of(ref, cls: str, member: str) -> str | None:
     """The entry that documents a member under another name: a setter's or getter's property, a constant's enum."""
     found = ref.member(cls, member)
@@ -310,6 +329,7 @@ REJECT_RULES = (
     RejectRule("api_contradiction", _api_contradiction),
     RejectRule("unused_class_page", _unused_class_page),
     RejectRule("class_name_only", _class_name_only),
+    RejectRule("generic_api", _generic_api),
     RejectRule("low_confidence", _low_confidence),
 )
 

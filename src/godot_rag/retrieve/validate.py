@@ -112,6 +112,7 @@ class ValidationContext(ChunkScope):
     min_idf: float = 5.0
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
+    min_api_specificity: float = 0.0  # a class-reference entry of only less specific uses is generic (0: off)
     docs: DocsEvidenceSettings = DOCS_EVIDENCE
     mapping_confidence: MappingConfidence = field(default_factory=lambda: MappingConfidence.of(RetrieveConfig()))
     guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (docs_features.py)
@@ -327,6 +328,7 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.bm25.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
+                             min_api_specificity=ctx.cfg.min_api_specificity,
                              renamed_classes=r.renames().classes, code_renames=r.renames().code, context=ctx.context,
                              mapping_confidence=MappingConfidence.of(ctx.cfg),
                              guide_model=r.guide_model() if ctx.cfg.guide_model else None,
