@@ -119,6 +119,17 @@ def test_full_pages_end_to_end(tmp_path):
     together = set(process["api_symbols"]) | set(clamp["api_symbols"])
     assert {"Input.is_action_pressed", "Vector2.ZERO", "AnimatedSprite2D", "position.clamp"} <= together
     assert max(len(c["content"]) for c in chunks) <= 1900
+    # A Constants section has no rule between its entries: a chunk of it names every constant it holds, and only
+    # those (`Vector2.ONE` is documented, not only the section's first constant); an enum's entry names its constants.
+    vector2 = next(c for c in chunks if c["metadata"]["page_path"] == "classes/class_vector2" and "**ONE** =" in c["content"])
+    assert {"ZERO", "ONE", "LEFT", "RIGHT", "UP", "DOWN"} <= set(vector2["metadata"]["members"])
+    assert "Vector2.ONE" in vector2["api_symbols"] and vector2["symbol"] == "Vector2"
+    colors = [c for c in chunks if c["metadata"]["page_path"] == "classes/class_color" and c["section_path"][-1] == "Constants"]
+    white = next(c for c in colors if "**WHITE** =" in c["content"])
+    assert "WHITE" in white["metadata"]["members"] and "Color.WHITE" in white["api_symbols"]
+    assert all(f"**{m}** =" in c["content"] for c in colors for m in c["metadata"]["members"])
+    tween = next(c for c in chunks if c["metadata"]["page_path"] == "classes/class_tween" and "enum **TransitionType**" in c["content"])
+    assert {"TransitionType", "TRANS_LINEAR", "TRANS_SINE"} <= set(tween["metadata"]["members"])
     maps = read(out / "api_mapping.jsonl")
     assert sum(1 for m in maps if not m["mapping_id"].startswith(("migration_guide", "gdscript_syntax"))) == 1599
     report = read(out / "ingest_report.jsonl")

@@ -529,9 +529,10 @@ def test_a_class_page_section_of_other_members_gives_way_to_the_one_that_describ
 
 
 def test_min_api_specificity_rejects_the_entry_of_a_generic_member_and_keeps_the_specific_ones():
-    """A member entry the chunk resolves to is evidence by default. With `min_api_specificity`, an entry whose
-    resolved uses are all less specific than it (a member most docs records and real chunks use: `Node.add_child`)
-    is rejected as generic, named with its specificity; the entry of a member few use (`Timer.start`) stays."""
+    """A member entry the chunk resolves to is evidence unless its resolved uses are all less specific than
+    `min_api_specificity` (a member most docs records and real chunks use: `Node.add_child`): then it is rejected as
+    generic, named with its specificity; the entry of a member few use (`Timer.start`) stays. Another section of the
+    generic member's page, which names it only in another member's entry, does not stand in for it."""
     from godot_rag.retrieve.docs_features import DocsApiStats, GuideModel
 
     ref = ClassReference({"classes": {
@@ -539,25 +540,37 @@ def test_min_api_specificity_rejects_the_entry_of_a_generic_member_and_keeps_the
         "Timer": {"inherits": "Node", "page": "classes/class_timer", "members": {"start": {"kind": "method", "type": "void"}}}}})
     stats = DocsApiStats(ref, 1000, {"Node.add_child": 300, "Timer.start": 3}, {}, {"Node.add_child": 0.2})
     model = GuideModel.from_dict({"weights": {}, "bias": 0.0, "threshold": 0.5})
-    facts = parse_chunk("extends Node\n\nfunc arm(timer: Timer):\n    add_child(timer)\n    timer.start()\n")
+    facts = parse_chunk("extends Node\n\nfunc arm(timer: Timer):\n    self.add_child(timer)\n    timer.start()\n")
     entries = [Candidate(table="docs_chunks", id=f"classes/class_{cls.lower()}#010", payload={
         "content": f"void {member}()\n\nThe {cls} entry.", "symbol": f"{cls}.{member}", "code_blocks": [],
         "section_path": [cls, "Method Descriptions"], "metadata": {"page_path": f"classes/class_{cls.lower()}", "members": [member]}})
         for cls, member in (("Node", "add_child"), ("Timer", "start"))]
 
-    def verdicts(least: float) -> list[dict]:
+    mention = Candidate(table="docs_chunks", id="classes/class_node#011", payload={
+        "content": "void remove_child(node)\n\nRemoves a child added with parent.add_child().", "symbol": "Node.remove_child",
+        "api_symbols": ["Node.remove_child"], "code_blocks": [], "section_path": ["Node", "Method Descriptions"],
+        "metadata": {"page_path": "classes/class_node", "members": ["remove_child"]}})
+
+    def verdicts(least: float, *more: Candidate) -> list[dict]:
         v = ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={},
                               version=VersionContext(), idf=lambda t: 6.0, renameable=renameable_names(facts, ref),
                               class_of_page={"classes/class_node": "Node", "classes/class_timer": "Timer"},
                               guide_model=(model, stats), min_api_specificity=least)
-        return [docs_evidence(v, c) for c in entries]
+        docs = [(c, docs_evidence(v, c)) for c in [*entries, *more]]
+        other_members_overruled(v, docs)
+        return [info for _, info in docs]
 
     assert stats.member_specificity("Node.add_child") < 0.16 < stats.member_specificity("Timer.start")
     assert [i["accepted"] for i in verdicts(0.0)] == [True, True]
     node, timer = verdicts(0.16)
     assert timer["accepted"] and not node["accepted"] and node["rules"] == ["generic_api"]
     assert node["reasons"][0].startswith("documents only generic API the chunk uses: Node.add_child (specificity 0.")
-    assert RetrieveConfig().min_api_specificity == 0.0
+    ref.classes["Node"]["members"]["remove_child"] = {"kind": "method", "type": "void"}
+    assert [i["accepted"] for i in verdicts(0.0, mention)] == [True, True, False]  # the entry is the page's evidence
+    node, timer, mentioned = verdicts(0.16, mention)
+    assert not node["accepted"] and timer["accepted"] and not mentioned["accepted"] and mentioned["rules"][-1] == "other_members"
+    assert mentioned["reasons"][-1].endswith("what the chunk uses of this page is generic (classes/class_node#010)")
+    assert RetrieveConfig().min_api_specificity == 0.16
     with pytest.raises(ConfigError, match="min_api_specificity"):
         RetrieveConfig(min_api_specificity=2.0)
 

@@ -26,6 +26,7 @@ DOCS_BASE_URL = "https://docs.godotengine.org/en/latest/"
 SEPARATE_LANGUAGES = {"csharp", "cs", "c#"}
 INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
 BOLD_NAME_RE = re.compile(r"\*\*(@?[A-Za-z_][A-Za-z0-9_]*)\*\*")
+CONSTANT_ENTRY_RE = re.compile(r"^(?:[\w.@]+ )?\*\*(@?[A-Za-z_][A-Za-z0-9_]*)\*\* = ")  # a constant's (or property's) entry line
 
 
 @dataclass
@@ -195,6 +196,19 @@ def _pack(segments: list[Segment], target: int, min_chars: int) -> list[list[tup
     return chunks
 
 
+def entry_members(pieces: list[tuple[Segment, list[Unit]]], known: set[str]) -> list[str]:
+    """The members whose entries a class-reference chunk holds, in order: each segment's member (the entry a rule
+    opens), and each constant entry (`**ZERO** = ...`, `TweenProcessMode **TWEEN_PROCESS_IDLE** = 1`) among its
+    paragraphs. Constants have no rule between them, so one segment holds a whole Constants section, and its
+    member, the section's first constant, is not in the pieces cut after it."""
+    out: list[str] = []
+    for seg, units in pieces:
+        constants = [m.group(1) for u in units if (m := CONSTANT_ENTRY_RE.match(u.text)) and m.group(1) in known]
+        own = [seg.member] if seg.member and not (seg.section_path[-1:] == ["Constants"] and constants) else []
+        out += own + constants
+    return list(dict.fromkeys(out))
+
+
 def chunk_page(
     page: Page,
     vocab: ApiVocabulary,
@@ -226,12 +240,16 @@ def chunk_page(
         gd_code = [b.text for b in code if b.language in ("gdscript", "gd", "text", "")]
         api_symbols = extract_api_symbols(gd_code + inline, vocab)
         links = [t for u in units for b in u.blocks if b.kind == "text" for t in strip_links(b.text)[1]]
-        members = [seg.member for seg, _ in pieces if seg.member]
+        members = entry_members(pieces, vocab.members.get(page.title, set()) - {page.title}) if class_page else []
         symbol = None
         if class_page:
             symbol = page.title
-            if len(members) == 1 and len(pieces) == 1:
-                symbol = f"{page.title}.{members[0]}"
+            # One entry (a method, a property, an enum with its constants), where the chunk opens it; a piece of the
+            # Constants section that holds several of them is about the class.
+            entry = [seg.member for seg, _ in pieces if seg.member]
+            if len(entry) == 1 and len(pieces) == 1 and entry[0] in members and (
+                    seg0.section_path[-1:] != ["Constants"] or len(members) == 1):
+                symbol = f"{page.title}.{entry[0]}"
             # A class-reference chunk is about the members whose entries it holds.
             api_symbols = list(dict.fromkeys(api_symbols + [f"{page.title}.{m}" for m in members]))
         languages = sorted({b["language"] for b in code_blocks})

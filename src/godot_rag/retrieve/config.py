@@ -74,7 +74,7 @@ class RetrieveConfig(BaseModel):
     copy_source_share: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False, strict=True,
                                      description="F: a guide page whose code holds this share of the chunk's code is the "
                                                  "copied page; guides that add nothing to it are rejected (0 turns it off)")
-    min_api_specificity: Share = Field(0.0, description="F: a class-reference entry whose resolved uses are all less "
+    min_api_specificity: Share = Field(0.16, description="F: a class-reference entry whose resolved uses are all less "
                                        "specific than this (corpus use counts: Node.get_node 0.14, Node.add_child 0.13) is "
                                        "rejected as generic (rule generic_api); 0 turns it off")
     llm_optional: StrictBool = Field(False, description="fall back to the deterministic validator when the LLM is down")

@@ -265,8 +265,9 @@ def _class_name_only(d: DocsCase, reasons: list[str]) -> str | None:
 
 def _generic_api(d: DocsCase, reasons: list[str]) -> str | None:
     """A class-reference entry whose every resolved use is a generic member (`Node.get_node`, `Node.add_child`):
-    a reviewer of the chunk learns nothing specific from it. Only with the setting `min_api_specificity` (0, off, by
-    default: the API gold counts Node's page for a `get_node` call) and the corpus's use counts (the guide model's)."""
+    a reviewer of the chunk learns nothing specific from it. The threshold is the setting `min_api_specificity`
+    (0.16: the judged entries below it were all graded 1, the first graded 2 is `Node.name` at 0.18); it needs the
+    corpus's use counts (the guide model's)."""
     least = d.v.min_api_specificity
     if not least or d.page_class is None or reasons or d.v.guide_model is None:
         return None
@@ -422,19 +423,23 @@ def other_members_overruled(v: ValidationContext, docs: list[tuple[Candidate, di
     `add_icon_radio_check_item` saying "see set_item_checked") shows the page's topic, not the chunk's API. When
     another accepted record of that page describes what the chunk uses (or is its table or description), that
     record is the page's evidence and the section is rejected (rule `other_members`). Otherwise the page's first
-    such section stays, as the class's page is still the reference for a class the chunk uses. Changes `docs`'
-    infos in place."""
+    such section stays, as the class's page is still the reference for a class the chunk uses, unless what the
+    chunk uses of the page is generic (its entry rejected by `generic_api`). Changes `docs`' infos in place."""
     by_page: dict[str, list[tuple[Candidate, dict, str | None]]] = {}
+    generic: dict[str, str] = {}  # page -> its entry that documents only generic API the chunk uses
     for c, info in docs:
         if info["accepted"] and info["page_class"] is not None:
             by_page.setdefault(c.page or c.id, []).append((c, info, members_unused(v, c, info["page_class"])))
-    for entries in by_page.values():
+        elif "generic_api" in (info.get("rules") or []):
+            generic.setdefault(c.page or c.id, c.id)
+    for page, entries in by_page.items():
         describing = [c for c, _, why in entries if why is None]
         mentioning = [(c, info, why) for c, info, why in entries if why is not None]
-        keeper = describing[0] if describing else mentioning[0][0]
+        keeper = describing[0] if describing else None if page in generic else mentioning[0][0]
         for c, info, why in mentioning:
             if c is keeper:
                 continue
             info["accepted"] = False
             info["rules"] = [*info.get("rules", []), "other_members"]
-            info["reasons"].append(f"{why}; {keeper.id} is this page's evidence for the chunk")
+            info["reasons"].append(f"{why}; " + (f"{keeper.id} is this page's evidence for the chunk" if keeper is not None
+                                                 else f"what the chunk uses of this page is generic ({generic[page]})"))
