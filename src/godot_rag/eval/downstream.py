@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from ..classref import ClassReference
@@ -46,7 +47,7 @@ class PortScore:
                 "parse_failed": self.parse_failed}
 
 
-def score_port(answer: str, gold: list[tuple[str, str, str]], ref: ClassReference, godot3_names: set[str]) -> PortScore:
+def score_port(answer: str, gold: list[tuple[str, str, str]], ref: ClassReference, godot3_names: AbstractSet[str]) -> PortScore:
     code = code_of(answer)
     facts = parse_chunk(code)
     plain = facts.code  # comments and strings blanked

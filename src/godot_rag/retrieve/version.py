@@ -56,9 +56,9 @@ class ConverterRenames:
     new: frozenset[str]  # Godot 4 names whose use says the chunk is Godot 4 code (`version_names`)
 
     @property
-    def old(self) -> frozenset[str]:
-        """The Godot 3 names the converter renames."""
-        return frozenset(self.code)
+    def old(self) -> AbstractSet[str]:
+        """The Godot 3 names the converter renames (a view of `code`'s keys: read per chunk, never copied)."""
+        return self.code.keys()
 
     def to_plain(self) -> dict:
         """A plain-data form (the derived cache's marshal)."""
