@@ -6,7 +6,8 @@ from godot_rag.eval.guide_fit import choose_threshold, curve, fit_logistic, fit_
 from godot_rag.eval.judged import judged_metrics
 from godot_rag.gdscript import parse_chunk
 from godot_rag.retrieve.codematch import clone_match
-from godot_rag.retrieve.docs_features import FEATURES, DocsApiStats, GuideModel, contradictions, copied_share, guide_features
+from godot_rag.retrieve.docs_features import (FEATURES, DocsApiStats, GuideModel, contradictions, copied_share, copied_shares,
+                                              guide_features, untyped_members)
 from godot_rag.retrieve.resolve import resolve_uses
 
 
@@ -207,8 +208,12 @@ def test_a_copy_keeps_the_records_api():
     calls_api = "func _ready():\n    body.move_and_slide(speed)\n    body.get_node(path)\n"
     api = stats.code_api_names(calls_api, frozenset())
     assert api == {"_ready", "move_and_slide", "get_node"}
-    assert copied_share(chunk, calls_api, names) == 1.0  # by shape alone, `menu.add_item(A)` is `body.get_node(path)`
-    assert abs(copied_share(chunk, calls_api, names, api_names=api) - 5 / 17) < 1e-9  # only `func _ready ( ) :` is copied
+    def share(chunk, code, names, **kw):
+        return clone_match(chunk, code, names, one_to_one=True, **kw)[0]
+
+    assert share(chunk, calls_api, names) == 1.0  # by shape alone, `menu.add_item(A)` is `body.get_node(path)`
+    assert abs(share(chunk, calls_api, names, record_api=api) - 5 / 17) < 1e-9  # only `func _ready ( ) :` is copied
+    assert copied_share(chunk, calls_api, names) == 0.0  # and a copy of a signature and renamed names keeps nothing
     # Godot 3 code copies a page that writes the Godot 4 name the converter gives its class.
     godot3 = "func _ready():\n    var b = KinematicBody2D.new()\n    b.move_and_slide()\n"
     page = "func _ready():\n    var b = CharacterBody2D.new()\n    b.move_and_slide()\n"
@@ -218,7 +223,67 @@ def test_a_copy_keeps_the_records_api():
                         renames={"KinematicBody2D": frozenset({"CharacterBody2D"})}) == 1.0
     own = "func _ready():\n    items.push_entry(FIRST)\n    items.push_entry(SECOND)\n"
     declared = frozenset({"items", "push_entry", "FIRST", "SECOND"})
-    assert copied_share(chunk, own, names, api_names=stats.code_api_names(own, declared)) == 1.0
+    assert share(chunk, own, names, record_api=stats.code_api_names(own, declared)) == 1.0
+
+
+def test_a_copy_keeps_something_of_the_chunk_as_it_is():
+    """Lines that match only through their frame (a signature, keywords, the author's names renamed) are no copy:
+    `func _ready() -> void:` calling a function of the author's own matches the `_ready` of any page whose code
+    calls one of its own. A copy keeps a name of the API, or a string, as it is."""
+    stats = stats_with({})
+    chunk = "func _ready() -> void:\n\t_tween()\n"
+    page = "func _ready() -> void:\n\tactor_setup()\n"
+    api = stats.code_api_names(page, frozenset({"actor_setup"}))
+    assert clone_match(chunk, page, frozenset({"_tween"}), one_to_one=True, record_api=api)[0] == 1.0
+    assert copied_shares(chunk, page, frozenset({"_tween"}), api_names=api) == (0.0, 1.0)
+    assert copied_share(chunk, page, frozenset({"_tween"}), api_names=api) == 0.0
+    # The same frame with the API kept: `hit.emit()` and `queue_free()` are what the chunk copies.
+    died = "signal hit\n\nfunc die():\n\thit.emit()\n\tqueue_free()\n"
+    page = "signal died\n\nfunc kill():\n\tdied.emit()\n\tqueue_free()\n"
+    assert copied_share(died, page, frozenset({"hit", "die"})) == 1.0
+    # A string kept as it is anchors a copy too.
+    logged = "func _on_crash():\n\t_log(\"Program crashed with signal\")\n"
+    page = "func _check():\n\tprint_it(\"Program crashed with signal\")\n"
+    assert copied_share(logged, page, frozenset({"_on_crash", "_log"})) > 0
+    # The author's names kept as they are anchor a copy of the page's own function; renamed, they do not.
+    own = "func _find_other(path):\n\tfor p in peers:\n\t\tif p != path:\n\t\t\treturn p\n"
+    names = frozenset({"_find_other", "path", "p", "peers"})
+    assert copied_share(own, own, names) == 1.0
+    renamed = own.replace("peers", "others").replace("path", "mine").replace("p ", "q ").replace("p:", "q:")
+    assert copied_shares(own, renamed, names) == (0.0, 1.0)
+
+
+def test_a_copy_of_the_frame_alone_is_left_to_the_model():
+    """The verdict on a guide: a page whose code matches the chunk's lines only through their frame is not accepted
+    by fact; its trace says so (`copy_unanchored`) and the model decides. The same page's own code, copied with
+    its names, is accepted by fact."""
+    from godot_rag.retrieve.codematch import renameable_names
+    from godot_rag.retrieve.docs_features import decide_guide
+    from godot_rag.retrieve.types import Candidate
+
+    stats = stats_with({})
+    never = GuideModel.from_dict({"weights": {f: 0.0 for f in FEATURES}, "bias": -10.0, "threshold": 0.5})
+    code = "func _ready() -> void:\n\tactor_setup()\n"
+    page = record(declares=["actor_setup"], callbacks=["_ready"]) | {"code_blocks": [{"language": "gdscript", "code": code}]}
+    c = Candidate.of_record("docs_chunks", "tutorials/nav#1", page, 1.0, 1, "bm25")
+
+    def verdict(chunk):
+        facts = parse_chunk(chunk)
+        res = resolve_uses(facts, stats.ref)
+        return decide_guide(never, stats, res, facts, c, 0.0, 0.5, renameable_names(facts, stats.ref))
+
+    out, reasons = verdict("func _ready() -> void:\n\t_tween()\n")
+    assert not out["accepted"] and out.get("copy_unanchored") and not out.get("copied_code") and reasons
+    out, reasons = verdict("func _ready() -> void:\n\tactor_setup()\n")
+    assert out["accepted"] and out.get("copied_code") and not reasons
+
+
+def test_a_member_of_the_codes_own_class_is_no_untyped_use():
+    """`.new()` on a capitalised name that no Godot class has is the project's own constructor: it says nothing
+    of which Godot class an untyped receiver is (`PandoraNanoIDGenerator.new()` is no `OpenXR...List.new`)."""
+    code = ("var a := MyGenerator.new(10)\nvar b := Vector2.ZERO.x\n$Player.jump()\n%Menu.show()\n"
+            "if event.button_index:\n\tpass\nvar u := SpeedUnit.FAST\n")
+    assert untyped_members(code, reference()) == {"ZERO", "x", "jump", "show", "button_index"}
 
 
 def test_the_most_specific_foreign_class_is_a_feature():

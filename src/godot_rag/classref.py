@@ -95,8 +95,10 @@ class ClassReference:
         """class -> the class whose entry documents `name` for it (walking inheritance); cached per name."""
         cache = self.__dict__.setdefault("_resolver_maps", {})
         if name not in cache:
-            out = {}
-            for cls in self.classes:
+            out: dict[str, str] = {}
+            # Most bare calls are the script's own functions: a name no class documents needs no walk of
+            # every class's lineage (a new one in nearly every chunk, so the cache does not absorb it).
+            for cls in self.classes if name in self.owners else ():
                 if cls.startswith("@"):
                     continue
                 found = self.member(cls, name)

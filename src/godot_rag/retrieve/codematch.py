@@ -57,12 +57,17 @@ def _record_lines(code: str) -> tuple[frozenset[str], dict[int, list[tuple[str, 
     return frozenset(t for lines in by_len.values() for line in lines for t in line), dict(by_len)
 
 
+def code_tokens(code: str) -> frozenset[str]:
+    """The tokens of a code's matchable lines (read-only)."""
+    return _record_lines(code)[0]
+
+
 def code_identifiers(code: str) -> frozenset[str]:
     """The identifiers of a code's matchable lines (what a clone match can rename)."""
-    return frozenset(t for t in _record_lines(code)[0] if _is_ident(t))
+    return frozenset(t for t in _record_lines(code)[0] if is_ident(t))
 
 
-def _is_ident(tok: str) -> bool:
+def is_ident(tok: str) -> bool:
     return tok[0].isalpha() or tok[0] == "_"
 
 
@@ -74,7 +79,7 @@ def lines_match(q: Sequence[str], d: Sequence[str], record_tokens: AbstractSet[s
     for a, b in zip(q, d):
         if a == b:
             continue
-        if (not (_is_ident(a) and _is_ident(b)) or a in KEYWORDS or b in KEYWORDS or a in record_tokens
+        if (not (is_ident(a) and is_ident(b)) or a in KEYWORDS or b in KEYWORDS or a in record_tokens
                 or a not in renameable or (b in record_api and b not in (renames or {}).get(a, ()))):
             return False
         if renaming.setdefault(a, b) != b:
@@ -84,7 +89,7 @@ def lines_match(q: Sequence[str], d: Sequence[str], record_tokens: AbstractSet[s
 
 def _fixed_tokens(line: tuple[str, ...], renameable: frozenset[str]) -> frozenset[str]:
     """The tokens of a chunk line that `lines_match` can only match by equality."""
-    return frozenset(t for t in line if not (_is_ident(t) and t not in KEYWORDS and t in renameable))
+    return frozenset(t for t in line if not (is_ident(t) and t not in KEYWORDS and t in renameable))
 
 
 ChunkLine = tuple[int, tuple[str, ...], frozenset[str]]  # (line number, tokens, the tokens matched only as they are)

@@ -26,18 +26,18 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..classref import NO_TYPE, ClassReference
-from ..gdscript import IDENT
+from ..gdscript import IDENT, KEYWORDS
 from ..ingest.record_api import global_uses, record_api
 from ..records import record_code
 from ..store import queries
-from .codematch import clone_match, code_identifiers
+from .codematch import clone_match, code_identifiers, code_tokens, is_ident, numbered_code_lines
 from .segment import split_segments
 from .trace import RATIO_DIGITS
 
 FEATURES = ("api_code", "api_prose", "api_in_context", "shared_global", "shared_callback", "shared_class", "incompatible",
             "foreign_class", "hub_rate", "clone", "bm25_rank", "cosine")
 GENERIC_DESCENDANTS = 20  # a class with this many descendants is a hub of the hierarchy, not a family
-DOTTED_RE = re.compile(rf"\.({IDENT})\b")
+DOTTED_RE = re.compile(rf"(?:([$%]?)\b({IDENT})\s*)?\.({IDENT})\b")  # (node sigil, receiver name, member)
 GENERIC_MEMBER_SHARE = 0.25  # what a member of a hub class keeps of its specificity (CanvasItem.draw_line is no get_node)
 COMMON_CHUNK_SHARE = 0.25  # a member used by this share of real chunks has no specificity left
 MIN_HEAD_CHARS = 3  # a class name's head (`Navigation` of NavigationAgent2D) that makes two classes rivals
@@ -48,6 +48,7 @@ FAMILY_ROOTS = {"Node2D": "2D", "Node3D": "3D"}  # the roots of the two worlds' 
 NATIVE_LANGUAGES = frozenset({"cpp", "c"})  # code of the engine or of a GDExtension, not of a script
 MIN_WORLD_USES = 3  # members of the two families typed with a class that can make it one world's
 WORLD_SHARE = 0.85  # the share of those uses (per class of each family) one world must hold (Vector2, not bool or String)
+QUOTES = "\"'"  # a string token opens with one
 CAMEL_HEAD_RE = re.compile(r"^[A-Z][a-z]+|^[A-Z]+(?=[A-Z][a-z]|\d|$)")
 
 
@@ -220,6 +221,14 @@ class ChunkSide:
     world: tuple[str | None, list[str]]  # stats.world_of(classes)
 
 
+def untyped_members(code: str, ref: ClassReference) -> frozenset[str]:
+    """The `.member` names code writes on a receiver that may be an instance of a Godot class: not on a capitalised
+    name that is no Godot class, which is the code's own class, enum or autoload (`PandoraNanoIDGenerator.new()`
+    constructs no `OpenXRSpatialComponentMesh2DList`); a `$Node` or `%Node` is a node of the scene."""
+    return frozenset(m for sigil, recv, m in DOTTED_RE.findall(code)
+                     if sigil or not recv or not recv[0].isupper() or ref.has_class(recv))
+
+
 def chunk_side(stats: DocsApiStats, resolution, facts, renamed: Mapping[str, str] | None = None) -> ChunkSide:
     """The chunk's side of the features: worked out once per chunk (the validation context keeps it).
     `renamed`: the converter's class renames (Godot 3 name -> Godot 4 name); a Godot 3 class the chunk writes
@@ -227,7 +236,7 @@ def chunk_side(stats: DocsApiStats, resolution, facts, renamed: Mapping[str, str
     mine = chunk_classes(resolution, facts, stats.ref)
     if renamed:
         mine |= {renamed[i] for i in facts.identifiers if i in renamed and i not in facts.declared and stats.ref.has_class(renamed[i])}
-    return ChunkSide(frozenset(facts.declared | facts.functions), frozenset(mine), frozenset(DOTTED_RE.findall(facts.code)),
+    return ChunkSide(frozenset(facts.declared | facts.functions), frozenset(mine), untyped_members(facts.code, stats.ref),
                      frozenset(global_uses(facts, resolution, stats.ref)), frozenset(chunk_callbacks(facts, stats.ref)),
                      tuple(c for c in mine if not stats.generic(c)), stats.world_of(mine))
 
@@ -246,7 +255,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     rec_classes = set(api["code_classes"]) | {m for m in api["mentions"] if "." not in m}
     # One side resolves `X.m`; the other writes `.m` on a receiver it does not type, in code about X's
     # lineage (`event.button_index` after `if event is InputEventMouseButton`): the same API.
-    rec_dotted = set(DOTTED_RE.findall(record_code(rec)))
+    rec_dotted = untyped_members(record_code(rec), stats.ref)
     chunk_dotted = side.dotted - declared
     inferred = {a for a in chunk_api - rec_code if a.split(".", 1)[1] in rec_dotted
                 and any(stats.ref.related(a.split(".", 1)[0], c) for c in rec_classes)}
@@ -342,15 +351,38 @@ def copied_share(chunk: str, code: str, renameable, min_lines: int = MIN_BLOCK_L
     `min_lines` code lines) that the record's code holds up to renaming, each record line copied once: a chunk
     made of two pages' code copies each of them in one of its blocks. `api_names`: the record's API
     (`DocsApiStats.code_api_names`), which a copy keeps: no name of the chunk is renamed to one of them, but for
-    the Godot 4 name `renames` gives it."""
-    best, _ = clone_match(chunk, code, renameable, one_to_one=True, record_api=api_names, renames=renames)
+    the Godot 4 name `renames` gives it. A block counts only when its matched lines keep something of the
+    chunk's content as it is (`copy_anchor`)."""
+    return copied_shares(chunk, code, renameable, min_lines, api_names, renames)[0]
+
+
+def copied_shares(chunk: str, code: str, renameable, min_lines: int = MIN_BLOCK_LINES,
+                  api_names: frozenset[str] = frozenset(),
+                  renames: Mapping[str, frozenset[str]] | None = None) -> tuple[float, float]:
+    """(`copied_share`, the same share counting blocks without an anchor too): what the trace shows of a copy of
+    nothing but the code's frame."""
+    best, loose = 0.0, 0.0
     blocks = split_segments(chunk)
-    if len(blocks) > 1:
-        for block in blocks:
-            ratio, lines = clone_match(block, code, renameable, one_to_one=True, record_api=api_names, renames=renames)
-            if len(lines) >= min_lines:
-                best = max(best, ratio)
-    return best
+    for i, text in enumerate([chunk] + (blocks if len(blocks) > 1 else [])):
+        ratio, lines = clone_match(text, code, renameable, one_to_one=True, record_api=api_names, renames=renames)
+        if not ratio or (i and len(lines) < min_lines):
+            continue
+        loose = max(loose, ratio)
+        if copy_anchor(text, lines, code, renameable) is not None:
+            best = max(best, ratio)
+    return best, loose
+
+
+def copy_anchor(text: str, lines: list[int], code: str, renameable) -> str | None:
+    """The first name or string that the chunk's matched lines keep as they are in the record's `code` (a keyword
+    does not count; an author's name counts only where the record has it too, not renamed), or None. A function's
+    signature line does not count: with it, a chunk of `func _ready() -> void:` and a call of the author's
+    `_tween()` would copy every page whose code has a `_ready` that calls a function of its own (the callback
+    weighs in the model's `shared_callback`)."""
+    kept = code_tokens(code)  # a chunk name the record has is never renamed (`lines_match`): it matched as it is
+    numbered = dict(numbered_code_lines(text))
+    return next((t for n in lines if "func" not in (toks := numbered.get(n, ())) for t in toks
+                 if t[0] in QUOTES or (is_ident(t) and t not in KEYWORDS and (t not in renameable or t in kept))), None)
 
 
 @dataclass(frozen=True)
@@ -391,7 +423,8 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
     A record whose code holds `copy_share` of the chunk's code lines (up to renaming) is the code the chunk
     copies: evidence by fact, whatever the model says (the model is fitted on real code, which copies little).
     `renames`: the converter's renames (Godot 3 name -> Godot 4 names): Godot 3 code copies a page that writes
-    the Godot 4 names of its API (`$AnimatedSprite.play()` for `$AnimatedSprite2D.play()`)."""
+    the Godot 4 names of its API (`$AnimatedSprite.play()` for `$AnimatedSprite2D.play()`). A copy that keeps
+    nothing of the chunk's content (`copy_anchor`) is traced as `copy_unanchored` and left to the model."""
     bm25 = c.info("bm25")
     values, basis = guide_features(stats, resolution, facts, c.payload, clone=clone,
                                    bm25_rank=bm25.rank if bm25 is not None else None, cosine=cosine,
@@ -401,8 +434,11 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
     if copy_share:
         code = record_code(c.payload)
         api_names = stats.code_api_names(code, frozenset(record_api(c.payload)["code_declares"]))
-        if copied_share(facts.text, code, renameable, api_names=api_names, renames=renames) >= copy_share:
+        share, loose = copied_shares(facts.text, code, renameable, api_names=api_names, renames=renames)
+        if share >= copy_share:
             out["accepted"], out["copied_code"] = True, True
+        elif loose >= copy_share:
+            out["copy_unanchored"] = True
     reasons = contradictions(basis, copied=bool(out.get("copied_code")))
     if not out["accepted"]:
         top = sorted(((v, f) for f, v in out["contributions"].items() if v), reverse=True)[:CONTRIBUTIONS_CITED]

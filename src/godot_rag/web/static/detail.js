@@ -233,7 +233,8 @@ function guideModelSection(m) {
   const shared = [...(m.shared_api || []), ...(m.shared_globals || []), ...(m.shared_callbacks || [])];
   return section("Guide model",
     el("p", { text: `P(direct) ${num(m.p, 3)} ${m.p >= m.threshold ? "≥" : "<"} threshold ${num(m.threshold, 3)}: logit ${num(m.logit, 4)} = bias ${num(m.bias, 4)} + the contributions`
-      + (m.copied_code ? " · the record holds the code the chunk copies (accepted by fact)" : "") }),
+      + (m.copied_code ? " · the record holds the code the chunk copies (accepted by fact)" : "")
+      + (m.copy_unanchored ? " · its code matches the chunk's lines only through their frame (keywords, signatures, the author's names): no copy" : "") }),
     table(["feature", "value", "weight", "contribution"], rows),
     shared.length ? table(["shared API", "specificity"], shared.map((a) => [a.api, num(a.specificity, 4)])) : el("p", { class: "muted", text: "no shared API" }),
     (m.strangers || []).length ? el("p", { text: `classes foreign to the chunk's: ${m.strangers.join(", ")}`
