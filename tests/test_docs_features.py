@@ -278,6 +278,18 @@ def test_a_copy_of_the_frame_alone_is_left_to_the_model():
     assert out["accepted"] and out.get("copied_code") and not reasons
 
 
+def test_a_list_of_classes_shares_none_of_them():
+    """The class index names every node: a chunk that uses five of them shares no class with it. A record whose
+    prose names a few classes shares those."""
+    stats = stats_with({f"r{i}": record() for i in range(3)})
+    code = "extends CharacterBody2D\n\nfunc _physics_process(delta):\n    move_and_slide()\n"
+    listed = ["CharacterBody2D", "RigidBody2D", "PhysicsBody2D"] + [f"Widget{i}" for i in range(25)] + ["Plane", "Vector2", "NavigationAgent2D"]
+    values, basis = features(stats, code, record(mentions=listed))
+    assert basis["shared_classes"] == [] and values["shared_class"] == 0.0
+    values, basis = features(stats, code, record(mentions=listed[:3]))
+    assert basis["shared_classes"] == ["CharacterBody2D"] and values["shared_class"] > 0
+
+
 def test_a_member_of_the_codes_own_class_is_no_untyped_use():
     """`.new()` on a capitalised name that no Godot class has is the project's own constructor: it says nothing
     of which Godot class an untyped receiver is (`PandoraNanoIDGenerator.new()` is no `OpenXR...List.new`)."""

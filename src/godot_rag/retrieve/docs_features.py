@@ -36,6 +36,7 @@ from .trace import RATIO_DIGITS
 
 FEATURES = ("api_code", "api_prose", "api_in_context", "shared_global", "shared_callback", "shared_class", "incompatible",
             "foreign_class", "hub_rate", "clone", "bm25_rank", "cosine")
+MAX_TOPIC_CLASSES = 30  # classes a record's prose may name and still be about them (the class index names 284)
 GENERIC_DESCENDANTS = 20  # a class with this many descendants is a hub of the hierarchy, not a family
 DOTTED_RE = re.compile(rf"(?:([$%]?)\b({IDENT})\s*)?\.({IDENT})\b")  # (node sigil, receiver name, member)
 GENERIC_MEMBER_SHARE = 0.25  # what a member of a hub class keeps of its specificity (CanvasItem.draw_line is no get_node)
@@ -252,7 +253,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     rec_code = set(api["code_uses"])
     rec_prose = {m for m in api["mentions"] if "." in m}
     mine = side.classes
-    rec_classes = set(api["code_classes"]) | {m for m in api["mentions"] if "." not in m}
+    rec_classes = set(api["code_classes"]) | prose_classes(api)
     # One side resolves `X.m`; the other writes `.m` on a receiver it does not type, in code about X's
     # lineage (`event.button_index` after `if event is InputEventMouseButton`): the same API.
     rec_dotted = untyped_members(record_code(rec), stats.ref)
@@ -305,6 +306,13 @@ def native_code(rec: dict) -> list[str] | None:
     a guide like that shows is not GDScript, whatever names it shares with the chunk."""
     langs = {b.get("language") for b in rec.get("code_blocks") or []}
     return sorted(langs) if langs and langs <= NATIVE_LANGUAGES else None
+
+
+def prose_classes(api: dict) -> set[str]:
+    """The classes a record's prose names, unless it names more than a topic holds: a list of classes (the class
+    index, an "Inherited By" line) says nothing of any one of them, so none counts as shared."""
+    named = {m for m in api["mentions"] if "." not in m}
+    return named if len(named) <= MAX_TOPIC_CLASSES else set()
 
 
 def class_fit(stats: DocsApiStats, side: ChunkSide, rec_classes: set[str], page: str) -> dict:
