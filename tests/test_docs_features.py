@@ -7,7 +7,7 @@ from godot_rag.eval.judged import judged_metrics
 from godot_rag.gdscript import parse_chunk
 from godot_rag.retrieve.codematch import clone_match
 from godot_rag.retrieve.docs_features import (FEATURES, DocsApiStats, GuideModel, contradictions, copied_share, copied_shares,
-                                              guide_features, untyped_members)
+                                              chunk_side, guide_features, untyped_members)
 from godot_rag.retrieve.resolve import resolve_uses
 
 
@@ -288,6 +288,43 @@ def test_a_list_of_classes_shares_none_of_them():
     assert basis["shared_classes"] == [] and values["shared_class"] == 0.0
     values, basis = features(stats, code, record(mentions=listed[:3]))
     assert basis["shared_classes"] == ["CharacterBody2D"] and values["shared_class"] > 0
+
+
+def test_a_page_of_a_feature_the_chunk_does_not_use_is_a_contradiction():
+    """A docs section with classes of its own (the records that name them are nearly all there: XR's) is a
+    feature; its pages are no evidence for a chunk that uses none of those classes, whatever API they share."""
+    ref = reference()
+    xr = ["XRServer", "XROrigin3D", "XRCamera3D", "XRController3D", "XRInterface"]
+    for c in xr:
+        ref.classes[c] = {"inherits": "Object", "page": f"classes/class_{c.lower()}", "members": {}}
+
+    def on(page, classes):
+        rec = record(classes=classes)
+        rec["metadata"]["page_path"] = page
+        return rec
+
+    docs = {f"xr{i}": on("tutorials/xr/room_scale", xr) for i in range(6)}
+    docs["phys"] = on("tutorials/physics/bodies", ["RigidBody2D", "XRServer"])
+    docs |= {f"body{i}": on(f"tutorials/{s}/bodies", ["RigidBody2D"]) for i, s in enumerate(["2d", "physics", "math"] * 2)}
+    stats = stats_with(docs, ref)
+    # XRServer, named once on a physics page too, is still XR's (6 of 7), and the most named comes first;
+    # RigidBody2D is named across sections.
+    assert stats.section_classes == {"tutorials/xr": ["XRServer", *sorted(c for c in xr if c != "XRServer")]}
+    platformer = "extends RigidBody2D\n\nfunc _integrate_forces(state):\n    pass\n"
+    _, basis = features(stats, platformer, docs["xr0"])
+    assert basis["foreign_section"]["section"] == "tutorials/xr"
+    assert contradictions(basis)[0].startswith("contradiction: the record is of tutorials/xr, a feature whose own classes")
+    assert not contradictions(basis, copied=True)  # the chunk copies the page's code: that settles it
+    _, basis = features(stats, "extends XROrigin3D\n\nfunc _ready():\n    pass\n", docs["xr0"])
+    assert basis["foreign_section"] is None and not contradictions(basis)
+    _, basis = features(stats, platformer, docs["body0"])
+    assert basis["foreign_section"] is None
+    # The chunk of an XR project's script that names no XR class itself: its project says what it is.
+    facts = parse_chunk(platformer)
+    res = resolve_uses(facts, stats.ref)
+    side = chunk_side(stats, res, facts, project=frozenset({"XROrigin3D", "Node3D"}))
+    _, basis = guide_features(stats, res, facts, docs["xr0"], clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0, side=side)
+    assert basis["foreign_section"] is None
 
 
 def test_a_member_of_the_codes_own_class_is_no_untyped_use():

@@ -81,6 +81,13 @@ def test_symbol_table_holds_every_declaration_with_kind_file_and_line(table):
     assert file_context(table, "child.gd").engine_extends() == "Node2D"
 
 
+def test_the_project_index_knows_the_engine_classes_its_classes_end_on(table):
+    """What kind of project it is: each class, script and autoload down its `extends` chain to the engine class
+    (`child.gd` extends `base.gd`, a Node2D; a class without `extends` is a RefCounted)."""
+    index = RequestContext(project_symbols=table.symbols).index()
+    assert index.engine_classes == {"Node", "Camera2D", "EditorPlugin", "Node2D", "Sprite2D"}
+
+
 def test_symbol_table_is_cached_by_file_hash(project, tmp_path):
     from godot_rag.store.scan_cache import ScanCache
 

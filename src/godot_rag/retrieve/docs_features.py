@@ -36,6 +36,9 @@ from .trace import RATIO_DIGITS
 
 FEATURES = ("api_code", "api_prose", "api_in_context", "shared_global", "shared_callback", "shared_class", "incompatible",
             "foreign_class", "hub_rate", "clone", "bm25_rank", "cosine")
+SECTION_SHARE = 0.8  # a class is a docs section's own when this share of the guide records that name it are there
+MIN_OWN_RECORDS = 5  # ... and at least this many records name it (`XRServer`: 31 records, all in tutorials/xr)
+MIN_SECTION_CLASSES = 5  # a section with this many classes of its own is a feature of its own (XR: 17, navigation: 8)
 MAX_TOPIC_CLASSES = 30  # classes a record's prose may name and still be about them (the class index names 284)
 GENERIC_DESCENDANTS = 20  # a class with this many descendants is a hub of the hierarchy, not a family
 DOTTED_RE = re.compile(rf"(?:([$%]?)\b({IDENT})\s*)?\.({IDENT})\b")  # (node sigil, receiver name, member)
@@ -62,6 +65,7 @@ class DocsApiStats:
     class_records: dict[str, int]
     chunk_share: dict[str, float] = field(default_factory=dict)  # Class.member -> share of real chunks using it
     page_nodes: dict[str, list[str]] = field(default_factory=dict)  # page -> the 2D / 3D nodes its records name
+    section_classes: dict[str, list[str]] = field(default_factory=dict)  # feature section -> its own classes (feature_sections)
     _compatible: dict[tuple[str, str], bool] = field(default_factory=dict, repr=False, compare=False)
     _code_api_names: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
 
@@ -80,7 +84,8 @@ class DocsApiStats:
                 classes[c] = classes.get(c, 0) + 1
             for f in set(api["code_callbacks"]):
                 members[callback_key(f)] = members.get(callback_key(f), 0) + 1
-        return cls(ref, len(docs), members, classes, dict(chunk_share or {}), {p: sorted(v) for p, v in page_nodes.items() if v})
+        return cls(ref, len(docs), members, classes, dict(chunk_share or {}), {p: sorted(v) for p, v in page_nodes.items() if v},
+                   feature_sections(docs))
 
     def _idf(self, df: int) -> float:
         """In [0, 1]: 1 for a name one record uses, 0 for one every record uses."""
@@ -168,6 +173,34 @@ def node_world(ref: ClassReference, cls: str) -> str | None:
     return next((FAMILY_ROOTS[a] for a in ref.lineage(cls) if a in FAMILY_ROOTS), None)
 
 
+def section_of(page: str) -> str:
+    """A guide page's section of the docs: `tutorials/xr/xr_room_scale` -> `tutorials/xr`."""
+    return "/".join(page.split("/")[:2])
+
+
+def feature_sections(docs: Mapping[str, dict]) -> dict[str, list[str]]:
+    """The docs sections that are a feature of their own, each with its own classes: the classes that at least
+    MIN_OWN_RECORDS guide records name, SECTION_SHARE of them in that section (`XRServer`, `XROrigin3D` in
+    `tutorials/xr`; `NavigationServer2D`, `NavigationAgent3D` in `tutorials/navigation`), for the sections with
+    MIN_SECTION_CLASSES of them. From the records, not a hand list."""
+    named: dict[str, Counter] = {}
+    for rec in docs.values():
+        page = (rec.get("metadata") or {}).get("page_path") or ""
+        if not page or page.startswith("classes/"):
+            continue
+        api = record_api(rec)
+        for c in set(api["code_classes"]) | prose_classes(api):
+            named.setdefault(c, Counter())[section_of(page)] += 1
+    own: dict[str, list[str]] = {}
+    for c, where in named.items():
+        section, n = where.most_common(1)[0]
+        if sum(where.values()) >= MIN_OWN_RECORDS and n >= SECTION_SHARE * sum(where.values()):
+            own.setdefault(section, []).append(c)
+    # The most named first: the trace cites the first few.
+    return {sec: sorted(cs, key=lambda c: (-sum(named[c].values()), c)) for sec, cs in sorted(own.items())
+            if len(cs) >= MIN_SECTION_CLASSES}
+
+
 def callback_key(name: str) -> str:
     """How a callback is counted beside `Class.member` (`_input()`): by name, as a record stores it."""
     return name + "()"
@@ -220,6 +253,7 @@ class ChunkSide:
     callbacks: frozenset[str]  # chunk_callbacks
     family: tuple[str, ...]  # its classes that are not hubs (class_fit)
     world: tuple[str | None, list[str]]  # stats.world_of(classes)
+    project: frozenset[str] = frozenset()  # the engine classes the project's classes end on (foreign_section)
 
 
 def untyped_members(code: str, ref: ClassReference) -> frozenset[str]:
@@ -230,7 +264,8 @@ def untyped_members(code: str, ref: ClassReference) -> frozenset[str]:
                      if sigil or not recv or not recv[0].isupper() or ref.has_class(recv))
 
 
-def chunk_side(stats: DocsApiStats, resolution, facts, renamed: Mapping[str, str] | None = None) -> ChunkSide:
+def chunk_side(stats: DocsApiStats, resolution, facts, renamed: Mapping[str, str] | None = None,
+               project: frozenset[str] = frozenset()) -> ChunkSide:
     """The chunk's side of the features: worked out once per chunk (the validation context keeps it).
     `renamed`: the converter's class renames (Godot 3 name -> Godot 4 name); a Godot 3 class the chunk writes
     stands for the class Godot 4 renamed it to (`SpatialMaterial` code is about `StandardMaterial3D`)."""
@@ -239,7 +274,7 @@ def chunk_side(stats: DocsApiStats, resolution, facts, renamed: Mapping[str, str
         mine |= {renamed[i] for i in facts.identifiers if i in renamed and i not in facts.declared and stats.ref.has_class(renamed[i])}
     return ChunkSide(frozenset(facts.declared | facts.functions), frozenset(mine), untyped_members(facts.code, stats.ref),
                      frozenset(global_uses(facts, resolution, stats.ref)), frozenset(chunk_callbacks(facts, stats.ref)),
-                     tuple(c for c in mine if not stats.generic(c)), stats.world_of(mine))
+                     tuple(c for c in mine if not stats.generic(c)), stats.world_of(mine), project)
 
 
 def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: float, bm25_rank: int | None,
@@ -297,8 +332,20 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
              "shared_classes": shared_classes, "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
              "rivals": fit["rivals"][:BASIS_SHOWN], "worlds": fit["worlds"],
              "foreign_class": {"class": foreign[0], "specificity": foreign[1]} if foreign else None,
-             "native_code": native_code(rec)}
+             "native_code": native_code(rec), "foreign_section": foreign_section(stats, side, rec)}
     return values, basis
+
+
+def foreign_section(stats: DocsApiStats, side: ChunkSide, rec: dict) -> dict | None:
+    """The feature section of the record's page (`tutorials/xr`) when neither the chunk nor its project (the
+    request's `context`) uses one of that section's own classes: an XR page's movement code for a platformer's
+    enemy, a navigation page for a menu's `_ready`. A chunk of an XR project that names no XR class itself
+    (a session handler of its start script) keeps the XR pages when its project is given."""
+    section = section_of((rec.get("metadata") or {}).get("page_path") or "")
+    own = stats.section_classes.get(section)
+    if not own or (side.classes | side.project) & set(own):
+        return None
+    return {"section": section, "classes": own[:BASIS_SHOWN]}
 
 
 def native_code(rec: dict) -> list[str] | None:
@@ -347,6 +394,9 @@ def contradictions(basis: dict, copied: bool = False) -> list[str]:
         out.append(f"contradiction: the record uses {x['record']} where the chunk uses {x['chunk']}")
     if langs := basis.get("native_code"):
         out.append(f"contradiction: the record's code is {'/'.join(langs)} (the engine's or a GDExtension's), not a script")
+    if (f := basis.get("foreign_section")) is not None and not copied:
+        out.append(f"contradiction: the record is of {f['section']}, a feature whose own classes "
+                   f"({', '.join(f['classes'])}) the chunk does not use")
     if (w := basis.get("worlds")) is not None and not copied:
         out.append(f"contradiction: the record is {w['record']} ({', '.join(w['record_classes'])}) where the chunk is "
                    f"{w['chunk']} ({', '.join(w['chunk_classes'])})")

@@ -15,6 +15,7 @@ valid ones), and the trace shows what was given:
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
@@ -154,6 +155,12 @@ class ProjectIndex:
             yield scope
             cur = self.parent.get(scope)
         yield cur
+
+    @cached_property
+    def engine_classes(self) -> frozenset[str]:
+        """The engine classes the project's classes end on: what kind of project it is (an XR one has scripts
+        on `XROrigin3D` or `XRController3D`)."""
+        return frozenset(c for scope in set(self.scopes.values()) if (c := self.engine_class(scope)))
 
     def engine_class(self, name: str) -> str | None:
         """The engine class a project class (or path) ends on; a name that is not the project's is itself.

@@ -131,7 +131,9 @@ class ValidationContext(ChunkScope):
         """The chunk's side of the guide features (None without the guide model)."""
         if self.guide_model is None:
             return None
-        return chunk_side(self.guide_model[1], self.resolution, self.facts, self.renamed_classes)
+        index = self.context.index() if self.context is not None else None
+        return chunk_side(self.guide_model[1], self.resolution, self.facts, self.renamed_classes,
+                          index.engine_classes if index is not None else frozenset())
 
     @cached_property
     def chain_haystack(self) -> str:

@@ -191,11 +191,14 @@ def chunk_symbols_key(index, text: str, starts: list[str]) -> str:
     """What of the project a chunk's decisions can read, as a digest for its cache key: the symbols named
     in the chunk (name, kind, file, scope, extends; not their lines, so an edit that only moves lines
     recomputes nothing elsewhere), and the `extends` chains of the project classes it names and of its
-    own file (`starts`). An edit elsewhere in the project leaves the chunk's cached result valid."""
+    own file (`starts`), and the engine classes the project's classes end on (what kind of project it is: the
+    validator keeps a feature's guides for a chunk of a project of that feature). An edit elsewhere in the
+    project that changes none of these leaves the chunk's cached result valid."""
     names = set(IDENT_RE.findall(text))
     parts: list[str] = []
     for name in sorted(names & index.declared.keys()):
         parts.extend(f"{s.name}|{s.kind}|{s.file}|{s.scope}|{s.extends}" for s in index.declared[name])
     for name in sorted((names & index.scopes.keys()) | {s for s in starts if s}):
         parts.append(name + ">" + ">".join(index.chain(name)))
+    parts.append("engine:" + ",".join(sorted(index.engine_classes)))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]

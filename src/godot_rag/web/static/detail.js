@@ -239,6 +239,7 @@ function guideModelSection(m) {
     shared.length ? table(["shared API", "specificity"], shared.map((a) => [a.api, num(a.specificity, 4)])) : el("p", { class: "muted", text: "no shared API" }),
     (m.strangers || []).length ? el("p", { text: `classes foreign to the chunk's: ${m.strangers.join(", ")}`
       + (m.foreign_class ? ` (the most specific: ${m.foreign_class.class}, ${num(m.foreign_class.specificity, 4)})` : "") }) : null,
+    m.foreign_section ? el("p", { text: `the record is of ${m.foreign_section.section}, whose own classes (${m.foreign_section.classes.join(", ")}) neither the chunk nor its project uses: a contradiction` }) : null,
     m.worlds ? el("p", { text: `the record is ${m.worlds.record} (${m.worlds.record_classes.join(", ")}), the chunk ${m.worlds.chunk} (${m.worlds.chunk_classes.join(", ")}): a contradiction` }) : null);
 }
 
