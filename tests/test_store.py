@@ -546,7 +546,7 @@ def test_a_first_f_answer_imports_no_torch(fixture_db, tmp_path):
     """The query encoder runs on ONNX Runtime: a new process's first F answer never imports torch (about 1.8 s)."""
     code = ("import sys; from godot_rag.store.db import Database; from godot_rag.retrieve.pipeline import Retriever; "
             f"res = Retriever(Database(data_dir={str(fixture_db.data_dir)!r}), cache_dir={str(tmp_path)!r})"
-            ".retrieve('func f():\\n\\tqueue_free()', 'F'); "
+            ".retrieve('func _process(delta):\\n\\tif Input.is_action_pressed(\"ui_right\"):\\n\\t\\t$AnimatedSprite2D.play()', 'F'); "
             "assert res.results, 'no results'; "
             "assert any(s.stage == 'embed_query' for s in res.trace.stages); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
