@@ -64,7 +64,7 @@ def code_tokens(code: str) -> frozenset[str]:
 
 def code_identifiers(code: str) -> frozenset[str]:
     """The identifiers of a code's matchable lines (what a clone match can rename)."""
-    return frozenset(t for t in _record_lines(code)[0] if is_ident(t))
+    return frozenset(t for t in code_tokens(code) if is_ident(t))
 
 
 def is_ident(tok: str) -> bool:

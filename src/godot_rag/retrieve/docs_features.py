@@ -74,10 +74,15 @@ class DocsApiStats:
         members: dict[str, int] = {}
         classes: dict[str, int] = {}
         page_nodes: dict[str, set[str]] = {}
+        named: dict[str, Counter] = {}  # class -> the guide sections whose records name it (feature_sections)
         for rec in docs.values():
             api = record_api(rec)
-            page_nodes.setdefault((rec.get("metadata") or {}).get("page_path") or "", set()).update(
+            page = (rec.get("metadata") or {}).get("page_path") or ""
+            page_nodes.setdefault(page, set()).update(
                 c for c in set(api["code_classes"]) | set(api["mentions"]) if node_world(ref, c) is not None)
+            if page and not page.startswith("classes/"):
+                for c in set(api["code_classes"]) | prose_classes(api):
+                    named.setdefault(c, Counter())[section_of(page)] += 1
             for m in set(api["code_uses"]) | set(api["code_globals"]) | {x for x in api["mentions"] if "." in x}:
                 members[m] = members.get(m, 0) + 1
             for c in set(api["code_classes"]) | {x for x in api["mentions"] if "." not in x}:
@@ -85,7 +90,7 @@ class DocsApiStats:
             for f in set(api["code_callbacks"]):
                 members[callback_key(f)] = members.get(callback_key(f), 0) + 1
         return cls(ref, len(docs), members, classes, dict(chunk_share or {}), {p: sorted(v) for p, v in page_nodes.items() if v},
-                   feature_sections(docs))
+                   feature_sections(named))
 
     def _idf(self, df: int) -> float:
         """In [0, 1]: 1 for a name one record uses, 0 for one every record uses."""
@@ -178,19 +183,12 @@ def section_of(page: str) -> str:
     return "/".join(page.split("/")[:2])
 
 
-def feature_sections(docs: Mapping[str, dict]) -> dict[str, list[str]]:
-    """The docs sections that are a feature of their own, each with its own classes: the classes that at least
+def feature_sections(named: Mapping[str, Counter]) -> dict[str, list[str]]:
+    """The docs sections that are a feature of their own, each with its own classes, from `named` (class -> the
+    guide sections whose records name it, counted by `DocsApiStats.build`): the classes that at least
     MIN_OWN_RECORDS guide records name, SECTION_SHARE of them in that section (`XRServer`, `XROrigin3D` in
     `tutorials/xr`; `NavigationServer2D`, `NavigationAgent3D` in `tutorials/navigation`), for the sections with
     MIN_SECTION_CLASSES of them. From the records, not a hand list."""
-    named: dict[str, Counter] = {}
-    for rec in docs.values():
-        page = (rec.get("metadata") or {}).get("page_path") or ""
-        if not page or page.startswith("classes/"):
-            continue
-        api = record_api(rec)
-        for c in set(api["code_classes"]) | prose_classes(api):
-            named.setdefault(c, Counter())[section_of(page)] += 1
     own: dict[str, list[str]] = {}
     for c, where in named.items():
         section, n = where.most_common(1)[0]
