@@ -190,13 +190,29 @@ def test_the_2d_and_3d_worlds_come_from_the_hierarchy_and_contradict():
 
 def test_a_copy_uses_each_record_line_once():
     """Four chunk lines of one shape are not four lines copied from one such line of a record."""
-    chunk = "\n".join(f"var _flag_{i} : bool = false" for i in range(4))
+    chunk = "\n".join(f"var _flag_{i} : bool = false" for i in range(6))
     code = "var _enabled : bool = false\nfunc f():\n    pass\n"
-    names = frozenset(f"_flag_{i}" for i in range(4))
+    names = frozenset(f"_flag_{i}" for i in range(6))
     assert clone_match(chunk, code, names)[0] == 1.0
-    assert clone_match(chunk, code, names, one_to_one=True)[0] == 0.25
-    assert copied_share(chunk, code, names) == 0.25
-    assert copied_share(chunk, code + code.replace("_enabled", "_other"), names) == 0.5
+    assert abs(clone_match(chunk, code, names, one_to_one=True)[0] - 1 / 6) < 1e-9
+    assert copied_share(chunk, code, names) == 0.0  # one line that keeps only the API (`bool`) is no copy
+    three = code + code.replace("_enabled", "_other") + code.replace("_enabled", "_third")
+    assert copied_share(chunk, three, names) == 0.5
+
+
+def test_a_short_copy_keeps_the_authors_names():
+    """A handler's signature and one call of the API match any page's function that makes the same call on a
+    name of its own: fewer than three lines are a copy only when they keep the author's names or a string."""
+    chunk = "func _on_text_edit_text_changed() -> void:\n\tresults.clear()\n"
+    page = "func parse_source_geometry() -> void:\n    source_geometry.clear()\n    var root_node: Node3D = self\n"
+    names = frozenset({"_on_text_edit_text_changed", "results"})
+    assert clone_match(chunk, page, names, one_to_one=True)[0] == 1.0
+    assert copied_shares(chunk, page, names) == (0.0, 1.0)
+    longer = chunk + "\tresults.append(1)\n"
+    assert copied_share(longer, page.replace("var root_node: Node3D = self", "source_geometry.append(1)"), names) == 1.0
+    exported = "@export var min_speed = 10.0\n@export var max_speed = 18.0\n"
+    page = "extends CharacterBody3D\n\n" + exported + "\nfunc _ready():\n    pass\n"
+    assert copied_share(exported, page, frozenset({"min_speed", "max_speed"})) == 1.0
 
 
 def test_a_copy_keeps_the_records_api():
@@ -231,19 +247,19 @@ def test_a_copy_keeps_something_of_the_chunk_as_it_is():
     `func _ready() -> void:` calling a function of the author's own matches the `_ready` of any page whose code
     calls one of its own. A copy keeps a name of the API, or a string, as it is."""
     stats = stats_with({})
-    chunk = "func _ready() -> void:\n\t_tween()\n"
-    page = "func _ready() -> void:\n\tactor_setup()\n"
-    api = stats.code_api_names(page, frozenset({"actor_setup"}))
-    assert clone_match(chunk, page, frozenset({"_tween"}), one_to_one=True, record_api=api)[0] == 1.0
-    assert copied_shares(chunk, page, frozenset({"_tween"}), api_names=api) == (0.0, 1.0)
-    assert copied_share(chunk, page, frozenset({"_tween"}), api_names=api) == 0.0
+    chunk = "func _ready() -> void:\n\t_tween()\n\t_fade()\n"
+    page = "func _ready() -> void:\n\tactor_setup()\n\tactor_show()\n"
+    api = stats.code_api_names(page, frozenset({"actor_setup", "actor_show"}))
+    assert clone_match(chunk, page, frozenset({"_tween", "_fade"}), one_to_one=True, record_api=api)[0] == 1.0
+    assert copied_shares(chunk, page, frozenset({"_tween", "_fade"}), api_names=api) == (0.0, 1.0)
+    assert copied_share(chunk, page, frozenset({"_tween", "_fade"}), api_names=api) == 0.0
     # The same frame with the API kept: `hit.emit()` and `queue_free()` are what the chunk copies.
     died = "signal hit\n\nfunc die():\n\thit.emit()\n\tqueue_free()\n"
     page = "signal died\n\nfunc kill():\n\tdied.emit()\n\tqueue_free()\n"
     assert copied_share(died, page, frozenset({"hit", "die"})) == 1.0
     # A string kept as it is anchors a copy too.
-    logged = "func _on_crash():\n\t_log(\"Program crashed with signal\")\n"
-    page = "func _check():\n\tprint_it(\"Program crashed with signal\")\n"
+    logged = "func _on_crash():\n\t_log(\"Program crashed with signal\")\n\t_log(\"Exit\")\n"
+    page = "func _check():\n\tprint_it(\"Program crashed with signal\")\n\tprint_it(\"Exit\")\n"
     assert copied_share(logged, page, frozenset({"_on_crash", "_log"})) > 0
     # The author's names kept as they are anchor a copy of the page's own function; renamed, they do not.
     own = "func _find_other(path):\n\tfor p in peers:\n\t\tif p != path:\n\t\t\treturn p\n"
@@ -263,8 +279,8 @@ def test_a_copy_of_the_frame_alone_is_left_to_the_model():
 
     stats = stats_with({})
     never = GuideModel.from_dict({"weights": {f: 0.0 for f in FEATURES}, "bias": -10.0, "threshold": 0.5})
-    code = "func _ready() -> void:\n\tactor_setup()\n"
-    page = record(declares=["actor_setup"], callbacks=["_ready"]) | {"code_blocks": [{"language": "gdscript", "code": code}]}
+    code = "func _ready() -> void:\n\tactor_setup()\n\tactor_show()\n"
+    page = record(declares=["actor_setup", "actor_show"], callbacks=["_ready"]) | {"code_blocks": [{"language": "gdscript", "code": code}]}
     c = Candidate.of_record("docs_chunks", "tutorials/nav#1", page, 1.0, 1, "bm25")
 
     def verdict(chunk):
@@ -272,9 +288,9 @@ def test_a_copy_of_the_frame_alone_is_left_to_the_model():
         res = resolve_uses(facts, stats.ref)
         return decide_guide(never, stats, res, facts, c, 0.0, 0.5, renameable_names(facts, stats.ref))
 
-    out, reasons = verdict("func _ready() -> void:\n\t_tween()\n")
+    out, reasons = verdict("func _ready() -> void:\n\t_tween()\n\t_fade()\n")
     assert not out["accepted"] and out.get("copy_unanchored") and not out.get("copied_code") and reasons
-    out, reasons = verdict("func _ready() -> void:\n\tactor_setup()\n")
+    out, reasons = verdict(code)
     assert out["accepted"] and out.get("copied_code") and not reasons
 
 
@@ -380,7 +396,31 @@ def test_a_guide_whose_code_is_cpp_is_a_contradiction():
     assert contradictions(basis) == ["contradiction: the record's code is cpp (the engine's or a GDExtension's), not a script"]
     both = record() | {"code_blocks": [{"language": "cpp", "code": "x"}, {"language": "gdscript", "code": "y"}]}
     _, basis = features(stats, code, both)
-    assert basis["native_code"] is None and not contradictions(basis)
+    assert basis["native_code"] is None and basis["native_page"] is None and not contradictions(basis)
+
+
+def test_a_guide_of_a_page_whose_code_is_c_is_a_contradiction():
+    """A page whose program code is C or C++ (a GDExtension in C, a module in C++) is about the engine's or an
+    extension's code; its one GDScript block, a script calling what the page builds, is no evidence for a
+    script either. A page that shows C++ beside its GDScript stays a script's page."""
+    def rec(page, lang):
+        return record() | {"metadata": record()["metadata"] | {"page_path": page},
+                           "code_blocks": [{"language": lang, "code": "x"}]}
+
+    docs = {f"c{i}": rec("engine/gdextension_c_example", "c") for i in range(9)}
+    docs["gd"] = rec("engine/gdextension_c_example", "gdscript")
+    docs |= {f"t{i}": rec("tutorials/threads", "cpp" if i < 7 else "gdscript") for i in range(10)}
+    docs["text"] = rec("engine/gdextension_c_example", "shell")  # neither a script nor native: not counted
+    stats = stats_with(docs)
+    assert stats.native_pages == {"engine/gdextension_c_example": ["c"]}
+    code = "func _ready():\n    var x = ExampleClass.new()\n"
+    _, basis = features(stats, code, docs["gd"])
+    assert basis["native_page"] == {"page": "engine/gdextension_c_example", "languages": ["c"]}
+    assert contradictions(basis) == ["contradiction: the record is of engine/gdextension_c_example, whose code is c "
+                                     "(the engine's or a GDExtension's), not a script's"]
+    assert contradictions(basis, copied=True) == []
+    _, basis = features(stats, code, docs["t9"])
+    assert basis["native_page"] is None and not contradictions(basis)
 
 
 def test_model_decision_is_readable_arithmetic():
@@ -450,3 +490,36 @@ def test_a_docs_record_only_bm25_found_gets_its_cosine_read(retriever):
     for c in seen:
         if (emb := c.info("embedding")) is not None:
             assert c.info("validate").cosine == emb.cosine
+
+
+def test_a_guide_that_shares_nothing_with_a_chunk_that_uses_api_is_rejected():
+    """The model may rate a guide high on its text's likeness alone (a BM25 rank 1, a close vector). For a chunk
+    that uses API, a guide sharing none of it, nor a class or a callback, is about something else: rejected
+    (`nothing_shared`) whatever P says. A chunk that uses no API (`#region`, its own names), and Godot 3 code
+    (whose API the page that ports it writes under Godot 4 names), are left to the model."""
+    from godot_rag.retrieve.codematch import renameable_names
+    from godot_rag.retrieve.docs_features import decide_guide
+    from godot_rag.retrieve.types import Candidate
+
+    stats = stats_with({f"r{i}": record() for i in range(3)})
+    always = GuideModel.from_dict({"weights": {f: 0.0 for f in FEATURES}, "bias": 10.0, "threshold": 0.5})
+    page = record(uses=["NavigationServer3D.map_get_path"]) | {"code_blocks": [{"language": "gdscript", "code": "x = 1\n"}]}
+    c = Candidate.of_record("docs_chunks", "tutorials/page#1", page, 1.0, 1, "bm25")
+
+    def verdict(chunk, **kw):
+        facts = parse_chunk(chunk)
+        res = resolve_uses(facts, stats.ref)
+        return decide_guide(always, stats, res, facts, c, 0.0, 0.5, renameable_names(facts, stats.ref), **kw)
+
+    uses_api = "func _physics_process(delta):\n\tvar body: CharacterBody2D = get_parent()\n\tbody.move_and_slide()\n"
+    out, reasons = verdict(uses_api)
+    assert not out["accepted"] and out["nothing_shared"] and out["p"] > 0.99
+    assert reasons and reasons[-1].startswith("nothing shared")
+    out, reasons = verdict(uses_api, godot3=True)
+    assert out["accepted"] and not reasons
+    out, reasons = verdict("#region Totals\nvar total := 0\n#endregion\n")
+    assert out["accepted"] and not out.get("nothing_shared")
+    shares = record(uses=["CharacterBody2D.move_and_slide"]) | {"code_blocks": page["code_blocks"]}
+    c = Candidate.of_record("docs_chunks", "tutorials/page#2", shares, 1.0, 1, "bm25")
+    out, reasons = verdict(uses_api)
+    assert out["accepted"] and not out.get("nothing_shared")

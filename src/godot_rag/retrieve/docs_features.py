@@ -36,6 +36,9 @@ from .trace import RATIO_DIGITS
 
 FEATURES = ("api_code", "api_prose", "api_in_context", "shared_global", "shared_callback", "shared_class", "incompatible",
             "foreign_class", "hub_rate", "clone", "bm25_rank", "cosine")
+# What a chunk and a guide share: API (code, prose, globals), a callback, a class. For a chunk that uses API, a
+# guide with none of them came back on its text's likeness alone: a different feature sharing words (`nothing_shared`).
+SHARED_FEATURES = ("api_code", "api_prose", "shared_global", "shared_callback", "shared_class")
 SECTION_SHARE = 0.8  # a class is a docs section's own when this share of the guide records that name it are there
 MIN_OWN_RECORDS = 5  # ... and at least this many records name it (`XRServer`: 31 records, all in tutorials/xr)
 MIN_SECTION_CLASSES = 5  # a section with this many classes of its own is a feature of its own (XR: 17, navigation: 8)
@@ -50,6 +53,8 @@ LOGIT_LIMIT = 50.0  # keeps exp() in range; P is 0 or 1 to double precision beyo
 BASIS_SHOWN, CONTRIBUTIONS_CITED = 8, 3  # names the trace lists per kind; feature contributions a rejection cites
 FAMILY_ROOTS = {"Node2D": "2D", "Node3D": "3D"}  # the roots of the two worlds' node families
 NATIVE_LANGUAGES = frozenset({"cpp", "c"})  # code of the engine or of a GDExtension, not of a script
+NATIVE_PAGE_SHARE = 0.8  # a page whose program code is this share C/C++ is about the engine's or an extension's code
+SCRIPT_LANGUAGES = frozenset({"gdscript", "csharp"})  # the languages of a project's scripts
 MIN_WORLD_USES = 3  # members of the two families typed with a class that can make it one world's
 WORLD_SHARE = 0.85  # the share of those uses (per class of each family) one world must hold (Vector2, not bool or String)
 QUOTES = "\"'"  # a string token opens with one
@@ -66,18 +71,22 @@ class DocsApiStats:
     chunk_share: dict[str, float] = field(default_factory=dict)  # Class.member -> share of real chunks using it
     page_nodes: dict[str, list[str]] = field(default_factory=dict)  # page -> the 2D / 3D nodes its records name
     section_classes: dict[str, list[str]] = field(default_factory=dict)  # feature section -> its own classes (feature_sections)
+    native_pages: dict[str, list[str]] = field(default_factory=dict)  # page -> its C/C++ languages (native_pages)
     _compatible: dict[tuple[str, str], bool] = field(default_factory=dict, repr=False, compare=False)
     _code_api_names: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
+    _untyped: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, docs: Mapping[str, dict], ref: ClassReference, chunk_share: dict[str, float] | None = None) -> "DocsApiStats":
         members: dict[str, int] = {}
         classes: dict[str, int] = {}
         page_nodes: dict[str, set[str]] = {}
+        page_langs: dict[str, Counter] = {}  # page -> its code blocks' languages (native_pages)
         named: dict[str, Counter] = {}  # class -> the guide sections whose records name it (feature_sections)
         for rec in docs.values():
             api = record_api(rec)
             page = (rec.get("metadata") or {}).get("page_path") or ""
+            page_langs.setdefault(page, Counter()).update(b.get("language") or "" for b in rec.get("code_blocks") or [])
             page_nodes.setdefault(page, set()).update(
                 c for c in set(api["code_classes"]) | set(api["mentions"]) if node_world(ref, c) is not None)
             if page and not page.startswith("classes/"):
@@ -90,7 +99,7 @@ class DocsApiStats:
             for f in set(api["code_callbacks"]):
                 members[callback_key(f)] = members.get(callback_key(f), 0) + 1
         return cls(ref, len(docs), members, classes, dict(chunk_share or {}), {p: sorted(v) for p, v in page_nodes.items() if v},
-                   feature_sections(named))
+                   feature_sections(named), native_pages(page_langs))
 
     def _idf(self, df: int) -> float:
         """In [0, 1]: 1 for a name one record uses, 0 for one every record uses."""
@@ -110,6 +119,12 @@ class DocsApiStats:
             self._code_api_names[code] = frozenset(t for t in code_identifiers(code) - declared
                                                    if self.ref.has_class(t) or t in self.ref.owners)
         return self._code_api_names[code]
+
+    def record_untyped(self, code: str) -> frozenset[str]:
+        """`untyped_members` of a record's code, remembered per code like `code_api_names`."""
+        if code not in self._untyped:
+            self._untyped[code] = untyped_members(code, self.ref)
+        return self._untyped[code]
 
     def class_specificity(self, cls: str) -> float:
         """Like a member's: how few records and how few real chunks use the class (`SceneTree`, `Input` are common)."""
@@ -289,7 +304,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     rec_classes = set(api["code_classes"]) | prose_classes(api)
     # One side resolves `X.m`; the other writes `.m` on a receiver it does not type, in code about X's
     # lineage (`event.button_index` after `if event is InputEventMouseButton`): the same API.
-    rec_dotted = untyped_members(record_code(rec), stats.ref)
+    rec_dotted = stats.record_untyped(record_code(rec))
     chunk_dotted = side.dotted - declared
     inferred = {a for a in chunk_api - rec_code if a.split(".", 1)[1] in rec_dotted
                 and any(stats.ref.related(a.split(".", 1)[0], c) for c in rec_classes)}
@@ -330,7 +345,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
              "shared_classes": shared_classes, "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
              "rivals": fit["rivals"][:BASIS_SHOWN], "worlds": fit["worlds"],
              "foreign_class": {"class": foreign[0], "specificity": foreign[1]} if foreign else None,
-             "native_code": native_code(rec), "foreign_section": foreign_section(stats, side, rec)}
+             "native_code": native_code(rec), "native_page": native_page(stats, rec), "foreign_section": foreign_section(stats, side, rec)}
     return values, basis
 
 
@@ -351,6 +366,27 @@ def native_code(rec: dict) -> list[str] | None:
     a guide like that shows is not GDScript, whatever names it shares with the chunk."""
     langs = {b.get("language") for b in rec.get("code_blocks") or []}
     return sorted(langs) if langs and langs <= NATIVE_LANGUAGES else None
+
+
+def native_page(stats: DocsApiStats, rec: dict) -> dict | None:
+    """The record's page and its C/C++ languages when the page is the engine's or an extension's (`native_pages`),
+    whatever the record's own block: the C example's GDScript block shows a script calling the extension it builds."""
+    page = (rec.get("metadata") or {}).get("page_path") or ""
+    langs = stats.native_pages.get(page)
+    return {"page": page, "languages": langs} if langs else None
+
+
+def native_pages(page_langs: Mapping[str, Counter]) -> dict[str, list[str]]:
+    """Guide pages whose program code (C, C++, GDScript and C# blocks; shell and text are neither) is NATIVE_PAGE_SHARE
+    C or C++ (the GDExtension C example: 64 of 65; a custom module in C++: 8 of 10), with those languages. A page
+    that shows C++ beside its GDScript (threads: 7 of 10) is not one."""
+    out = {}
+    for page, langs in page_langs.items():
+        native = sum(n for lang, n in langs.items() if lang in NATIVE_LANGUAGES)
+        script = sum(n for lang, n in langs.items() if lang in SCRIPT_LANGUAGES)
+        if native and not page.startswith("classes/") and native >= NATIVE_PAGE_SHARE * (native + script):
+            out[page] = sorted(lang for lang in langs if lang in NATIVE_LANGUAGES)
+    return out
 
 
 def prose_classes(api: dict) -> set[str]:
@@ -392,6 +428,9 @@ def contradictions(basis: dict, copied: bool = False) -> list[str]:
         out.append(f"contradiction: the record uses {x['record']} where the chunk uses {x['chunk']}")
     if langs := basis.get("native_code"):
         out.append(f"contradiction: the record's code is {'/'.join(langs)} (the engine's or a GDExtension's), not a script")
+    elif (n := basis.get("native_page")) is not None and not copied:
+        out.append(f"contradiction: the record is of {n['page']}, whose code is {'/'.join(n['languages'])} "
+                   "(the engine's or a GDExtension's), not a script's")
     if (f := basis.get("foreign_section")) is not None and not copied:
         out.append(f"contradiction: the record is of {f['section']}, a feature whose own classes "
                    f"({', '.join(f['classes'])}) the chunk does not use")
@@ -399,6 +438,11 @@ def contradictions(basis: dict, copied: bool = False) -> list[str]:
         out.append(f"contradiction: the record is {w['record']} ({', '.join(w['record_classes'])}) where the chunk is "
                    f"{w['chunk']} ({', '.join(w['chunk_classes'])})")
     return out
+
+
+def uses_api(side: ChunkSide, resolution) -> bool:
+    """Whether the chunk uses any API a guide could share: a resolved member, a global, a callback, a class."""
+    return bool(side.classes or side.globals or side.callbacks or any(u.member not in side.declared for u in resolution.uses))
 
 
 def copied_share(chunk: str, code: str, renameable, min_lines: int = MIN_BLOCK_LINES,
@@ -424,21 +468,24 @@ def copied_shares(chunk: str, code: str, renameable, min_lines: int = MIN_BLOCK_
         if not ratio or (i and len(lines) < min_lines):
             continue
         loose = max(loose, ratio)
-        if copy_anchor(text, lines, code, renameable) is not None:
+        if copy_anchor(text, lines, code, renameable, api=len(lines) >= min_lines) is not None:
             best = max(best, ratio)
     return best, loose
 
 
-def copy_anchor(text: str, lines: list[int], code: str, renameable) -> str | None:
+def copy_anchor(text: str, lines: list[int], code: str, renameable, api: bool = True) -> str | None:
     """The first name or string that the chunk's matched lines keep as they are in the record's `code` (a keyword
     does not count; an author's name counts only where the record has it too, not renamed), or None. A function's
     signature line does not count: with it, a chunk of `func _ready() -> void:` and a call of the author's
     `_tween()` would copy every page whose code has a `_ready` that calls a function of its own (the callback
-    weighs in the model's `shared_callback`)."""
+    weighs in the model's `shared_callback`). `api=False` (a copy of fewer than MIN_BLOCK_LINES lines): a name of
+    the API does not count either. A handler's signature and `results.clear()` match any page's function that
+    clears a list of its own; the author's names (`min_speed`, `_find_other`) or a string make it a copy."""
     kept = code_tokens(code)  # a chunk name the record has is never renamed (`lines_match`): it matched as it is
     numbered = dict(numbered_code_lines(text))
     return next((t for n in lines if "func" not in (toks := numbered.get(n, ())) for t in toks
-                 if t[0] in QUOTES or (is_ident(t) and t not in KEYWORDS and (t not in renameable or t in kept))), None)
+                 if t[0] in QUOTES or (is_ident(t) and t not in KEYWORDS
+                                       and (t in kept if t in renameable else api))), None)
 
 
 @dataclass(frozen=True)
@@ -473,14 +520,19 @@ def candidate_cosine(c, filled: dict[str, float]) -> float | None:
 
 def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, clone: float,
                  copy_share: float, renameable: frozenset[str], cosine: float | None = None,
-                 side: ChunkSide | None = None, renames: Mapping[str, frozenset[str]] | None = None) -> tuple[dict, list[str]]:
+                 side: ChunkSide | None = None, renames: Mapping[str, frozenset[str]] | None = None,
+                 godot3: bool = False) -> tuple[dict, list[str]]:
     """The model's verdict on one guide candidate: its trace (each feature's value and contribution, the
     shared API it rests on) and the reasons to reject it (contradictions first; empty when accepted).
     A record whose code holds `copy_share` of the chunk's code lines (up to renaming) is the code the chunk
     copies: evidence by fact, whatever the model says (the model is fitted on real code, which copies little).
     `renames`: the converter's renames (Godot 3 name -> Godot 4 names): Godot 3 code copies a page that writes
     the Godot 4 names of its API (`$AnimatedSprite.play()` for `$AnimatedSprite2D.play()`). A copy that keeps
-    nothing of the chunk's content (`copy_anchor`) is traced as `copy_unanchored` and left to the model."""
+    nothing of the chunk's content (`copy_anchor`) is traced as `copy_unanchored` and left to the model.
+    A guide that is no copy and shares nothing (SHARED_FEATURES all 0) with a chunk that uses API is rejected
+    whatever P says (`nothing_shared`). Where the chunk uses none (`#region`, a `match`, a .po file's text), or
+    is Godot 3 code (`godot3`: its version markers; the page that ports it writes its API under Godot 4 names),
+    the likeness of the texts is all there is to go on, and the model decides."""
     bm25 = c.info("bm25")
     values, basis = guide_features(stats, resolution, facts, c.payload, clone=clone,
                                    bm25_rank=bm25.rank if bm25 is not None else None, cosine=cosine,
@@ -495,8 +547,13 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
             out["accepted"], out["copied_code"] = True, True
         elif loose >= copy_share:
             out["copy_unanchored"] = True
+    if (out["accepted"] and not out.get("copied_code") and not godot3 and not any(values[f] for f in SHARED_FEATURES)
+            and uses_api(side or chunk_side(stats, resolution, facts), resolution)):
+        out["accepted"], out["nothing_shared"] = False, True
     reasons = contradictions(basis, copied=bool(out.get("copied_code")))
-    if not out["accepted"]:
+    if out.get("nothing_shared"):
+        reasons.append("nothing shared: the record shares no API, class or callback with the chunk (its text's likeness alone)")
+    if not out["accepted"] and not out.get("nothing_shared"):
         top = sorted(((v, f) for f, v in out["contributions"].items() if v), reverse=True)[:CONTRIBUTIONS_CITED]
         reasons.append(f"model: P(direct) {out['p']:.2f} < {model.threshold:.2f}"
                        + (f" ({', '.join(f'{f} {v:+.2f}' for v, f in top)})" if top else " (no shared API)"))

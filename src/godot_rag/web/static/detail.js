@@ -234,12 +234,14 @@ function guideModelSection(m) {
   return section("Guide model",
     el("p", { text: `P(direct) ${num(m.p, 3)} ${m.p >= m.threshold ? "≥" : "<"} threshold ${num(m.threshold, 3)}: logit ${num(m.logit, 4)} = bias ${num(m.bias, 4)} + the contributions`
       + (m.copied_code ? " · the record holds the code the chunk copies (accepted by fact)" : "")
-      + (m.copy_unanchored ? " · its code matches the chunk's lines only through their frame (keywords, signatures, the author's names): no copy" : "") }),
+      + (m.copy_unanchored ? " · its code matches the chunk's lines only through their frame (keywords, signatures, the author's names): no copy" : "")
+      + (m.nothing_shared ? " · rejected: it shares no API, class or callback with the chunk, only the likeness of its text" : "") }),
     table(["feature", "value", "weight", "contribution"], rows),
     shared.length ? table(["shared API", "specificity"], shared.map((a) => [a.api, num(a.specificity, 4)])) : el("p", { class: "muted", text: "no shared API" }),
     (m.strangers || []).length ? el("p", { text: `classes foreign to the chunk's: ${m.strangers.join(", ")}`
       + (m.foreign_class ? ` (the most specific: ${m.foreign_class.class}, ${num(m.foreign_class.specificity, 4)})` : "") }) : null,
     m.foreign_section ? el("p", { text: `the record is of ${m.foreign_section.section}, whose own classes (${m.foreign_section.classes.join(", ")}) neither the chunk nor its project uses: a contradiction` }) : null,
+    m.native_page ? el("p", { text: `the record is of ${m.native_page.page}, whose code is ${m.native_page.languages.join("/")} (the engine's or a GDExtension's, not a script's): a contradiction` }) : null,
     m.worlds ? el("p", { text: `the record is ${m.worlds.record} (${m.worlds.record_classes.join(", ")}), the chunk ${m.worlds.chunk} (${m.worlds.chunk_classes.join(", ")}): a contradiction` }) : null);
 }
 
