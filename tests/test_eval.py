@@ -64,8 +64,10 @@ EXPECTED = {
                    "mapping_recall": 1.0, "zero_result_rate": 0.0},
     ("D", "all"): {"all_relevant@1": 0.75, "all_relevant@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 0.1304,
                    "mapping_recall": 1.0, "zero_result_rate": 0.0},
+    # F's Godot 3 query (no relevant page) gets no docs record: `func _process(delta):` and `$AnimatedSprite.play()`
+    # are two lines that keep only the API as it is, no copy of the 2D page (`copy_anchor`, MIN_BLOCK_LINES).
     ("F", "all"): {"all_relevant@1": 0.75, "all_relevant@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 1.0,
-                   "mapping_recall": 1.0, "zero_result_rate": 0.0},
+                   "mapping_recall": 1.0, "zero_result_rate": 0.2},
 }
 
 
