@@ -8,7 +8,13 @@ The pairs' `query_id` is `<prefix>:<file>#<chunk>`, the scan's file path and chu
 
 `judged_docs.pandora.jsonl` grades 80 guides of a scan of bitbrain/pandora at 874442f (its addons/, the .gd files
 `git archive` gives; `godot-rag scan DIR --include-addons`): 40 drawn at random from those the scan before the copy
-anchor accepted and the scan after it did not, 40 from those both accepted.
+anchor accepted and the scan after it did not, 40 from those both accepted; 7 more lines grade guides accepted with
+nothing shared (below). `judged_docs.dialogue_manager.jsonl` (nathanhoad/godot_dialogue_manager at e5b8d68, its
+addons/) and `judged_docs.phantom_camera.jsonl` (ramokz/phantom-camera at dbf15ee) grade, with those 7, 36 guides that
+the scans before `nothing_shared` accepted with every shared feature 0, drawn at random, at most two per record:
+
+    python bench/scan_judged.py OUT/chunks.jsonl --judged bench/judged/judged_docs.dialogue_manager.jsonl \
+        --prefix dialogue_manager --before BEFORE/chunks.jsonl
 """
 import argparse
 import json
