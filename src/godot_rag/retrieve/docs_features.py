@@ -85,7 +85,7 @@ class DocsApiStats:
         named: dict[str, Counter] = {}  # class -> the guide sections whose records name it (feature_sections)
         for rec in docs.values():
             api = record_api(rec)
-            page = (rec.get("metadata") or {}).get("page_path") or ""
+            page = record_page(rec)
             page_langs.setdefault(page, Counter()).update(b.get("language") or "" for b in rec.get("code_blocks") or [])
             page_nodes.setdefault(page, set()).update(
                 c for c in set(api["code_classes"]) | set(api["mentions"]) if node_world(ref, c) is not None)
@@ -191,6 +191,11 @@ class DocsApiStats:
 def node_world(ref: ClassReference, cls: str) -> str | None:
     """"2D" or "3D" for a node of that world's family (`Node2D`, `CharacterBody3D`), else None."""
     return next((FAMILY_ROOTS[a] for a in ref.lineage(cls) if a in FAMILY_ROOTS), None)
+
+
+def record_page(rec: dict) -> str:
+    """A docs record's page (`tutorials/xr/xr_room_scale`), or "" for a record without one."""
+    return (rec.get("metadata") or {}).get("page_path") or ""
 
 
 def section_of(page: str) -> str:
@@ -316,7 +321,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     shared_globals = sorted(side.globals & set(api["code_globals"]))
     clashes = member_clashes(stats.ref, chunk_api, rec_code | rec_prose, shared_names)
     shared_classes = sorted(c for c in mine & rec_classes if not stats.generic(c))
-    fit = class_fit(stats, side, rec_classes, (rec.get("metadata") or {}).get("page_path") or "")
+    fit = class_fit(stats, side, rec_classes, record_page(rec))
     topic, strangers = fit["topic"], fit["strangers"]
     foreign = max(((c, stats.class_specificity(c)) for c in strangers), key=lambda x: (x[1], x[0]), default=None)
     # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready` weighs ~0.
@@ -354,7 +359,7 @@ def foreign_section(stats: DocsApiStats, side: ChunkSide, rec: dict) -> dict | N
     request's `context`) uses one of that section's own classes: an XR page's movement code for a platformer's
     enemy, a navigation page for a menu's `_ready`. A chunk of an XR project that names no XR class itself
     (a session handler of its start script) keeps the XR pages when its project is given."""
-    section = section_of((rec.get("metadata") or {}).get("page_path") or "")
+    section = section_of(record_page(rec))
     own = stats.section_classes.get(section)
     if not own or (side.classes | side.project) & set(own):
         return None
@@ -371,7 +376,7 @@ def native_code(rec: dict) -> list[str] | None:
 def native_page(stats: DocsApiStats, rec: dict) -> dict | None:
     """The record's page and its C/C++ languages when the page is the engine's or an extension's (`native_pages`),
     whatever the record's own block: the C example's GDScript block shows a script calling the extension it builds."""
-    page = (rec.get("metadata") or {}).get("page_path") or ""
+    page = record_page(rec)
     langs = stats.native_pages.get(page)
     return {"page": page, "languages": langs} if langs else None
 
@@ -534,6 +539,7 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
     is Godot 3 code (`godot3`: its version markers; the page that ports it writes its API under Godot 4 names),
     the likeness of the texts is all there is to go on, and the model decides."""
     bm25 = c.info("bm25")
+    side = side if side is not None else chunk_side(stats, resolution, facts)
     values, basis = guide_features(stats, resolution, facts, c.payload, clone=clone,
                                    bm25_rank=bm25.rank if bm25 is not None else None, cosine=cosine,
                                    hub_rate=model.page_accept_rate.get(c.page or "", 0.0), side=side)
@@ -548,7 +554,7 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
         elif loose >= copy_share:
             out["copy_unanchored"] = True
     if (out["accepted"] and not out.get("copied_code") and not godot3 and not any(values[f] for f in SHARED_FEATURES)
-            and uses_api(side or chunk_side(stats, resolution, facts), resolution)):
+            and uses_api(side, resolution)):
         out["accepted"], out["nothing_shared"] = False, True
     reasons = contradictions(basis, copied=bool(out.get("copied_code")))
     if out.get("nothing_shared"):
