@@ -70,6 +70,27 @@ def test_shared_api_is_weighted_by_how_rare_it_is_and_declared_names_never_count
     assert values["api_code"] == 0 and not basis["shared_api"]
 
 
+def test_a_coordinate_of_a_value_type_is_no_evidence():
+    ref = reference()
+    ref.classes["Basis"] = {"inherits": None, "page": "classes/class_basis",
+                            "members": {"x": {"kind": "property", "type": "Vector3"}, "rotated": method("Basis"),
+                                        "looking_at": method("Basis")}}
+    ref.classes["SegmentShape2D"] = {"inherits": "Node", "page": "classes/class_segmentshape2d",
+                                     "members": {"a": {"kind": "property", "type": "Vector2"}}}
+    assert ref.component("Basis.x")
+    # A method, a class with a parent, and a name the class lacks are no coordinates.
+    assert not ref.component("Basis.rotated") and not ref.component("SegmentShape2D.a") and not ref.component("Basis.q")
+    # Resolved uses of `.x` are rare in the docs (most are untyped), which would make it look specific: as a guide's
+    # evidence it weighs nothing; a class page's entry of it keeps its specificity (the entry does document it).
+    docs = {"looking": record(uses=["Basis.x", "Basis.looking_at"])} | {f"r{i}": record() for i in range(50)}
+    stats = stats_with(docs, ref)
+    assert stats.evidence_specificity("Basis.x") == 0.0 < stats.member_specificity("Basis.x")
+    assert stats.evidence_specificity("Basis.looking_at") == stats.member_specificity("Basis.looking_at") > 0.7
+    code = "func rotate_by(b: Basis, v: float) -> Basis:\n    var r := Basis()\n    return r.rotated(b.x, v)\n"
+    values, basis = features(stats, code, docs["looking"])
+    assert values["api_code"] == 0.0  # the gyro's `rotated` and a player's `looking_at` share only `Basis.x`
+
+
 def test_a_shared_callback_weighs_its_specificity_and_shared_api_counts_in_a_matching_context():
     ref = reference()
     docs = {f"r{i}": record(uses=["Node.get_node"], callbacks=["_ready"]) for i in range(50)}

@@ -59,6 +59,16 @@ class ClassReference:
                 return owner, info
         return None
 
+    def component(self, api: str) -> bool:
+        """Whether `Class.member` is a coordinate of a built-in value type: a one-letter property of a class with no
+        parent (`Vector3.x`, `Basis.z`, `Color.r`, `Plane.d`). Every vector and colour has them, so sharing one says
+        nothing about what two pieces of code do (a gyro's `Basis.rotated` and a player's `Basis.looking_at`)."""
+        cls, _, name = api.partition(".")
+        info = self.classes.get(cls)
+        if len(name) != 1 or info is None or info.get("inherits"):
+            return False
+        return (info["members"].get(name) or {}).get("kind") == "property"
+
     def related(self, a: str, b: str | None) -> bool:
         """Whether one class is the other or an ancestor of it (no class is related to nothing)."""
         return a in self.lineage(b) or b in self.lineage(a)

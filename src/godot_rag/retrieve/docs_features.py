@@ -111,6 +111,13 @@ class DocsApiStats:
         hub = GENERIC_MEMBER_SHARE if not api.startswith("@") and self.generic(api.split(".", 1)[0]) else 1.0
         return round(self._idf(self.member_records.get(api, 0)) * chunk * hub, RATIO_DIGITS)
 
+    def evidence_specificity(self, api: str) -> float:
+        """A shared member's weight as a guide's evidence: its specificity, but none for a coordinate of a value type
+        (`Basis.x`, `Color.r`). Resolved uses of `.x` are rare only because most are untyped, so it would look specific,
+        and a guide that shares only coordinates is about something else (a player's `Basis.looking_at` for a gyro's
+        `Basis.rotated`). A class page's entry of them keeps `member_specificity`: it does document them."""
+        return 0.0 if self.ref.component(api) else self.member_specificity(api)
+
     def code_api_names(self, code: str, declared: frozenset[str]) -> frozenset[str]:
         """The names a record's code uses that Godot 4 has (classes, members, globals), less what it declares:
         a copy of the code keeps them (remembered per code: a record comes back for many queries)."""
@@ -327,8 +334,8 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready` weighs ~0.
     shared_callbacks = sorted(callback_key(f) for f in side.callbacks & set(api["code_callbacks"]))
     values = {
-        "api_code": round(sum(stats.member_specificity(a) for a in shared_code), RATIO_DIGITS),
-        "api_prose": round(sum(stats.member_specificity(a) for a in shared_prose), RATIO_DIGITS),
+        "api_code": round(sum(stats.evidence_specificity(a) for a in shared_code), RATIO_DIGITS),
+        "api_prose": round(sum(stats.evidence_specificity(a) for a in shared_prose), RATIO_DIGITS),
         "shared_global": round(sum(stats.member_specificity(a) for a in shared_globals), RATIO_DIGITS),
         "shared_callback": round(sum(stats.member_specificity(a) for a in shared_callbacks), RATIO_DIGITS),
         "shared_class": round(sum(stats.class_specificity(c) for c in shared_classes), RATIO_DIGITS),
@@ -343,8 +350,8 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     }
     # The rubric's "in a matching context": shared API counted for the share of the record's classes that fit the chunk's.
     values["api_in_context"] = round((values["api_code"] + values["api_prose"]) * (1.0 - values["incompatible"]), RATIO_DIGITS)
-    basis = {"shared_api": [{"api": a, "specificity": stats.member_specificity(a), "from": "code"} for a in shared_code]
-             + [{"api": a, "specificity": stats.member_specificity(a), "from": "prose"} for a in shared_prose],
+    basis = {"shared_api": [{"api": a, "specificity": stats.evidence_specificity(a), "from": "code"} for a in shared_code]
+             + [{"api": a, "specificity": stats.evidence_specificity(a), "from": "prose"} for a in shared_prose],
              "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
              "shared_callbacks": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_callbacks],
              "shared_classes": shared_classes, "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
