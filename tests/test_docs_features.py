@@ -89,6 +89,7 @@ def test_a_coordinate_of_a_value_type_is_no_evidence():
     code = "func rotate_by(b: Basis, v: float) -> Basis:\n    var r := Basis()\n    return r.rotated(b.x, v)\n"
     values, basis = features(stats, code, docs["looking"])
     assert values["api_code"] == 0.0  # the gyro's `rotated` and a player's `looking_at` share only `Basis.x`
+    assert basis["shared_api"] == [{"api": "Basis.x", "specificity": 0.0, "from": "code", "coordinate": True}]
 
 
 def test_a_shared_callback_weighs_its_specificity_and_shared_api_counts_in_a_matching_context():

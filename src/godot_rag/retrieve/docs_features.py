@@ -350,8 +350,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     }
     # The rubric's "in a matching context": shared API counted for the share of the record's classes that fit the chunk's.
     values["api_in_context"] = round((values["api_code"] + values["api_prose"]) * (1.0 - values["incompatible"]), RATIO_DIGITS)
-    basis = {"shared_api": [{"api": a, "specificity": stats.evidence_specificity(a), "from": "code"} for a in shared_code]
-             + [{"api": a, "specificity": stats.evidence_specificity(a), "from": "prose"} for a in shared_prose],
+    basis = {"shared_api": [shared_entry(stats, a, "code") for a in shared_code] + [shared_entry(stats, a, "prose") for a in shared_prose],
              "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
              "shared_callbacks": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_callbacks],
              "shared_classes": shared_classes, "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
@@ -359,6 +358,12 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
              "foreign_class": {"class": foreign[0], "specificity": foreign[1]} if foreign else None,
              "native_code": native_code(rec), "native_page": native_page(stats, rec), "foreign_section": foreign_section(stats, side, rec)}
     return values, basis
+
+
+def shared_entry(stats: DocsApiStats, api: str, source: str) -> dict:
+    """One shared member as the trace shows it: its weight as evidence, and `coordinate` when that is why it weighs 0."""
+    return {"api": api, "specificity": stats.evidence_specificity(api), "from": source} | (
+        {"coordinate": True} if stats.ref.component(api) else {})
 
 
 def foreign_section(stats: DocsApiStats, side: ChunkSide, rec: dict) -> dict | None:

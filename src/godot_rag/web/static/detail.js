@@ -237,7 +237,7 @@ function guideModelSection(m) {
       + (m.copy_unanchored ? " · its code matches the chunk's lines only through their frame (keywords, signatures, the author's names): no copy" : "")
       + (m.nothing_shared ? " · rejected: it shares no API, class or callback with the chunk, only the likeness of its text" : "") }),
     table(["feature", "value", "weight", "contribution"], rows),
-    shared.length ? table(["shared API", "specificity"], shared.map((a) => [a.api, num(a.specificity, 4)])) : el("p", { class: "muted", text: "no shared API" }),
+    shared.length ? table(["shared API", "specificity"], shared.map((a) => [a.coordinate ? `${a.api} (a coordinate)` : a.api, num(a.specificity, 4)])) : el("p", { class: "muted", text: "no shared API" }),
     (m.strangers || []).length ? el("p", { text: `classes foreign to the chunk's: ${m.strangers.join(", ")}`
       + (m.foreign_class ? ` (the most specific: ${m.foreign_class.class}, ${num(m.foreign_class.specificity, 4)})` : "") }) : null,
     m.foreign_section ? el("p", { text: `the record is of ${m.foreign_section.section}, whose own classes (${m.foreign_section.classes.join(", ")}) neither the chunk nor its project uses: a contradiction` }) : null,
