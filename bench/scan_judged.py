@@ -15,6 +15,13 @@ the scans before `nothing_shared` accepted with every shared feature 0, drawn at
 
     python bench/scan_judged.py OUT/chunks.jsonl --judged bench/judged/judged_docs.dialogue_manager.jsonl \
         --prefix dialogue_manager --before BEFORE/chunks.jsonl
+
+`judged_docs.other_authors.random.jsonl` grades a simple random sample of what F accepted on four other authors'
+projects, pairs no other grade file held: 90 guides (30 of Orama-Interactive/Pixelorama at 7888c607f, 20 each of the
+three above) and 30 class-reference entries over all four, at most one pair per chunk. Its `group` field is the
+group F gave the record. It reads alone (the other files were drawn from what a change removed or kept):
+
+    python bench/scan_judged.py OUT/chunks.jsonl --judged bench/judged/judged_docs.other_authors.random.jsonl --prefix pixelorama
 """
 import argparse
 import json
@@ -22,7 +29,7 @@ from collections import Counter
 
 ap = argparse.ArgumentParser()
 ap.add_argument("chunks")
-ap.add_argument("--judged", required=True)
+ap.add_argument("--judged", required=True, action="append", help="a grade file; repeat it (a later file wins on a pair)")
 ap.add_argument("--prefix", default="pandora")
 ap.add_argument("--before", default=None)
 args = ap.parse_args()
@@ -51,7 +58,7 @@ def figures(pairs: dict[tuple[str, str], str], grades: dict[tuple[str, str], int
     return out
 
 
-grades = {(d["query_id"], d["record_id"]): d["grade"] for d in map(json.loads, open(args.judged))}
+grades = {(d["query_id"], d["record_id"]): d["grade"] for f in args.judged for d in map(json.loads, open(f))}
 after = accepted(args.chunks)
 report = {"accepted": figures(after, grades)}
 if args.before:
