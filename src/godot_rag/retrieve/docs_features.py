@@ -331,7 +331,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     fit = class_fit(stats, side, rec_classes, record_page(rec))
     topic, strangers = fit["topic"], fit["strangers"]
     foreign = max(((c, stats.class_specificity(c)) for c in strangers), key=lambda x: (x[1], x[0]), default=None)
-    # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready` weighs ~0.
+    # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready` weighs less (0.30).
     shared_callbacks = sorted(callback_key(f) for f in side.callbacks & set(api["code_callbacks"]))
     values = {
         "api_code": round(sum(stats.evidence_specificity(a) for a in shared_code), RATIO_DIGITS),
