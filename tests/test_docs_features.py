@@ -77,9 +77,9 @@ def test_a_coordinate_of_a_value_type_is_no_evidence():
                                         "looking_at": method("Basis")}}
     ref.classes["SegmentShape2D"] = {"inherits": "Node", "page": "classes/class_segmentshape2d",
                                      "members": {"a": {"kind": "property", "type": "Vector2"}}}
-    assert ref.component("Basis.x")
+    assert ref.coordinate("Basis.x")
     # A method, a class with a parent, and a name the class lacks are no coordinates.
-    assert not ref.component("Basis.rotated") and not ref.component("SegmentShape2D.a") and not ref.component("Basis.q")
+    assert not ref.coordinate("Basis.rotated") and not ref.coordinate("SegmentShape2D.a") and not ref.coordinate("Basis.q")
     # Resolved uses of `.x` are rare in the docs (most are untyped), which would make it look specific: as a guide's
     # evidence it weighs nothing; a class page's entry of it keeps its specificity (the entry does document it).
     docs = {"looking": record(uses=["Basis.x", "Basis.looking_at"])} | {f"r{i}": record() for i in range(50)}

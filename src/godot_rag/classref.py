@@ -59,7 +59,7 @@ class ClassReference:
                 return owner, info
         return None
 
-    def component(self, api: str) -> bool:
+    def coordinate(self, api: str) -> bool:
         """Whether `Class.member` is a coordinate of a built-in value type: a one-letter property of a class with no
         parent (`Vector3.x`, `Basis.z`, `Color.r`, `Plane.d`). Every vector and colour has them, so sharing one says
         nothing about what two pieces of code do (a gyro's `Basis.rotated` and a player's `Basis.looking_at`)."""

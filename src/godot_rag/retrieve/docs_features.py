@@ -116,7 +116,7 @@ class DocsApiStats:
         (`Basis.x`, `Color.r`). Resolved uses of `.x` are rare only because most are untyped, so it would look specific,
         and a guide that shares only coordinates is about something else (a player's `Basis.looking_at` for a gyro's
         `Basis.rotated`). A class page's entry of them keeps `member_specificity`: it does document them."""
-        return 0.0 if self.ref.component(api) else self.member_specificity(api)
+        return 0.0 if self.ref.coordinate(api) else self.member_specificity(api)
 
     def code_api_names(self, code: str, declared: frozenset[str]) -> frozenset[str]:
         """The names a record's code uses that Godot 4 has (classes, members, globals), less what it declares:
@@ -363,7 +363,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
 def shared_entry(stats: DocsApiStats, api: str, source: str) -> dict:
     """One shared member as the trace shows it: its weight as evidence, and `coordinate` when that is why it weighs 0."""
     return {"api": api, "specificity": stats.evidence_specificity(api), "from": source} | (
-        {"coordinate": True} if stats.ref.component(api) else {})
+        {"coordinate": True} if stats.ref.coordinate(api) else {})
 
 
 def foreign_section(stats: DocsApiStats, side: ChunkSide, rec: dict) -> dict | None:
