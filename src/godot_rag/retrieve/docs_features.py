@@ -333,9 +333,10 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     foreign = max(((c, stats.class_specificity(c)) for c in strangers), key=lambda x: (x[1], x[0]), default=None)
     # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready` weighs less (0.30).
     shared_callbacks = sorted(callback_key(f) for f in side.callbacks & set(api["code_callbacks"]))
+    shared_api = [shared_entry(stats, a, "code") for a in shared_code] + [shared_entry(stats, a, "prose") for a in shared_prose]
     values = {
-        "api_code": round(sum(stats.evidence_specificity(a) for a in shared_code), RATIO_DIGITS),
-        "api_prose": round(sum(stats.evidence_specificity(a) for a in shared_prose), RATIO_DIGITS),
+        "api_code": round(sum(e["specificity"] for e in shared_api if e["from"] == "code"), RATIO_DIGITS),
+        "api_prose": round(sum(e["specificity"] for e in shared_api if e["from"] == "prose"), RATIO_DIGITS),
         "shared_global": round(sum(stats.member_specificity(a) for a in shared_globals), RATIO_DIGITS),
         "shared_callback": round(sum(stats.member_specificity(a) for a in shared_callbacks), RATIO_DIGITS),
         "shared_class": round(sum(stats.class_specificity(c) for c in shared_classes), RATIO_DIGITS),
@@ -350,7 +351,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     }
     # The rubric's "in a matching context": shared API counted for the share of the record's classes that fit the chunk's.
     values["api_in_context"] = round((values["api_code"] + values["api_prose"]) * (1.0 - values["incompatible"]), RATIO_DIGITS)
-    basis = {"shared_api": [shared_entry(stats, a, "code") for a in shared_code] + [shared_entry(stats, a, "prose") for a in shared_prose],
+    basis = {"shared_api": shared_api,
              "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
              "shared_callbacks": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_callbacks],
              "shared_classes": shared_classes, "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
