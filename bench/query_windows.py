@@ -1,8 +1,9 @@
-"""How the query's windows are encoded, measured three ways on the eval chunks: as `retrieve` does (all of a
-chunk's windows in one padded batch), one window at a time (no padding: a chunk's last window is often
-short), and the first window only. Per way: the encoder's CPU per chunk with more than one window and over
-all chunks, the query vector's cosine with today's, and how many F answers change on the multi-window
-chunks of realcode_godot4.dev (which records come back, or their order).
+"""How the query's windows are encoded, measured three ways on the eval chunks: as the records are (all of a
+chunk's windows in one padded batch, `Embedder.encode`), one window at a time as `retrieve` does
+(`Embedder.encode_query`: no padding, and a chunk's last window is often short), and the first window only.
+Per way: the encoder's CPU per chunk with more than one window and over all chunks, the query vector's cosine
+with the batched one, and how many F answers change against retrieve's own on the multi-window chunks of
+realcode_godot4.dev (which records come back, or their order).
 
 The int8 graph quantizes each batch's activations as a whole, so padding moves the vector: a way that
 changes it changes answers, and would need the judged figures measured again.
@@ -40,7 +41,7 @@ def main() -> None:
 
     ways = {
         "one_batch": lambda t: emb.encode([t])[0],
-        "one_by_one": lambda t: unit(np.sum([model.encode([w], 1)[0] for w in emb.windows(t)], axis=0)),
+        "one_by_one": lambda t: emb.encode_query(t)[0],
         "first_window": lambda t: unit(model.encode([emb.windows(t)[0]], 1)[0]),
     }
     multi = [t for t in texts if emb.window_count(t) > 1]
@@ -76,21 +77,20 @@ def answers_changed(ways) -> dict:
     r.warm(cfg)
     emb = r.embedder
     chunks = [t for t in read("realcode_godot4.dev") if emb.window_count(t) > 1]
-    plain = Embedder.encode
+    plain = Embedder.encode_query
 
     def answers():
         return [[(c.table, c.id, c.verdict) for c in r.retrieve(t, "F", cfg, explain=False).results] for t in chunks]
 
-    today = answers()
+    today = answers()  # one window at a time
     out = {"chunks": len(chunks)}
-    for name in ("one_by_one", "first_window"):
+    for name in ("one_batch", "first_window"):
         way = ways[name]
-        Embedder.encode = lambda self, texts, progress=None, way=way: (
-            np.array([way(t or " ") for t in texts]) if len(texts) == 1 else plain(self, texts, progress))
+        Embedder.encode_query = lambda self, text, way=way: (way(text or " "), self.window_count(text or " "))
         try:
             other = answers()
         finally:
-            Embedder.encode = plain
+            Embedder.encode_query = plain
         out[name] = {"changed": sum(a != b for a, b in zip(today, other)),
                      "records_changed": sum(set(a) != set(b) for a, b in zip(today, other))}
     return out

@@ -110,6 +110,22 @@ def test_windowed_encoding_covers_long_text(embedder):
     assert float(v_win @ v_tail) > float(t_win @ v_tail)  # the window-mean sees the tail; truncation cannot
 
 
+def test_a_query_encodes_its_windows_one_at_a_time(embedder):
+    """A one-window query gets the very vector the records' batched encoding gives; a longer one the unit mean of its
+    windows each encoded alone (no padding of its short last window), close to the batched mean."""
+    import numpy as np
+
+    short = "func _ready():\n\tposition = position.clamp(Vector2.ZERO, screen_size)\n"
+    vector, windows = embedder.encode_query(short)
+    assert windows == 1 and np.array_equal(vector, embedder.encode([short])[0])
+    long = "func a():\n    pass\n" * 150 + "position = position.clamp(Vector2.ZERO, screen_size)\n" * 20
+    vector, windows = embedder.encode_query(long)
+    assert windows == embedder.window_count(long) > 1
+    alone = np.sum([embedder.encode([w])[0] for w in embedder.windows(long)], axis=0)
+    assert np.allclose(vector, alone / np.linalg.norm(alone), atol=1e-6)
+    assert 0.98 < float(vector @ embedder.encode([long])[0]) < 1.0
+
+
 def test_unreachable_dsn():
     db = Database(dsn="postgresql://nobody@127.0.0.1:1/none")
     with pytest.raises(StoreUnavailable, match="unreachable"):

@@ -2,6 +2,8 @@
 cosine list per table."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..store import queries
 from .context import Pool, QueryContext
 from .prefilter import drop_absent
@@ -12,8 +14,9 @@ from .types import Candidate
 
 def run_embed_query(ctx: QueryContext, pool: Pool) -> Pool:
     embedder = ctx.ensure_loaded("embedder", ctx.retriever.embedder, model=ctx.retriever.embedder.key)
-    ctx.vectors = embedder.encode(ctx.dense_texts)
-    ctx.note(model=embedder.key, texts=len(ctx.dense_texts), windows=[embedder.window_count(t) for t in ctx.dense_texts])
+    encoded = [embedder.encode_query(t) for t in ctx.dense_texts]
+    ctx.vectors = np.stack([vector for vector, _ in encoded])
+    ctx.note(model=embedder.key, texts=len(ctx.dense_texts), windows=[n for _, n in encoded])
     return pool
 
 
