@@ -545,3 +545,33 @@ def test_a_guide_that_shares_nothing_with_a_chunk_that_uses_api_is_rejected():
     c = Candidate.of_record("docs_chunks", "tutorials/page#2", shares, 1.0, 1, "bm25")
     out, reasons = verdict(uses_api)
     assert out["accepted"] and not out.get("nothing_shared")
+
+
+def test_the_validator_rejects_a_guide_that_repeats_one_retrieved_before_it(retriever, monkeypatch):
+    """`same_evidence` runs in F's validator on Godot 4 code: with a model lenient enough to accept both records of
+    the tutorial's page, the one that shows nothing the first does not show is rejected. Godot 3 code keeps both,
+    and `--set same_evidence=false` turns it off."""
+    import dataclasses
+
+    from conftest import REFERENCE_CHUNK
+    from godot_rag.retrieve.config import RetrieveConfig
+
+    model, stats = retriever.guide_model()
+    lenient = dataclasses.replace(model, threshold=0.2)
+    monkeypatch.setattr(retriever, "guide_model", lambda: (lenient, stats))
+    first, second = "getting_started/demo/coding_the_player#000", "getting_started/demo/coding_the_player#001"
+
+    def guides(chunk, **settings):
+        res = retriever.retrieve(chunk, "F", RetrieveConfig(copy_source_share=0.0, **settings))
+        return ([c.id for c in res.by_table("docs_chunks") if c.group == "guides"],
+                {c.id: c.info("validate") for c in res.rejected if c.table == "docs_chunks"})
+
+    # Without the clamp line the second record shows only `Vector2.ZERO`, which the first shows too.
+    head = REFERENCE_CHUNK.split("\n\tposition")[0] + "\n"
+    assert guides(head, same_evidence=False)[0] == [first, second]
+    kept, rejected = guides(head)
+    assert kept == [first] and rejected[second].rules == ["same_evidence"] and rejected[second].repeats == first
+    assert rejected[second].reasons == [f"shows nothing of the chunk that the record of its page {first}, retrieved "
+                                        "before it, does not show too: the same evidence again"]
+    # Godot 3 code (`yield` is gone in Godot 4): the pages are not compared.
+    assert guides(head + "\tyield(get_tree(), \"idle_frame\")\n")[0] == [first, second]

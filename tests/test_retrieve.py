@@ -306,6 +306,59 @@ def test_a_chunk_copied_from_a_guide_has_that_page_as_its_evidence():
     assert all(info["accepted"] for _, info in docs2)
 
 
+def _guide(page: str, api: list[str], lines: list[int], classes: list[str] = (), p: float = 0.6, **info):
+    """An accepted guide's validate info as the validator leaves it, with the model's basis."""
+    c = Candidate(table="docs_chunks", id=f"{page}#000", payload={"content": "", "metadata": {"page_path": page}})
+    model = {"p": p, "shared_api": [{"api": a, "specificity": 0.5, "from": "code"} for a in api], "shared_globals": [],
+             "shared_callbacks": [], "shared_classes": list(classes)}
+    return c, {"accepted": True, "page_class": None, "model": model, "clone_lines": lines, "rules": [], "reasons": [],
+               "evidence": [], **info}
+
+
+def test_a_guide_that_shows_nothing_new_is_the_same_evidence_again():
+    from godot_rag.retrieve.docs_evidence import same_evidence_overrules
+
+    move = ["Input.is_action_pressed", "CharacterBody3D.move_and_slide"]
+    # A tutorial's step pages repeat its script: the page retrieved first stays, a later one showing no more goes,
+    # whatever the model's P(direct) says of it.
+    step3 = _guide("tutorials/first_3d_game/03", move, [3, 4], ["CharacterBody3D"], p=0.5)
+    step7 = _guide("tutorials/first_3d_game/07", move[:1], [4], ["CharacterBody3D"], p=0.9)
+    # A page that shows one more line of the chunk adds to it, and one that shows one more shared member too.
+    step9 = _guide("tutorials/first_3d_game/09", move, [3, 4, 8], ["CharacterBody3D"])
+    physics = _guide("tutorials/physics/intro", [*move, "Vector3.UP"], [], ["CharacterBody3D"])
+    # A class page documents the members themselves: kept, though it shows nothing more.
+    entry = _guide("classes/class_input", move[:1], [])
+    entry[1]["page_class"] = "Input"
+    docs = [step3, step7, step9, physics, entry]
+    same_evidence_overrules(docs)
+    assert [info["accepted"] for _, info in docs] == [True, False, True, True, True]
+    assert step7[1]["repeats"] == "tutorials/first_3d_game/03" and step7[1]["rules"] == ["same_evidence"]
+    assert step7[1]["reasons"] == ["shows nothing of the chunk that the page tutorials/first_3d_game/03, retrieved "
+                                   "before it, does not show too: the same evidence again"]
+    # Pages are compared whole: two records that each show part of what an earlier page shows, and together more,
+    # keep their page; a third record of that page that shows nothing its first one does not goes.
+    earlier = _guide("tutorials/a", move[:1], [3])
+    b1, b2, b3 = (_guide("tutorials/b", api, lines) for api, lines in ((move[:1], [3]), (move[1:], []), (move[:1], [])))
+    for i, (c, _) in enumerate((b1, b2, b3)):
+        c.id = f"tutorials/b#00{i}"
+    docs = [earlier, b1, b2, b3]
+    same_evidence_overrules(docs)
+    assert [info["accepted"] for _, info in docs] == [True, True, True, False]
+    assert b3[1]["repeats"] == "tutorials/b#000" and "the record of its page tutorials/b#000" in b3[1]["reasons"][0]
+    # Names either side chose are no evidence, so a guide that shares only those besides is the same evidence;
+    # a rejected guide shows nothing to compare with.
+    named = _guide("tutorials/d", move[:1], [3], evidence=["score_label"])
+    rejected = _guide("tutorials/e", [*move, "Vector3.UP"], [3, 4], accepted=False)
+    docs = [rejected, earlier, named]
+    same_evidence_overrules(docs)
+    assert [info["accepted"] for _, info in docs] == [False, True, False] and named[1]["repeats"] == "tutorials/a"
+    # The page the chunk copies goes first and stays; an earlier page that shows no more than it goes.
+    early = _guide("tutorials/f", move[:1], [3])
+    copied = _guide("tutorials/copied", move, [3, 4, 5], copy_source=True)
+    same_evidence_overrules(docs := [early, copied])
+    assert [info["accepted"] for _, info in docs] == [False, True] and early[1]["repeats"] == "tutorials/copied"
+
+
 def test_segments_and_code_clone_match():
     segs = split_segments("extends Node\n\nfunc a():\n    pass\n    pass\n\nfunc b():\n    return 1\n    return 2")
     assert len(segs) == 2 and segs[1].startswith("func b")

@@ -74,6 +74,10 @@ class RetrieveConfig(BaseModel):
     copy_source_share: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False, strict=True,
                                      description="F: a guide page whose code holds this share of the chunk's code is the "
                                                  "copied page; guides that add nothing to it are rejected (0 turns it off)")
+    same_evidence: StrictBool = Field(True, description="F: a guide that shows the chunk nothing (shared API, globals, "
+                                      "callbacks, classes, matched code lines) that an accepted guide retrieved before it "
+                                      "does not show too is rejected as the same evidence again (rule same_evidence; not in Godot 3 "
+                                      "code)")
     min_api_specificity: Share = Field(0.16, description="F: a class-reference entry whose resolved uses are all less "
                                        "specific than this (corpus use counts: Node.get_node 0.14, Node.add_child 0.13) is "
                                        "rejected as generic (rule generic_api); 0 turns it off")

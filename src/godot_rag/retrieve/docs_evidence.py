@@ -419,6 +419,58 @@ def copied_page_overrules(v: ValidationContext, docs: list[tuple[Candidate, dict
                                "this record shows nothing of the chunk that page does not")
 
 
+def model_shown(info: dict) -> frozenset[tuple[str, str | int]]:
+    """What an accepted guide shows of the chunk, as the guide model weighed it: the API, globals, callbacks and
+    classes both share, and the chunk's code lines its code matches. Names either side chose are no evidence, so
+    they are not counted (`_shown_names` counts them against a copied page, whose lines the chunk holds)."""
+    m = info["model"] or {}
+    return frozenset([("api", e["api"]) for e in m.get("shared_api") or []]
+                     + [("global", e["api"]) for e in m.get("shared_globals") or []]
+                     + [("callback", e["api"]) for e in m.get("shared_callbacks") or []]
+                     + [("class", c) for c in m.get("shared_classes") or []]
+                     + [("line", n) for n in info["clone_lines"] or []])
+
+
+def same_evidence_overrules(docs: list[tuple[Candidate, dict]]) -> None:
+    """A guide page whose accepted records show the chunk nothing (`model_shown`) that one page retrieved before it
+    does not show too is the same evidence again (a tutorial's steps repeat its script; two manual pages show the
+    same call), and so is a record that shows nothing another record of its page retrieved before it does not:
+    they are rejected (rule `same_evidence`; `repeats` names that page, or that record). Pages are compared whole,
+    so the page a Godot 3 chunk was written from keeps its records where another page shows one of its lines.
+    `docs` is in retrieval order; a page the chunk copies goes first and stays. Class-reference records stay:
+    they document the members themselves. Changes `docs`' infos in place."""
+    pages: dict[str, list[tuple[Candidate, dict, frozenset]]] = {}
+    for c, info in docs:
+        if info["accepted"] and info["page_class"] is None and info["model"]:
+            pages.setdefault(c.page or c.id, []).append((c, info, model_shown(info)))
+    order = sorted(pages, key=lambda p: not any(info.get("copy_source") for _, info, _ in pages[p]))  # stable
+    whole = {p: frozenset().union(*(shown for _, _, shown in pages[p])) for p in pages}
+    kept: list[str] = []
+    for page in order:
+        copied = any(info.get("copy_source") for _, info, _ in pages[page])
+        earlier = None if copied else next((k for k in kept if whole[page] <= whole[k]), None)
+        if earlier is not None:
+            for _, info, _ in pages[page]:
+                _repeats(info, earlier, "page")
+            continue
+        kept.append(page)
+        shown_before: list[tuple[Candidate, frozenset]] = []
+        for c, info, shown in pages[page]:
+            first = None if info.get("copy_source") else next((k for k, s in shown_before if shown <= s), None)
+            if first is None:
+                shown_before.append((c, shown))
+            else:
+                _repeats(info, first.id, "record of its page")
+
+
+def _repeats(info: dict, what: str, kind: str) -> None:
+    info["accepted"] = False
+    info["repeats"] = what
+    info["rules"] = [*info.get("rules", []), "same_evidence"]
+    info["reasons"].append(f"shows nothing of the chunk that the {kind} {what}, retrieved before it, does not show "
+                           "too: the same evidence again")
+
+
 def other_members_overruled(v: ValidationContext, docs: list[tuple[Candidate, dict]]) -> None:
     """A class page's section that names the chunk's API only in other members' entries (`members_unused`:
     `add_icon_radio_check_item` saying "see set_item_checked") shows the page's topic, not the chunk's API. When

@@ -258,6 +258,7 @@ class ValidateInfo(StageInfo):
     clone_lines: list[int] | None = None  # docs_chunks: the chunk's lines (1-based) the record's code matches
     copy_source: bool | None = None  # docs_chunks: the record's page is one the chunk copies
     copied_from: str | None = None  # docs_chunks: the page the chunk copies, which already shows this record's evidence
+    repeats: str | None = None  # guides: the page (or record of its page) retrieved before it that shows all it shows (same_evidence)
     model: dict[str, Any] | None = None  # guides: the fitted model's features, contributions, P(direct) and threshold
     cosine: float | None = None  # docs_chunks: the chunk's and the record's cosine (read for a record only BM25 found)
 

@@ -54,6 +54,7 @@ from .docs_evidence import (
     docs_evidence,
     long_rare_names,
     other_members_overruled,
+    same_evidence_overrules,
 )
 from .docs_features import ChunkSide, DocsApiStats, GuideModel, chunk_side, missing_cosines
 from .prefilter import absent_reason, source_absent
@@ -112,6 +113,7 @@ class ValidationContext(ChunkScope):
     min_idf: float = 5.0
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
+    same_evidence: bool = True  # a guide that shows nothing a guide trusted more does not is rejected (same_evidence_overrules)
     min_api_specificity: float = 0.0  # a class-reference entry of only less specific uses is generic (0: off; the setting's default is RetrieveConfig's)
     docs: DocsEvidenceSettings = DOCS_EVIDENCE
     mapping_confidence: MappingConfidence = field(default_factory=lambda: MappingConfidence.of(RetrieveConfig()))
@@ -291,6 +293,10 @@ def validate(v: ValidationContext, candidates: list[Candidate], occurrences: Occ
     docs = [(c, docs_evidence(v, c)) for c in candidates if c.table == "docs_chunks"]
     copied_page_overrules(v, docs)
     other_members_overruled(v, docs)
+    # In Godot 3 code a guide's Godot 4 code may be the chunk's own in its new form, sharing little more than
+    # another page does (the renamed API is not shared): there the pages are not compared.
+    if v.same_evidence and not (v.version is not None and v.version.godot3):
+        same_evidence_overrules(docs)
     infos = {id(c): info for c, info in docs}
     for c in candidates:
         if c.table == "api_mapping":
@@ -330,6 +336,7 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.bm25.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
+                             same_evidence=ctx.cfg.same_evidence,
                              min_api_specificity=ctx.cfg.min_api_specificity,
                              renamed_classes=r.renames().classes, code_renames=r.renames().code, context=ctx.context,
                              mapping_confidence=MappingConfidence.of(ctx.cfg),

@@ -274,7 +274,7 @@ export function renderRecord(container, rec, journey, chunk, gold) {
   if (v) {
     right.append(section("Validator", el("p", {}, el("span", { class: v.accepted ? "v-accept" : "v-reject", text: v.verdict }),
       ` · confidence ${num(v.confidence, 3)}` + (v.support != null ? ` · support ${num(v.support)} against ${num(v.against)} · strong ${v.strong}` : "") + (v.page_class ? ` · page of class ${v.page_class}` : "")
-      + (v.copy_source ? " · the chunk copies this page" : "") + (v.copied_from ? ` · the chunk copies ${v.copied_from}` : "")),
+      + (v.copy_source ? " · the chunk copies this page" : "") + (v.copied_from ? ` · the chunk copies ${v.copied_from}` : "") + (v.repeats ? ` · ${v.repeats} shows all this shows` : "")),
       v.reasons.length ? el("ul", { class: "reasons" }, ...v.reasons.map((r) => el("li", { text: r }))) : null,
       v.evidence.length ? table(["direct evidence", "kind", "weight", "chunk line"], v.evidence.map((e) => [e.literal, e.kind, e.weight != null ? num(e.weight) : "", e.chunk_line ?? ""])) : el("p", { class: "muted", text: "no direct evidence" }),
       v.contradictions.length ? table(["contradiction", "near miss of", "weight", "in code"], v.contradictions.map((c) => typeof c === "string" ? [c, "", "", ""] : [c.literal, c.near_miss_of || "", c.weight != null ? num(c.weight) : "", c.in_code == null ? "" : c.in_code ? "yes" : "no"])) : null));
