@@ -40,7 +40,7 @@ import time, sys, json
 t0 = time.perf_counter()
 from godot_rag.retrieve.pipeline import Retriever
 from godot_rag.store.db import Database
-r = Retriever(Database(data_dir=sys.argv[1]))
+r = Retriever(Database(data_dir=sys.argv[1] or None))  # "": the default data dir
 r.conn()
 t1 = time.perf_counter()
 res = r.retrieve(sys.argv[2], "F", explain=False)
@@ -62,7 +62,7 @@ def chunks():
 
 
 def cold(sample: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", COLD, str(args.data_dir), sample], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", COLD, args.data_dir or "", sample], capture_output=True, text=True)
     if out.returncode:
         return {"error": out.stderr[-800:]}
     return json.loads(out.stdout.strip().splitlines()[-1])
