@@ -435,10 +435,10 @@ def same_evidence_overrules(docs: list[tuple[Candidate, dict]]) -> None:
     """A guide page whose accepted records show the chunk nothing (`model_shown`) that one page retrieved before it
     does not show too is the same evidence again (a tutorial's steps repeat its script; two manual pages show the
     same call), and so is a record that shows nothing another record of its page retrieved before it does not:
-    they are rejected (rule `same_evidence`; `repeats` names that page, or that record). Pages are compared whole,
-    so the page a Godot 3 chunk was written from keeps its records where another page shows one of its lines.
-    `docs` is in retrieval order; a page the chunk copies goes first and stays. Class-reference records stay:
-    they document the members themselves. Changes `docs`' infos in place."""
+    they are rejected (rule `same_evidence`; `repeats` names that page, or that record). Pages are compared whole:
+    one whose records each show a part of what an earlier page shows, and together more, stays. `docs` is in
+    retrieval order; a page the chunk copies goes first and stays. Class-reference records stay: they document the
+    members themselves. Changes `docs`' infos in place."""
     pages: dict[str, list[tuple[Candidate, dict, frozenset]]] = {}
     for c, info in docs:
         if info["accepted"] and info["page_class"] is None and info["model"]:

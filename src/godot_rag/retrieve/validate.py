@@ -113,7 +113,7 @@ class ValidationContext(ChunkScope):
     min_idf: float = 5.0
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
-    same_evidence: bool = True  # a guide that shows nothing a guide trusted more does not is rejected (same_evidence_overrules)
+    same_evidence: bool = True  # a guide showing nothing a guide retrieved before it does not is rejected (same_evidence_overrules)
     min_api_specificity: float = 0.0  # a class-reference entry of only less specific uses is generic (0: off; the setting's default is RetrieveConfig's)
     docs: DocsEvidenceSettings = DOCS_EVIDENCE
     mapping_confidence: MappingConfidence = field(default_factory=lambda: MappingConfidence.of(RetrieveConfig()))
