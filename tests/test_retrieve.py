@@ -357,6 +357,13 @@ def test_a_guide_that_shows_nothing_new_is_the_same_evidence_again():
     copied = _guide("tutorials/copied", move, [3, 4, 5], copy_source=True)
     same_evidence_overrules(docs := [early, copied])
     assert [info["accepted"] for _, info in docs] == [False, True] and early[1]["repeats"] == "tutorials/copied"
+    # A record whose code the chunk copies stays, and so does a guide that shows nothing at all (accepted on its
+    # likeness, for a chunk that uses no API): it repeats nothing.
+    copy = _guide("tutorials/g", move[:1], [3])
+    copy[1]["model"]["copied_code"] = True
+    likeness, likeness2 = _guide("tutorials/h", [], []), _guide("tutorials/i", [], [])
+    same_evidence_overrules(docs := [_guide("tutorials/a", move, [3, 4]), copy, likeness, likeness2])
+    assert all(info["accepted"] for _, info in docs)
 
 
 def test_segments_and_code_clone_match():

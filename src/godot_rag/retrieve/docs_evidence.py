@@ -437,8 +437,10 @@ def same_evidence_overrules(docs: list[tuple[Candidate, dict]]) -> None:
     same call), and so is a record that shows nothing another record of its page retrieved before it does not:
     they are rejected (rule `same_evidence`; `repeats` names that page, or that record). Pages are compared whole:
     one whose records each show a part of what an earlier page shows, and together more, stays. `docs` is in
-    retrieval order; a page the chunk copies goes first and stays. Class-reference records stay: they document the
-    members themselves. Changes `docs`' infos in place."""
+    retrieval order; a page the chunk copies goes first and stays, and so does a record whose code the chunk copies
+    (`copied_code`). A guide that shows nothing at all (the model accepts one on its likeness for a chunk that uses
+    no API) repeats nothing, so it stays too. Class-reference records stay: they document the members themselves.
+    Changes `docs`' infos in place."""
     pages: dict[str, list[tuple[Candidate, dict, frozenset]]] = {}
     for c, info in docs:
         if info["accepted"] and info["page_class"] is None and info["model"]:
@@ -447,8 +449,8 @@ def same_evidence_overrules(docs: list[tuple[Candidate, dict]]) -> None:
     whole = {p: frozenset().union(*(shown for _, _, shown in pages[p])) for p in pages}
     kept: list[str] = []
     for page in order:
-        copied = any(info.get("copy_source") for _, info, _ in pages[page])
-        earlier = None if copied else next((k for k in kept if whole[page] <= whole[k]), None)
+        stays = any(_copied(info) for _, info, _ in pages[page]) or not whole[page]
+        earlier = None if stays else next((k for k in kept if whole[page] <= whole[k]), None)
         if earlier is not None:
             for _, info, _ in pages[page]:
                 _repeats(info, earlier, "page")
@@ -456,11 +458,16 @@ def same_evidence_overrules(docs: list[tuple[Candidate, dict]]) -> None:
         kept.append(page)
         shown_before: list[tuple[Candidate, frozenset]] = []
         for c, info, shown in pages[page]:
-            first = None if info.get("copy_source") else next((k for k, s in shown_before if shown <= s), None)
+            first = None if _copied(info) or not shown else next((k for k, s in shown_before if shown <= s), None)
             if first is None:
                 shown_before.append((c, shown))
             else:
                 _repeats(info, first.id, "record of its page")
+
+
+def _copied(info: dict) -> bool:
+    """The record is of a page the chunk copies, or its code is what the chunk copies."""
+    return bool(info.get("copy_source") or (info["model"] or {}).get("copied_code"))
 
 
 def _repeats(info: dict, what: str, kind: str) -> None:
