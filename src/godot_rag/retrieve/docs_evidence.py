@@ -361,7 +361,7 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
         # A guide: contradictions stay rules; the fitted model (docs_features.py) decides the rest.
         model, ruled = decide_guide(*v.guide_model, v.resolution, v.facts, c, d.clone_ratio, v.copy_source_share,
                                     v.renameable, cosine, v.guide_side, v.code_renames,
-                                    godot3=v.version is not None and bool(v.version.godot3))
+                                    godot3=v.godot3)
         kept = [(name, why) for name, why in zip(fired, reasons) if name in FACT_RULES]
         fired = [name for name, _ in kept] + ([("nothing_shared" if model.get("nothing_shared") else "guide_model")] if ruled else [])
         reasons = [why for _, why in kept] + ruled

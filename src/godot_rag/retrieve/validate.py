@@ -120,6 +120,11 @@ class ValidationContext(ChunkScope):
     guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (docs_features.py)
     cosines: dict[str, float] = field(default_factory=dict)  # docs records only BM25 found -> their cosine
 
+    @property
+    def godot3(self) -> bool:
+        """The chunk has Godot 3 markers (the mappings' Godot 3 uses among them)."""
+        return self.version is not None and bool(self.version.godot3)
+
     @cached_property
     def long_rare_identifiers(self) -> tuple[str, ...]:
         return long_rare_names(self)
@@ -295,7 +300,7 @@ def validate(v: ValidationContext, candidates: list[Candidate], occurrences: Occ
     other_members_overruled(v, docs)
     # In Godot 3 code a guide's Godot 4 code may be the chunk's own in its new form, sharing little more than
     # another page does (the renamed API is not shared): there the pages are not compared.
-    if v.same_evidence and not (v.version is not None and v.version.godot3):
+    if v.same_evidence and not v.godot3:
         same_evidence_overrules(docs)
     infos = {id(c): info for c, info in docs}
     for c in candidates:
