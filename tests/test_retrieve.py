@@ -184,7 +184,7 @@ def test_f_prefilter_changes_no_decision(retriever, monkeypatch):
 
     cfg = RetrieveConfig(k=10, reranker="none")
     on = {chunk: retriever.retrieve(chunk, "F", cfg) for chunk in (GODOT3, GODOT4, REFERENCE_CHUNK)}
-    monkeypatch.setattr(prefilter, "source_absent", lambda facts, payload: False)
+    monkeypatch.setattr(prefilter, "cannot_occur", lambda facts, records, rid: False)
     for chunk, res in on.items():
         off = retriever.retrieve(chunk, "F", cfg)
         dropped = prefilter.dropped_ids(res.trace)
@@ -195,6 +195,39 @@ def test_f_prefilter_changes_no_decision(retriever, monkeypatch):
         for c in off.rejected:
             if c.id in dropped:
                 assert c.reason.startswith(prefilter.absent_reason(records[c.id]["source_api"]))
+
+
+def test_the_prefilter_reads_each_mappings_source_name_once(retriever, monkeypatch):
+    """The prefilter keeps each mapping's source name with the records (`records.derived`): a second query reads
+    no payload for it, and drops what `source_absent` drops."""
+    from godot_rag.retrieve import prefilter
+
+    cfg = RetrieveConfig(k=10, reranker="none")
+    first = retriever.retrieve(GODOT4, "F", cfg)
+    records = retriever.records("api_mapping")
+    names = records.derived["source_name"]
+    assert prefilter.dropped_ids(first.trace) <= set(names)
+    monkeypatch.setattr(prefilter, "source_name", lambda payload: pytest.fail("a source name was read again"))
+    again = retriever.retrieve(GODOT4, "F", cfg)
+    assert _decisions(again) == _decisions(first)
+    assert prefilter.dropped_ids(again.trace) == prefilter.dropped_ids(first.trace)
+
+
+def test_the_union_and_the_fusion_share_the_lists_entries(retriever, monkeypatch):
+    """Each text's list entries (rank and score per list) are worked out once a query, for the union and the
+    fusion both; the answer is the one of working them out twice."""
+    from godot_rag.retrieve import fuse
+
+    cfg = RetrieveConfig(k=10, reranker="none")
+    before = retriever.retrieve(REFERENCE_CHUNK, "D", cfg, explain=True)
+    calls = []
+    real = fuse.list_entries
+    monkeypatch.setattr(fuse, "list_entries", lambda lists, whole=True: calls.append(1) or real(lists, whole))
+    after = retriever.retrieve(REFERENCE_CHUNK, "D", cfg, explain=True)
+    union = next(s.info for s in after.trace.stages if s.stage == "union")
+    texts = sum(union[t]["texts"] for t in cfg.tables if t in union)
+    assert texts > len(cfg.tables) and len(calls) == texts  # the reference chunk has segments: several texts
+    assert [c.model_dump() for c in after.results] == [c.model_dump() for c in before.results]
 
 
 @pytest.mark.parametrize("method", ["maxnorm", "minmax", "zscore", "rrf"])

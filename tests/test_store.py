@@ -126,6 +126,23 @@ def test_a_query_encodes_its_windows_one_at_a_time(embedder):
     assert 0.98 < float(vector @ embedder.encode([long])[0]) < 1.0
 
 
+def test_a_one_window_query_is_tokenized_once(embedder, monkeypatch):
+    """A query that fits one window is tokenized once, for the encoder, not first cut into windows: the same
+    vector and count as before. A longer one is cut as before."""
+    import numpy as np
+
+    model = embedder.load()
+    short = "func _ready():\n\tposition = position.clamp(Vector2.ZERO, screen_size)\n"
+    expected = embedder.encode([short])[0]
+    long = "func a():\n    pass\n" * 150
+    assert model.encode_whole(long) is None
+    monkeypatch.setattr(type(model), "piece_offsets", lambda self, text: pytest.fail("the query was cut into windows"))
+    vector, windows = embedder.encode_query(short)
+    assert windows == 1 and vector.tobytes() == expected.tobytes() and np.isclose(np.linalg.norm(vector), 1.0)
+    with pytest.raises(pytest.fail.Exception):
+        embedder.encode_query(long)
+
+
 def test_unreachable_dsn():
     db = Database(dsn="postgresql://nobody@127.0.0.1:1/none")
     with pytest.raises(StoreUnavailable, match="unreachable"):

@@ -58,3 +58,17 @@ def test_all_query_texts_scored_in_one_product_match_one_by_one():
         assert np.allclose(together[:, i], bm25.score(index, q, weights))
     assert together[:, 0].max() > 0 and not together[:, 2].any()
     assert index.position == {"a": 0, "b": 1, "c": 2, "d": 3}
+
+
+def test_a_chain_starts_where_a_name_starts():
+    """CHAIN_RE finds what `Name(.Name)+` finds scanning from every position (a name after digits included),
+    but tries a chain only where a name starts (the look-behind that keeps it linear in a long name)."""
+    import re
+
+    from godot_rag.gdscript import CHAIN_RE, IDENT
+
+    every_position = re.compile(rf"{IDENT}(?:\.{IDENT})+")
+    for text in ["Vector2.ZERO.x", "9abc.def", "x9abc.def", "_a.b", "12_x.y", "a.b c", "name_without_dot " * 3 + "p.q",
+                 "a..b", "$Sprite2D.play()", "self.position.x = Input.get_axis()"]:
+        assert [m.span() for m in CHAIN_RE.finditer(text)] == [m.span() for m in every_position.finditer(text)]
+    assert CHAIN_RE.pattern.startswith("(?<![A-Za-z_])")

@@ -67,6 +67,14 @@ class PooledBertEncoder:
         """Character offsets of the text's word pieces, without [CLS]/[SEP] and without truncation."""
         return list(self.pieces.encode(text, add_special_tokens=False).offsets)
 
+    def encode_whole(self, text: str) -> np.ndarray | None:
+        """The text's unit vector when it fits one window, else None: `encode([text])` with the text tokenized
+        once (a query is most often one window, and cutting it into windows tokenizes it a second time)."""
+        enc = self.tokenizer.encode(text)
+        if enc.overflowing:
+            return None
+        return self._pooled([enc.ids], [enc.attention_mask])[0]
+
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """Longest first (sentence-transformers' unstable sort; dynamic int8 quantization scales each batch as a
         whole, so batching must match), each batch tokenized and padded."""

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from .bert_dir import PooledBertEncoder
+
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 POOLINGS = ("window-mean", "truncate")
 PRECISIONS = ("int8", "fp32")
@@ -169,6 +171,10 @@ class Embedder:
         >= 0.993 with the batched vector). A one-window query, most of them, gets the very vector `encode` gives.
         Records keep `encode`, so the stored vectors do not move."""
         model = self.load()
+        if self.pooling == "window-mean" and isinstance(model, PooledBertEncoder):
+            whole = model.encode_whole(text or " ")
+            if whole is not None:
+                return _window_mean(whole[None, :], [0], 1)[0], 1
         windows = self.windows(text or " ")
         vecs = np.concatenate([model.encode([w], 1) for w in windows])
         return _window_mean(vecs, [0] * len(windows), 1)[0], len(windows)

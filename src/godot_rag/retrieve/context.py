@@ -70,6 +70,7 @@ class RankedLists:
         self._lists: dict[str, list[dict[str, list[Candidate]]]] = {}
         self._full: dict[tuple[str, int, str], np.ndarray] = {}
         self.retrievers: set[str] = set()
+        self.entries: dict[tuple[str, int], dict] = {}  # (table, text) -> fuse.list_entries of its lists, once
 
     def put(self, table: str, text: int, retriever: str, cands: list[Candidate],
             full_scores: np.ndarray | None = None) -> None:
@@ -79,6 +80,7 @@ class RankedLists:
         while len(per_text) <= text:
             per_text.append({})
         per_text[text][retriever] = cands
+        self.entries.pop((table, text), None)
         if full_scores is not None:
             self._full[(table, text, retriever)] = full_scores
         self.retrievers.add(retriever)

@@ -52,9 +52,11 @@ def _union_info(source: str, entries: Entries) -> UnionInfo:
     return UnionInfo(source=source, inputs={n: ListEntry(rank=r, score=sc) for n, (r, sc) in entries.items()})
 
 
-def union(lists: dict[str, list[Candidate]], prefix: str = "", whole: bool = True) -> list[Candidate]:
+def union(lists: dict[str, list[Candidate]], prefix: str = "", whole: bool = True,
+          seen: dict[str, Entries] | None = None) -> list[Candidate]:
     """One candidate per record, in order of first appearance; each keeps every list's info. `whole`: no
-    list was prefiltered (otherwise each candidate's `rank` is its rank in its full list)."""
+    list was prefiltered (otherwise each candidate's `rank` is its rank in its full list). `seen`: the
+    lists' `list_entries`, when the caller has them."""
     merged: dict[str, Candidate] = {}
     for name in [s for s in SOURCES if s in lists] + [s for s in lists if s not in SOURCES]:
         for c in lists[name]:
@@ -62,7 +64,8 @@ def union(lists: dict[str, list[Candidate]], prefix: str = "", whole: bool = Tru
                 merged[c.id] = c.derive()
             else:
                 merged[c.id].absorb(c)
-    seen = list_entries(lists, whole)
+    if seen is None:
+        seen = list_entries(lists, whole)
     for cid, cand in merged.items():
         entries = seen[cid]
         cand.source = prefix + ("both" if len(entries) > 1 else next(iter(entries)))
@@ -89,14 +92,16 @@ def fused_inputs(entries: FusedEntries) -> dict[str, ListEntry]:
 
 
 def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weights: dict[str, float],
-                 method: str, rrf_k: int, full: dict[str, np.ndarray | None] | None = None
-                 ) -> list[tuple[float, FusedEntries]]:
+                 method: str, rrf_k: int, full: dict[str, np.ndarray | None] | None = None,
+                 seen: dict[str, Entries] | None = None) -> list[tuple[float, FusedEntries]]:
     """Each candidate's fused score and its entries per list (`fused_inputs` makes the trace's).
-    `full`: list name -> its scores before the prefilter (RankedLists.full_scores), when it was prefiltered."""
+    `full`: list name -> its scores before the prefilter (RankedLists.full_scores), when it was prefiltered.
+    `seen`: the lists' `list_entries`, when the caller has them."""
     both = {name: _normalised(lst, (full or {}).get(name), method) for name, lst in lists.items()} if method != "rrf" else {}
     norm = {name: v for name, (v, _) in both.items()}
     floor = {name: low for name, (_, low) in both.items()} if method == "zscore" else {}
-    seen = list_entries(lists, all((full or {}).get(n) is None for n in lists))
+    if seen is None:
+        seen = list_entries(lists, all((full or {}).get(n) is None for n in lists))
     out: list[tuple[float, FusedEntries]] = []
     for cand in cands:
         entries = seen[cand.id]
@@ -110,10 +115,18 @@ def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weig
     return out
 
 
+def entries_of(ctx: QueryContext, table: str, ti: int, lists: dict[str, list[Candidate]]) -> dict[str, Entries]:
+    """`list_entries` of one text's lists, worked out once per query: the union shows them, the fusion sums them."""
+    key = (table, ti)
+    if key not in ctx.lists.entries:
+        ctx.lists.entries[key] = list_entries(lists, all(ctx.lists.full_scores(table, ti, n) is None for n in lists))
+    return ctx.lists.entries[key]
+
+
 def run_union(ctx: QueryContext, pool: Pool) -> Pool:
     out: Pool = {}
     for table in ctx.tables:
-        out[table] = [union(lists, ctx.source_prefix, all(ctx.lists.full_scores(table, ti, n) is None for n in lists))
+        out[table] = [union(lists, ctx.source_prefix, seen=entries_of(ctx, table, ti, lists))
                       for ti, lists in enumerate(ctx.lists.of(table))]
         ctx.record_ids(table, "union", out[table][0])
         ctx.note(**{table: {"union": len(out[table][0]), "texts": len(out[table])}})
@@ -136,7 +149,8 @@ def run_fuse(ctx: QueryContext, pool: Pool) -> Pool:
         for ti, cands in enumerate(per_text):
             lists = ctx.lists[table][ti]
             scored = fused_scores(cands, lists, weights, cfg.fusion, cfg.rrf_k,
-                                  {n: ctx.lists.full_scores(table, ti, n) for n in lists})
+                                  {n: ctx.lists.full_scores(table, ti, n) for n in lists},
+                                  seen=entries_of(ctx, table, ti, lists))
             fused = []
             for c, (score, inputs) in zip(cands, scored):
                 c.score = score

@@ -9,24 +9,41 @@ list, absent from the union: `dropped_ids`), and "why not" gives the validator's
 record (why.py)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ..gdscript import IDENT_RE, GDScriptFacts
 
 if TYPE_CHECKING:
+    from ..store.records_cache import Records
     from .context import QueryContext
 
 TABLE = "api_mapping"
 
 
-def source_absent(facts: GDScriptFacts, payload: dict) -> bool:
-    """True when the mapping cannot occur in the chunk: no syntax pattern (`re:` match term), and its source
-    is a single identifier that the chunk's text does not hold. The validator's own test (validate.py)."""
+def source_name(payload: dict) -> str | None:
+    """The mapping's source when it is a single identifier and no syntax pattern (`re:` match term) can
+    find it otherwise: the one name the chunk must hold for the mapping to occur."""
     if any(t.startswith("re:") for t in payload.get("match_terms") or []):
-        return False
+        return None
     src = payload["source_api"]
-    return bool(IDENT_RE.fullmatch(src)) and src not in facts.all_identifiers
+    return src if IDENT_RE.fullmatch(src) else None
+
+
+def source_absent(facts: GDScriptFacts, payload: dict) -> bool:
+    """True when the mapping cannot occur in the chunk: its source name (`source_name`) is one the chunk's
+    text does not hold. The validator's own test (validate.py)."""
+    src = source_name(payload)
+    return src is not None and src not in facts.all_identifiers
+
+
+def cannot_occur(facts: GDScriptFacts, records: Records, rid: str) -> bool:
+    """`source_absent` for a stored record, its source name read once per process (`records.derived`): the
+    prefilter tests 400 mappings a query, and unpacking each payload again was most of its time."""
+    names = records.derived.setdefault("source_name", {})
+    if rid not in names:
+        names[rid] = source_name(records[rid])
+    src = names[rid]
+    return src is not None and src not in facts.all_identifiers
 
 
 def absent_reason(source_api: str) -> str:
@@ -34,14 +51,14 @@ def absent_reason(source_api: str) -> str:
     return f"source_api '{source_api}' does not occur in the chunk"
 
 
-def drop_absent(ctx: QueryContext, table: str, ranked: list[tuple[str, float]], records: Mapping[str, dict],
+def drop_absent(ctx: QueryContext, table: str, ranked: list[tuple[str, float]], records: Records,
                 on: bool) -> list[tuple[int, str, float]]:
     """(rank in the full list, id, score) of the rows that go on: all of them, unless `on` and the table is
     api_mapping, where a mapping the chunk cannot hold is left out (counted in the stage's log)."""
     if not on or table != TABLE:
         return [(rank, rid, score) for rank, (rid, score) in enumerate(ranked, 1)]
     kept = [(rank, rid, score) for rank, (rid, score) in enumerate(ranked, 1)
-            if not source_absent(ctx.facts, records[rid])]
+            if not cannot_occur(ctx.facts, records, rid)]
     before = ctx._notes.get("prefiltered")
     ctx.note(prefiltered=(before if isinstance(before, int) else 0) + len(ranked) - len(kept))
     return kept

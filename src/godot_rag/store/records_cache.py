@@ -45,6 +45,7 @@ class RecordFile(Mapping):
         self._row = {rid: i for i, rid in enumerate(ids)}
         self._payloads: dict[str, dict] = {}
         self.unpacked_since_freeze = 0  # payloads the garbage collector still walks (`Retriever.freeze_unpacked`)
+        self.derived: dict[str, dict] = {}  # per-row values a stage derives from the payloads, kept with them
 
     def _blob(self, k: int):
         lo = self._start + (int(self._ends[k - 1]) if k else 0)
@@ -77,6 +78,7 @@ class FetchedRecords(dict):
     def __init__(self, rows: list[Row]):
         super().__init__((r[0], r[1]) for r in rows)
         self._texts = [(r[0], r[2]) for r in rows]
+        self.derived: dict[str, dict] = {}  # as RecordFile's
 
     def search_texts(self) -> list[tuple[str, str]]:
         return self._texts
