@@ -1,6 +1,7 @@
-"""How the query's windows are encoded, measured three ways on the eval chunks: as the records are (all of a
+"""How the query's windows are encoded, measured five ways on the eval chunks: as the records are (all of a
 chunk's windows in one padded batch, `Embedder.encode`), one window at a time as `retrieve` does
-(`Embedder.encode_query`: no padding, and a chunk's last window is often short), and the first window only.
+(`Embedder.encode_query`: no padding, and a chunk's last window is often short), and the first one, two or
+three windows only.
 Per way: the encoder's CPU per chunk with more than one window and over all chunks, the query vector's cosine
 with the batched one, and how many F answers change against retrieve's own on the multi-window chunks of
 realcode_godot4.dev (which records come back, or their order).
@@ -39,10 +40,16 @@ def main() -> None:
     def unit(v):
         return v / np.maximum(np.linalg.norm(v), 1e-12)
 
+    def first_windows(t, n):
+        """`encode_query` over the text's first n windows only (fewer windows for a long chunk)."""
+        return unit(np.sum([model.encode([w], 1)[0] for w in emb.windows(t)[:n]], axis=0))
+
     ways = {
         "one_batch": lambda t: emb.encode([t])[0],
         "one_by_one": lambda t: emb.encode_query(t)[0],
         "first_window": lambda t: unit(model.encode([emb.windows(t)[0]], 1)[0]),
+        "first_two_windows": lambda t: first_windows(t, 2),
+        "first_three_windows": lambda t: first_windows(t, 3),
     }
     multi = [t for t in texts if emb.window_count(t) > 1]
     report: dict = {"chunks": len(texts), "multi_window_chunks": len(multi)}
@@ -84,7 +91,7 @@ def answers_changed(ways) -> dict:
 
     today = answers()  # one window at a time
     out = {"chunks": len(chunks)}
-    for name in ("one_batch", "first_window"):
+    for name in ("one_batch", "first_window", "first_two_windows", "first_three_windows"):
         way = ways[name]
         Embedder.encode_query = lambda self, text, way=way: (way(text or " "), self.window_count(text or " "))
         try:

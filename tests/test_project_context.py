@@ -356,3 +356,35 @@ def test_scan_passes_the_symbol_table_and_an_edit_recomputes_only_its_chunks(fix
     (proj / "child.gd").write_text((proj / "child.gd").read_text() + "\n\nfunc added():\n\tpass\n")
     third = scan(3)
     assert third.summary["computed"] == 1
+
+
+def test_a_cold_scans_workers_start_before_the_symbol_tables_and_read_them(fixture_db, project, tmp_path, monkeypatch):
+    """With an empty cache the scan starts its workers first, builds the symbol tables meanwhile and hands them
+    over with the first chunk: the workers decide as one process does, and unlike a scan without the tables."""
+    import shutil
+
+    from godot_rag.scan import run
+    from godot_rag.scan.run import ScanOptions, run_scan
+
+    proj = tmp_path / "proj"
+    shutil.copytree(project, proj)
+    # The autoload declares a Godot 3 name (the fixture's renames: get_len -> get_length); the menu calls it.
+    ggt = proj / "autoload" / "ggt.gd"
+    ggt.write_text(ggt.read_text() + "\n\nfunc get_len() -> int:\n\treturn 0\n")
+    (proj / "menu.gd").write_text("extends Control\n\nfunc _on_quit_pressed():\n\tvar n = Game.get_len()\n")
+    events: list[str] = []
+    pool, tables = run.database_workers, run._symbol_tables
+    monkeypatch.setattr(run, "database_workers", lambda *a, **k: events.append("workers") or pool(*a, **k))
+    monkeypatch.setattr(run, "_symbol_tables", lambda *a, **k: events.append("symbols") or tables(*a, **k))
+    monkeypatch.setattr(run, "POOL_MIN_CHUNKS", 1)  # the project is small
+
+    def scan(name, **kw):
+        run_scan(ScanOptions(root=proj, out=tmp_path / name, cache=tmp_path / f"{name}.sqlite3", quiet=True,
+                             include_addons=True, formats=("jsonl",), **kw), db=fixture_db)
+        rows = [json.loads(line) for line in (tmp_path / name / "chunks.jsonl").read_text().splitlines()]
+        return {(r["file"], r["chunk"]): [(x["table"], x["id"], x["verdict"]) for x in r["results"]] for r in rows}
+
+    workers = scan("workers", workers=2)
+    assert events == ["workers", "symbols"]
+    assert workers == scan("inline", workers=1)
+    assert workers != scan("alone", workers=2, project_symbols=False)

@@ -14,7 +14,9 @@ import json
 import os
 import re
 import sys
+import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +26,17 @@ from tqdm import tqdm
 
 from ..retrieve.fingerprint import results_version
 from ..store.db import database_workers
-from ..store.scan_files import check_out_dir, git_changed_files, read_script, write_json, write_jsonl, write_text
+from ..store.scan_files import (
+    HANDOFF_FILE,
+    check_out_dir,
+    git_changed_files,
+    read_handoff,
+    read_script,
+    write_handoff,
+    write_json,
+    write_jsonl,
+    write_text,
+)
 from .chunking import DEFAULT_MAX_CHARS, EXTENDS_RE, chunk_text
 from .findings import SEVERITIES, chunk_findings, fails, summarize
 from .project import Discovery, Script, discover, inside
@@ -146,8 +158,9 @@ def chunk_context(tables: dict, ref: tuple | None, memo: dict):
     return base.model_copy(update={"file_path": file_rel, "extends": extends, "godot_version": godot_version})
 
 
-def _init_worker(dsn, data_dir, strategy, quiet, tables=None):
-    """One Retriever per process; the worker lets go of the embedded server when the pool closes it."""
+def _init_worker(dsn, data_dir, strategy, quiet, tables=None, tables_file=None):
+    """One Retriever per process; the worker lets go of the embedded server when the pool closes it.
+    `tables_file`: where the symbol tables will be (`write_handoff`), read with the first chunk."""
     try:
         import torch
 
@@ -167,7 +180,7 @@ def _init_worker(dsn, data_dir, strategy, quiet, tables=None):
         # (two workers with an encoder on two threads each put four threads on two cores).
         retriever = Retriever(db, embed_threads=1)
         retriever.warm(RetrieveConfig(), embed=strategy != "B")
-        _worker.update(retriever=retriever, strategy=strategy, tables=tables or {}, contexts={})
+        _worker.update(retriever=retriever, strategy=strategy, tables=tables or {}, tables_file=tables_file, contexts={})
     except Exception as e:  # noqa: BLE001 - raised again with the first chunk (an initializer that raises loops forever)
         _worker["error"] = e
 
@@ -176,6 +189,8 @@ def _work(item: tuple[str, str, dict, tuple | None]) -> tuple[str, dict]:
     if "error" in _worker:
         raise _worker["error"]
     key, text, cfg_dict, ref = item
+    if _worker.get("tables_file"):
+        _worker["tables"] = read_handoff(_worker.pop("tables_file"))
     context = chunk_context(_worker["tables"], ref, _worker["contexts"])
     return key, retrieve_compact(_worker["retriever"], text, _worker["strategy"], cfg_dict, context)
 
@@ -341,27 +356,28 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
         cache = ScanCache(cache_path)
     except Exception as e:  # noqa: BLE001 - sqlite errors, permissions
         raise ScanError(f"{cache_path}: cannot open the scan cache ({e})") from None
-    try:
+    workers = opts.workers or os.cpu_count() or 1
+    with ExitStack() as stack:  # the workers, stopped on every way out
+        stack.callback(cache.close)
+        early = _early_pool(stack, opts, db, strategy, files, cache, workers)
         tables = _symbol_tables(opts, disc, files, cache)
-    except BaseException:
-        cache.close()
-        raise
-    jobs: dict[str, tuple[str, dict, tuple | None]] = {}
-    for entry in files:
-        for c in entry["chunks"]:
-            ref = c.get("context")
-            c["key"] = cache_key(c["text"], strategy, c["cfg"] if ref is None else {**c["cfg"], "context": c["context_key"]}, digest)
-            jobs.setdefault(c["key"], (c["text"], c["cfg"], ref))
-    t_retrieve = time.perf_counter()
-    try:
+        if early is not None:
+            write_handoff(early[1], {rel: t.symbols for rel, t in tables.items()})
+        jobs: dict[str, tuple[str, dict, tuple | None]] = {}
+        for entry in files:
+            for c in entry["chunks"]:
+                ref = c.get("context")
+                c["key"] = cache_key(c["text"], strategy, c["cfg"] if ref is None else {**c["cfg"], "context": c["context_key"]}, digest)
+                jobs.setdefault(c["key"], (c["text"], c["cfg"], ref))
+        t_retrieve = time.perf_counter()
         results = {} if opts.refresh else cache.get_many(list(jobs))
         results = {k: v for k, v in results.items() if "error" not in v or v.get("cacheable")}
         todo = [k for k in jobs if k not in results]
         from_cache = len(jobs) - len(todo)
-        workers = opts.workers or os.cpu_count() or 1
         total = len(jobs)
         bar = tqdm(total=total, initial=from_cache, desc="scan", unit="chunk", disable=opts.quiet, file=sys.stderr,
                    dynamic_ncols=True)
+        stack.callback(bar.close)
         progress("retrieve", from_cache, total)
 
         def done(key: str, value: dict) -> None:
@@ -373,24 +389,42 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
 
         try:
             todo.sort(key=lambda k: -len(jobs[k][0]))  # longest first: the pool's tail is short
-            if todo and workers > 1 and len(todo) >= POOL_MIN_CHUNKS:
-                used = _run_pool(db, strategy, opts.quiet, min(workers, len(todo)), [(k, *jobs[k]) for k in todo], done,
-                                 cancelled, tables)
+            items = [(k, *jobs[k]) for k in todo]
+            if todo and (early is not None or (workers > 1 and len(todo) >= POOL_MIN_CHUNKS)):
+                if early is not None:
+                    pool, used = early[0], early[2]
+                else:
+                    used = min(workers, len(todo))
+                    symbols = {rel: t.symbols for rel, t in tables.items()}
+                    pool = stack.enter_context(database_workers(db, used, _init_worker,
+                                                                (db.dsn, str(db.data_dir), strategy, opts.quiet, symbols)))
+                _run_pool(pool, items, done, cancelled)
             elif todo:
                 used = 1
-                _run_inline(db, retriever, strategy, [(k, *jobs[k]) for k in todo], done, cancelled, opts.quiet, tables)
+                _run_inline(db, retriever, strategy, items, done, cancelled, opts.quiet, tables)
             else:
                 used = 0
         except KeyboardInterrupt:
             raise ScanInterrupted(len(results), total) from None
-        finally:
-            bar.close()
-    finally:
-        cache.close()
     retrieve_s = time.perf_counter() - t_retrieve
     progress("write", total, total)
     return _finish(opts, strategy, disc, files, out_dir, db, results, from_cache, len(todo), used, retrieve_s,
                    cache_path, t0, started, tables)
+
+
+def _early_pool(stack: ExitStack, opts, db, strategy: str, files: list[dict], cache, workers: int):
+    """(pool, the file its symbol tables will be in, its size) for a scan with an empty cache, else None. Its
+    workers load the models while this process builds the projects' symbol tables (1.5 s of the Godot 4 demos,
+    about what a worker's start takes); they read the tables with their first chunk. With results cached,
+    the pool waits until the chunks left to compute are known (there may be none)."""
+    chunks = sum(len(e["chunks"]) for e in files)
+    if workers <= 1 or chunks < POOL_MIN_CHUNKS or not (opts.refresh or cache.count() == 0):
+        return None
+    handoff = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="godot-rag-symbols-")))
+    n = min(workers, chunks)
+    pool = stack.enter_context(database_workers(db, n, _init_worker, (db.dsn, str(db.data_dir), strategy, opts.quiet,
+                                                                    None, str(handoff / HANDOFF_FILE))))
+    return pool, handoff, n
 
 
 def _symbol_tables(opts, disc, files, cache) -> dict:
@@ -430,14 +464,11 @@ def _symbol_tables(opts, disc, files, cache) -> dict:
     return built
 
 
-def _run_pool(db, strategy, quiet, n, items, done, cancelled, tables=None) -> int:
-    symbols = {rel: t.symbols for rel, t in (tables or {}).items()}
-    with database_workers(db, n, _init_worker, (db.dsn, str(db.data_dir), strategy, quiet, symbols)) as pool:
-        for key, value in pool.imap_unordered(_work, items, chunksize=1):
-            done(key, value)
-            if cancelled is not None and cancelled():
-                raise KeyboardInterrupt
-    return n
+def _run_pool(pool, items, done, cancelled) -> None:
+    for key, value in pool.imap_unordered(_work, items, chunksize=1):
+        done(key, value)
+        if cancelled is not None and cancelled():
+            raise KeyboardInterrupt
 
 
 def _run_inline(db, retriever, strategy, items, done, cancelled, quiet, tables=None) -> None:
