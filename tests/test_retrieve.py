@@ -207,6 +207,8 @@ def test_the_prefilter_reads_each_mappings_source_name_once(retriever, monkeypat
     records = retriever.records("api_mapping")
     names = records.derived["source_name"]
     assert prefilter.dropped_ids(first.trace) <= set(names)
+    facts = parse_chunk(GODOT4)
+    assert all(prefilter.cannot_occur(facts, records, rid) == prefilter.source_absent(facts, records[rid]) for rid in names)
     monkeypatch.setattr(prefilter, "source_name", lambda payload: pytest.fail("a source name was read again"))
     again = retriever.retrieve(GODOT4, "F", cfg)
     assert _decisions(again) == _decisions(first)

@@ -359,7 +359,10 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
     workers = opts.workers or os.cpu_count() or 1
     with ExitStack() as stack:  # the workers, stopped on every way out
         stack.callback(cache.close)
-        early = _early_pool(stack, opts, db, strategy, files, cache, workers)
+        # The workers and their tables' file: closed inside the `try` below, so that a Ctrl-C while they end is an
+        # interrupted scan too; on any other way out the outer stack ends them.
+        pools = stack.enter_context(ExitStack())
+        early = _early_pool(pools, opts, db, strategy, files, cache, workers)
         tables = _symbol_tables(opts, disc, files, cache)
         if early is not None:
             write_handoff(early[1], {rel: t.symbols for rel, t in tables.items()})
@@ -396,9 +399,10 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
                 else:
                     used = min(workers, len(todo))
                     symbols = {rel: t.symbols for rel, t in tables.items()}
-                    pool = stack.enter_context(database_workers(db, used, _init_worker,
+                    pool = pools.enter_context(database_workers(db, used, _init_worker,
                                                                 (db.dsn, str(db.data_dir), strategy, opts.quiet, symbols)))
                 _run_pool(pool, items, done, cancelled)
+                pools.close()  # the workers end and let go of the database
             elif todo:
                 used = 1
                 _run_inline(db, retriever, strategy, items, done, cancelled, opts.quiet, tables)
@@ -413,11 +417,12 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
 
 
 def _early_pool(stack: ExitStack, opts, db, strategy: str, files: list[dict], cache, workers: int):
-    """(pool, the file its symbol tables will be in, its size) for a scan with an empty cache, else None. Its
+    """(pool, the folder its symbol tables will be in, its size) for a scan with an empty cache, else None. Its
     workers load the models while this process builds the projects' symbol tables (1.5 s of the Godot 4 demos,
     about what a worker's start takes); they read the tables with their first chunk. With results cached,
     the pool waits until the chunks left to compute are known (there may be none)."""
-    chunks = sum(len(e["chunks"]) for e in files)
+    # Distinct chunks: the same text with the same settings is one job (at least; its context may split it).
+    chunks = len({(c["text"], json.dumps(c["cfg"], sort_keys=True, default=str)) for e in files for c in e["chunks"]})
     if workers <= 1 or chunks < POOL_MIN_CHUNKS or not (opts.refresh or cache.count() == 0):
         return None
     handoff = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="godot-rag-symbols-")))
