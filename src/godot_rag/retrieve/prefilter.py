@@ -32,8 +32,7 @@ def source_name(payload: dict) -> str | None:
 def source_absent(facts: GDScriptFacts, payload: dict) -> bool:
     """True when the mapping cannot occur in the chunk: its source name (`source_name`) is one the chunk's
     text does not hold. The validator's own test (validate.py)."""
-    src = source_name(payload)
-    return src is not None and src not in facts.all_identifiers
+    return _absent(facts, source_name(payload))
 
 
 def cannot_occur(facts: GDScriptFacts, records: Records, rid: str) -> bool:
@@ -42,7 +41,10 @@ def cannot_occur(facts: GDScriptFacts, records: Records, rid: str) -> bool:
     names = records.derived.setdefault("source_name", {})
     if rid not in names:
         names[rid] = source_name(records[rid])
-    src = names[rid]
+    return _absent(facts, names[rid])
+
+
+def _absent(facts: GDScriptFacts, src: str | None) -> bool:
     return src is not None and src not in facts.all_identifiers
 
 

@@ -27,7 +27,6 @@ from tqdm import tqdm
 from ..retrieve.fingerprint import results_version
 from ..store.db import database_workers
 from ..store.scan_files import (
-    HANDOFF_FILE,
     check_out_dir,
     git_changed_files,
     read_handoff,
@@ -364,8 +363,9 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
         pools = stack.enter_context(ExitStack())
         early = _early_pool(pools, opts, db, strategy, files, cache, workers)
         tables = _symbol_tables(opts, disc, files, cache)
+        symbols = {rel: t.symbols for rel, t in tables.items()}
         if early is not None:
-            write_handoff(early[1], {rel: t.symbols for rel, t in tables.items()})
+            write_handoff(early[1], symbols)
         jobs: dict[str, tuple[str, dict, tuple | None]] = {}
         for entry in files:
             for c in entry["chunks"]:
@@ -398,14 +398,13 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
                     pool, used = early[0], early[2]
                 else:
                     used = min(workers, len(todo))
-                    symbols = {rel: t.symbols for rel, t in tables.items()}
                     pool = pools.enter_context(database_workers(db, used, _init_worker,
                                                                 (db.dsn, str(db.data_dir), strategy, opts.quiet, symbols)))
                 _run_pool(pool, items, done, cancelled)
                 pools.close()  # the workers end and let go of the database
             elif todo:
                 used = 1
-                _run_inline(db, retriever, strategy, items, done, cancelled, opts.quiet, tables)
+                _run_inline(db, retriever, strategy, items, done, cancelled, opts.quiet, symbols)
             else:
                 used = 0
         except KeyboardInterrupt:
@@ -417,7 +416,7 @@ def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progres
 
 
 def _early_pool(stack: ExitStack, opts, db, strategy: str, files: list[dict], cache, workers: int):
-    """(pool, the folder its symbol tables will be in, its size) for a scan with an empty cache, else None. Its
+    """(pool, the file its symbol tables will be in, its size) for a scan with an empty cache, else None. Its
     workers load the models while this process builds the projects' symbol tables (1.5 s of the Godot 4 demos,
     about what a worker's start takes); they read the tables with their first chunk. With results cached,
     the pool waits until the chunks left to compute are known (there may be none)."""
@@ -425,10 +424,10 @@ def _early_pool(stack: ExitStack, opts, db, strategy: str, files: list[dict], ca
     chunks = len({(c["text"], json.dumps(c["cfg"], sort_keys=True, default=str)) for e in files for c in e["chunks"]})
     if workers <= 1 or chunks < POOL_MIN_CHUNKS or not (opts.refresh or cache.count() == 0):
         return None
-    handoff = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="godot-rag-symbols-")))
+    handoff = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="godot-rag-symbols-"))) / "symbols.pickle"
     n = min(workers, chunks)
     pool = stack.enter_context(database_workers(db, n, _init_worker, (db.dsn, str(db.data_dir), strategy, opts.quiet,
-                                                                    None, str(handoff / HANDOFF_FILE))))
+                                                                    None, str(handoff))))
     return pool, handoff, n
 
 
@@ -476,7 +475,8 @@ def _run_pool(pool, items, done, cancelled) -> None:
             raise KeyboardInterrupt
 
 
-def _run_inline(db, retriever, strategy, items, done, cancelled, quiet, tables=None) -> None:
+def _run_inline(db, retriever, strategy, items, done, cancelled, quiet, symbols: dict) -> None:
+    """`symbols`: each project's symbol table's symbols, as the workers get them."""
     from ..retrieve.config import RetrieveConfig
     from ..retrieve.pipeline import Retriever
 
@@ -484,7 +484,6 @@ def _run_inline(db, retriever, strategy, items, done, cancelled, quiet, tables=N
         _quiet_models()
     retriever = retriever or Retriever(db)
     retriever.warm(RetrieveConfig(), embed=strategy != "B")
-    symbols = {rel: t.symbols for rel, t in (tables or {}).items()}
     memo: dict = {}
     for key, text, cfg, ref in items:
         if cancelled is not None and cancelled():

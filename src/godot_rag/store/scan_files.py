@@ -208,17 +208,12 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-HANDOFF_FILE = "symbols.pickle"
-
-
-def write_handoff(directory: Path, value) -> Path:
-    """`value` pickled into `directory`/HANDOFF_FILE, whole before anyone can open it (the scan's symbol tables
-    for workers that started before the tables were built)."""
+def write_handoff(path: Path, value) -> None:
+    """`value` pickled into `path`, whole before anyone can open it (the scan's symbol tables for workers that
+    started before the tables were built)."""
     import pickle
 
-    path = Path(directory) / HANDOFF_FILE
     _atomic_write(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-    return path
 
 
 def read_handoff(path: str | Path):
