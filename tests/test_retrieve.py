@@ -467,6 +467,31 @@ def test_loaded_records_are_kept_out_of_the_garbage_collectors_walks(retriever):
     assert [s.stage for s in ctx.trace.stages] == ["load:model"]
 
 
+def test_a_query_s_own_objects_do_not_set_off_the_garbage_collector(retriever):
+    """A query keeps thousands of objects alive until it ends: once the records are loaded, the youngest
+    generation has room for them, so a query is not paused by collections that walk them and push them into
+    the older generations (under the default threshold, 700, an F query met several)."""
+    import gc
+
+    from godot_rag.retrieve.context import YOUNG_GC_THRESHOLD
+
+    retriever.retrieve(GODOT3, "F", RetrieveConfig())
+    assert gc.get_threshold()[0] >= YOUNG_GC_THRESHOLD
+    seen: list[int] = []
+
+    def count(phase, info):
+        if phase == "start" and info["generation"] < 2:
+            seen.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        for chunk in (GODOT3, GODOT3 + "\n\tvar n = get_child_count()\n", "func _ready():\n\t$Timer.start(2.0)\n"):
+            retriever.retrieve(chunk, "F", RetrieveConfig())
+    finally:
+        gc.callbacks.remove(count)
+    assert len(seen) <= 1, seen
+
+
 def test_a_stage_list_whose_contracts_do_not_fit_is_refused_when_the_strategy_is_built():
     from godot_rag.retrieve.context import MissingPart, QueryContext
     from godot_rag.retrieve.fuse import UNION
