@@ -490,6 +490,16 @@ def test_a_query_s_own_objects_do_not_set_off_the_garbage_collector(retriever):
     finally:
         gc.callbacks.remove(count)
     assert len(seen) <= 1, seen
+    # an application that turned automatic collection off (threshold 0) keeps it off
+    from godot_rag.retrieve.context import freeze_loaded
+
+    kept = gc.get_threshold()
+    gc.set_threshold(0, *kept[1:])
+    try:
+        freeze_loaded()
+        assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*kept)
 
 
 def test_a_stage_list_whose_contracts_do_not_fit_is_refused_when_the_strategy_is_built():

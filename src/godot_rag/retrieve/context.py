@@ -117,11 +117,12 @@ def freeze_loaded() -> None:
     everything alive then is moved out of the cyclic garbage collector's sight (gc.freeze), so its
     full collections, every few queries, no longer walk the records' hundreds of thousands of objects.
     Garbage is collected first, so none is frozen; a query leaves no cyclic garbage behind. The youngest
-    generation's threshold is raised to `YOUNG_GC_THRESHOLD` (never lowered): this process answers queries."""
+    generation's threshold is raised to `YOUNG_GC_THRESHOLD` (never lowered, and 0, automatic collection
+    turned off by the application, is left as it is): this process answers queries."""
     gc.collect()
     gc.freeze()
     young, middle, old = gc.get_threshold()
-    if young < YOUNG_GC_THRESHOLD:
+    if 0 < young < YOUNG_GC_THRESHOLD:
         gc.set_threshold(YOUNG_GC_THRESHOLD, middle, old)
 
 
