@@ -47,7 +47,7 @@ def main() -> None:
     ways = {
         "one_batch": lambda t: emb.encode([t])[0],
         "one_by_one": lambda t: emb.encode_query(t)[0],
-        "first_window": lambda t: unit(model.encode([emb.windows(t)[0]], 1)[0]),
+        "first_window": lambda t: first_windows(t, 1),
         "first_two_windows": lambda t: first_windows(t, 2),
         "first_three_windows": lambda t: first_windows(t, 3),
     }
