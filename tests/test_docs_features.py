@@ -575,3 +575,23 @@ def test_the_validator_rejects_a_guide_that_repeats_one_retrieved_before_it(retr
                                         "before it, does not show too: the same evidence again"]
     # Godot 3 code (`yield` is gone in Godot 4): the pages are not compared.
     assert guides(head + "\tyield(get_tree(), \"idle_frame\")\n")[0] == [first, second]
+
+
+def test_codematch_ranks_by_the_clone_bonus_and_shows_the_lines_it_matched():
+    """The code-clone stage's info (built only when read) shows the chunk lines a record's code matches up to
+    renaming, the share of the chunk's tokens they hold, and the score before and after the bonus."""
+    from godot_rag.retrieve.codematch import apply_codematch
+    from godot_rag.retrieve.types import Candidate
+
+    chunk = "func _ready():\n\tvar timer := Timer.new()\n\ttimer.autostart = true\n\tadd_child(timer)\n"
+    copy = {"content": "", "code_blocks": [{"language": "gdscript", "code": "var t = Timer.new()\nt.autostart = true\n"}]}
+    other = {"content": "", "code_blocks": [{"language": "gdscript", "code": "print(1)\n"}]}
+    out, matching = apply_codematch(chunk, [Candidate.of_record("docs_chunks", "other#000", other, 1.0, 1, "bm25"),
+                                            Candidate.of_record("docs_chunks", "copy#000", copy, 0.9, 2, "bm25")], 0.5)
+    assert [c.id for c in out] == ["copy#000", "other#000"] and matching == 1
+    info = out[0].info("codematch")
+    # 5 of the chunk's 22 tokens (lines of 3 tokens or more) sit in the one matching line.
+    assert info.ratio == 0.2273 and info.matched_lines == ["timer . autostart = true"] and info.rank == 1
+    assert info.score_before == 0.9 and info.score == round(out[0].score, 6) == round(0.9 * (1 + 0.5 * 5 / 22), 6)
+    assert out[1].info("codematch").model_dump() == {"ratio": 0.0, "alpha": 0.5, "score_before": 1.0, "score": 1.0, "rank": 2,
+                                                     "matched_lines": []}

@@ -64,6 +64,18 @@ def test_class_reference_walks_inheritance(ref):
     assert ref.has_class("Viewport") and "CanvasItem.hide" in ref.where("hide")
 
 
+def test_member_lookups_in_code_and_by_name_are_two_questions(ref):
+    """`member` keeps its answers: as code reaches it (`code=True`, theme items hidden) and by name are asked apart,
+    in either order, and an answer asked again is the one given first."""
+    for first in (False, True):
+        fresh = ClassReference(ref.to_dict())
+        answers = {code: fresh.member("Button", "pressed", code=code) for code in (first, not first)}
+        assert answers[False] == ("Button", {"kind": "theme_property", "type": "StyleBox"})
+        assert answers[True] == ("BaseButton", {"kind": "signal", "type": ""})
+        assert fresh.member("Button", "pressed", code=first) is answers[first]
+        assert fresh.member("Button", "no_such_member") is None and fresh.member("NoSuchClass", "pressed") is None
+
+
 def test_resolve_stage_examples_from_the_issue(ref):
     src = ("extends Control\nfunc _draw() -> void:\n\tqueue_redraw()\n\tget_tree().quit()\n"
            "\tRenderingServer.directional_soft_shadow_filter_set_quality(1)\n\tvar t := Timer.new()\n\tt.start(1.0)\n"

@@ -13,6 +13,7 @@ from functools import cached_property
 GLOBAL_SCOPES = ("@GlobalScope", "@GDScript")
 # Types a member can have that name no class: what the reference writes for "nothing".
 NO_TYPE = {"", "void", "Variant"}
+MEMBERS_CACHED = 100_000  # member lookups kept (a long batch meets new names; the cache starts again when full)
 
 
 class ClassReference:
@@ -52,12 +53,22 @@ class ClassReference:
     def member(self, cls: str, name: str, *, code: bool = False) -> tuple[str, dict] | None:
         """(owner class, member info) for `cls.name`, walking up the inheritance chain. `code`: as code
         that writes `obj.name` reaches it, where theme items (reached only through the theme API) do not
-        hide an ancestor's member (`Button`'s `pressed` stylebox, `BaseButton`'s `pressed` signal)."""
+        hide an ancestor's member (`Button`'s `pressed` stylebox, `BaseButton`'s `pressed` signal). Cached, as
+        `lineage` is: a query looks up a few hundred, most of them again and again."""
+        cache: dict[tuple, tuple[str, dict] | None] = self.__dict__.setdefault("_members", {})
+        key = (cls, name, code)
+        if key in cache:
+            return cache[key]
+        found = None
         for owner in self.lineage(cls):
             info = self.classes[owner]["members"].get(name)
             if info is not None and not (code and info.get("kind") == "theme_property"):
-                return owner, info
-        return None
+                found = owner, info
+                break
+        if len(cache) >= MEMBERS_CACHED:
+            cache.clear()
+        cache[key] = found
+        return found
 
     def coordinate(self, api: str) -> bool:
         """Whether `Class.member` is a coordinate of a built-in value type: a one-letter property of a class with no

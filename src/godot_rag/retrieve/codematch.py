@@ -21,7 +21,7 @@ from ..gdscript import IDENT, KEYWORDS, parse_chunk
 from ..records import record_code
 from .context import Pool, QueryContext
 from .stage import Stage
-from .trace import RATIO_DIGITS, SCORE_DIGITS, CodematchInfo, later
+from .trace import RATIO_DIGITS, SCORE_DIGITS, CodematchInfo, built_by
 from .types import Candidate
 
 TOKEN_RE = re.compile(IDENT + r"|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|"
@@ -96,12 +96,14 @@ ChunkLine = tuple[int, tuple[str, ...], frozenset[str]]  # (line number, tokens,
 
 
 @lru_cache(maxsize=CHUNK_LINES_CACHE)
-def _chunk_lines(chunk: str, renameable: frozenset[str]) -> tuple[tuple[ChunkLine, ...], int]:
-    """The chunk's code lines, each with its fixed tokens, and their token count. Cached for the query: the chunk
-    is matched against every candidate record (a str and a frozenset keep their hash, so the key costs nothing);
-    a long batch never needs an old chunk again, so few are kept."""
+def _chunk_lines(chunk: str, renameable: frozenset[str]) -> tuple[tuple[ChunkLine, ...], int, frozenset[int]]:
+    """The chunk's code lines, each with its fixed tokens, their token count, and the lines' lengths (a record
+    with no line of any of them matches none). Cached for the query: the chunk is matched against every
+    candidate record (a str and a frozenset keep their hash, so the key costs nothing); a long batch never needs
+    an old chunk again, so few are kept."""
     qlines = numbered_code_lines(chunk)
-    return tuple((n, line, _fixed_tokens(line, renameable)) for n, line in qlines), sum(len(t) for _, t in qlines)
+    return (tuple((n, line, _fixed_tokens(line, renameable)) for n, line in qlines), sum(len(t) for _, t in qlines),
+            frozenset(len(t) for _, t in qlines))
 
 
 def renameable_names(facts, ref=None) -> frozenset[str]:
@@ -128,9 +130,9 @@ def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None,
     for the Godot 4 names `renames` gives the chunk's Godot 3 ones."""
     if renameable is None:
         renameable = renameable_names(parse_chunk(chunk))
-    qlines, total = _chunk_lines(chunk, frozenset(renameable))  # a frozenset is its own copy
+    qlines, total, lengths = _chunk_lines(chunk, frozenset(renameable))  # a frozenset is its own copy
     tokens, by_len = _record_lines(code)
-    if not qlines or not by_len:
+    if not qlines or not by_len or lengths.isdisjoint(by_len):
         return 0.0, []
     matched, hit = [], 0
     used: set[tuple[int, int]] = set()  # (length, index) of the record lines a copy has used
@@ -149,15 +151,37 @@ def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None,
     return hit / total, matched
 
 
+def _codematch_info(chunk: str, ratio: float, alpha: float, before: float, score: float, rank: int,
+                    matched: list[int]) -> CodematchInfo:
+    """The info, built only when read: most candidates stop at the shortlist, and nothing reads theirs."""
+    qlines = dict(numbered_code_lines(chunk))
+    return CodematchInfo(ratio=round(ratio, RATIO_DIGITS), alpha=alpha, score_before=round(before, SCORE_DIGITS),
+                         score=round(score, SCORE_DIGITS), rank=rank,
+                         matched_lines=[" ".join(qlines[n]) for n in matched[:MATCHED_LINES_SHOWN]])
+
+
+_CODES: dict[int, tuple[dict, str]] = {}  # id(payload) -> (that payload, its code): held, so the id stays its own
+
+
+def _code_of(payload: dict) -> str:
+    """`record_code`, once per stored record (payloads are read-only): a query matches a few hundred records,
+    and joining the code again made a new string whose hash the cached tokenizing had to compute again."""
+    got = _CODES.get(id(payload))
+    if got is None or got[0] is not payload:
+        if len(_CODES) >= CODE_CACHE:
+            _CODES.clear()
+        got = _CODES[id(payload)] = (payload, record_code(payload))
+    return got[1]
+
+
 def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
                     renameable: frozenset[str] | None = None) -> tuple[list[Candidate], int]:
     """(the candidates re-ranked by the clone bonus, how many of them match a line of the chunk)."""
-    qlines = dict(numbered_code_lines(chunk))
     if renameable is None:
         renameable = renameable_names(parse_chunk(chunk))
     scored = []
     for c in candidates:  # re-scored in place: this query's own copies, made by the union
-        ratio, matched = clone_match(chunk, record_code(c.payload), renameable) if c.table == "docs_chunks" else (0.0, [])
+        ratio, matched = clone_match(chunk, _code_of(c.payload), renameable) if c.table == "docs_chunks" else (0.0, [])
         before = c.score
         c.score = before * (1 + alpha * ratio)
         scored.append((c, ratio, before, matched))
@@ -165,12 +189,9 @@ def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
     out = []
     for i, (c, ratio, before, matched) in enumerate(scored):
         c.rank = i + 1
-        shown = [" ".join(qlines[n]) for n in matched][:MATCHED_LINES_SHOWN]
-        c.add_stage("codematch", later(CodematchInfo, ratio=round(ratio, RATIO_DIGITS), alpha=alpha,
-                                       score_before=round(before, SCORE_DIGITS), score=round(c.score, SCORE_DIGITS),
-                                       rank=i + 1, matched_lines=shown))
+        c.add_stage("codematch", built_by(CodematchInfo, _codematch_info, chunk, ratio, alpha, before, c.score, i + 1, matched))
         out.append(c)
-    return out, sum(1 for _, ratio, _, _ in scored if round(ratio, RATIO_DIGITS) > 0)
+    return out, sum(1 for _, ratio, _, _ in scored if ratio and round(ratio, RATIO_DIGITS) > 0)
 
 
 def run_codematch(ctx: QueryContext, pool: Pool) -> Pool:

@@ -64,10 +64,12 @@ class Candidate(BaseModel):
 
     def add_stage(self, stage: str, info: StageInfo | Pending) -> None:
         """`info`: the stage's info, or `trace.later(Info, ...)` for one built only if it is read."""
-        expected = STAGE_INFO[stage]
         kind = info.cls if type(info) is Pending else type(info)
-        if not issubclass(kind, expected):
-            raise TypeError(f"stage {stage!r} records a {expected.__name__}, not {kind.__name__}")
+        if (stage, kind) not in _CHECKED:  # over a thousand entries a query, of a dozen (stage, kind) pairs
+            expected = STAGE_INFO[stage]
+            if not issubclass(kind, expected):
+                raise TypeError(f"stage {stage!r} records a {expected.__name__}, not {kind.__name__}")
+            _CHECKED.add((stage, kind))
         if stage in self.trace:
             raise ValueError(f"stage {stage!r} already explained candidate {self.id}")
         self.trace[stage] = info  # type: ignore[assignment]  # a Pending is built before anything reads it
@@ -100,6 +102,7 @@ class Candidate(BaseModel):
         return meta.get("page_path")
 
 
+_CHECKED: set[tuple[str, type]] = set()  # (stage, info class) pairs add_stage has found to agree with STAGE_INFO
 _PLAIN_FIELDS = frozenset(Candidate.model_fields) - {"trace"}  # `trace` keeps pydantic's path (its validator)
 
 

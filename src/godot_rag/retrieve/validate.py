@@ -262,7 +262,7 @@ def prototype_evidence(v: ValidationContext, c: Candidate, accepted_mappings: di
         # Only uses in code: a node named after an old class is no finding of its own.
         spans = [(mid, d) for mid, info in accepted_mappings.items() if mid in ids
                  for d in info["occurrences"] if d["status"] == "godot3" and d["region"] == "code"]
-        for rx in rules.get("must_match", []):
+        for rx in rules.get("must_match", []) if spans else ():  # no accepted mapping: no match can be at one
             for m in re.finditer(rx, facts.no_comments):
                 hit = next(((mid, d) for mid, d in spans if m.start() <= d["start"] < max(m.end(), m.start() + 1)
                             or d["start"] <= m.start() < d["end"]), None)
