@@ -237,6 +237,25 @@ def test_a_short_copy_keeps_the_authors_names():
     assert copied_share(exported, page, frozenset({"min_speed", "max_speed"})) == 1.0
 
 
+def test_a_name_only_hub_classes_have_anchors_no_copy():
+    """`if x:` / `x.free()` four times is the frame of any cleanup: an XR manager's as much as a physics test's.
+    `free` (Object's) and `get_node` (Node's) are every script's, so a copy that keeps only them keeps nothing of its
+    own; a name a class outside the hubs has (`move_and_slide`) still anchors one."""
+    ref = reference()
+    ref.classes["Object"]["members"]["free"] = method()
+    stats = stats_with({}, ref)
+    assert {"free", "get_node", "connect"} <= stats.hub_names
+    assert not {"move_and_slide", "distance_to", "Node"} & stats.hub_names
+    chunk = "".join(f"\tif _template_{i}:\n\t\t_template_{i}.free()\n" for i in range(4))
+    page = ("func _remove(tracker):\n\tif spatial_anchor_scene:\n\t\tnew_scene.free()\n\tif plane_scene:\n\t\t"
+            "plane_node.free()\n\tif marker_scene:\n\t\tmarker_node.free()\n\tif other_scene:\n\t\tother_node.free()\n")
+    names = frozenset(f"_template_{i}" for i in range(4))
+    assert copied_share(chunk, page, names) == 1.0  # by its frame and `free` alone, it looked like a copy
+    assert copied_share(chunk, page, names, hub_names=stats.hub_names) == 0.0
+    moved = chunk.replace(".free()", ".move_and_slide()")
+    assert copied_share(moved, page.replace(".free()", ".move_and_slide()"), names, hub_names=stats.hub_names) == 1.0
+
+
 def test_a_copy_keeps_the_records_api():
     """A chunk name renamed to a name of the Godot API the record calls is no copy: the lines differ in the API
     they use. A record's own names (what its code declares) rename as the chunk's do."""

@@ -127,6 +127,13 @@ class DocsApiStats:
                                                    if self.ref.has_class(t) or t in self.ref.owners)
         return self._code_api_names[code]
 
+    @cached_property
+    def hub_names(self) -> frozenset[str]:
+        """Member names only hub classes of the hierarchy have (`free`, `queue_free`, `add_child`, `get_node`):
+        every script's, so a copy that keeps one of them as it is keeps nothing of its own (`copy_anchor`)."""
+        return frozenset(name for name, owners in self.ref.named_owners.items()
+                         if owners and all(self.generic(c) for c in owners))
+
     def record_untyped(self, code: str) -> frozenset[str]:
         """`untyped_members` of a record's code, remembered per code like `code_api_names`."""
         if code not in self._untyped:
@@ -464,19 +471,21 @@ def uses_api(side: ChunkSide, resolution) -> bool:
 
 
 def copied_share(chunk: str, code: str, renameable, min_lines: int = MIN_BLOCK_LINES,
-                 api_names: frozenset[str] = frozenset(), renames: Mapping[str, frozenset[str]] | None = None) -> float:
+                 api_names: frozenset[str] = frozenset(), renames: Mapping[str, frozenset[str]] | None = None,
+                 hub_names: frozenset[str] = frozenset()) -> float:
     """The largest share of one block of the chunk (the whole chunk, or a top-level block of it with at least
     `min_lines` code lines) that the record's code holds up to renaming, each record line copied once: a chunk
     made of two pages' code copies each of them in one of its blocks. `api_names`: the record's API
     (`DocsApiStats.code_api_names`), which a copy keeps: no name of the chunk is renamed to one of them, but for
     the Godot 4 name `renames` gives it. A block counts only when its matched lines keep something of the
-    chunk's content as it is (`copy_anchor`)."""
-    return copied_shares(chunk, code, renameable, min_lines, api_names, renames)[0]
+    chunk's content as it is (`copy_anchor`; `hub_names`: API names that anchor nothing, `DocsApiStats.hub_names`)."""
+    return copied_shares(chunk, code, renameable, min_lines, api_names, renames, hub_names)[0]
 
 
 def copied_shares(chunk: str, code: str, renameable, min_lines: int = MIN_BLOCK_LINES,
                   api_names: frozenset[str] = frozenset(),
-                  renames: Mapping[str, frozenset[str]] | None = None) -> tuple[float, float]:
+                  renames: Mapping[str, frozenset[str]] | None = None,
+                  hub_names: frozenset[str] = frozenset()) -> tuple[float, float]:
     """(`copied_share`, the same share counting blocks without an anchor too): what the trace shows of a copy of
     nothing but the code's frame."""
     best, loose = 0.0, 0.0
@@ -486,23 +495,26 @@ def copied_shares(chunk: str, code: str, renameable, min_lines: int = MIN_BLOCK_
         if not ratio or (i and len(lines) < min_lines):
             continue
         loose = max(loose, ratio)
-        if copy_anchor(text, lines, code, renameable, api=len(lines) >= min_lines) is not None:
+        if copy_anchor(text, lines, code, renameable, api=len(lines) >= min_lines, hub_names=hub_names) is not None:
             best = max(best, ratio)
     return best, loose
 
 
-def copy_anchor(text: str, lines: list[int], code: str, renameable, api: bool = True) -> str | None:
+def copy_anchor(text: str, lines: list[int], code: str, renameable, api: bool = True,
+                hub_names: frozenset[str] = frozenset()) -> str | None:
     """The first name or string that the chunk's matched lines keep as they are in the record's `code` (a keyword
     does not count; an author's name counts only where the record has it too, not renamed), or None. A function's
     signature line does not count: with it, a chunk of `func _ready() -> void:` and a call of the author's
     `_tween()` would copy every page whose code has a `_ready` that calls a function of its own (the callback
     weighs in the model's `shared_callback`). `api=False` (a copy of fewer than MIN_BLOCK_LINES lines): a name of
     the API does not count either. A handler's signature and `results.clear()` match any page's function that
-    clears a list of its own; the author's names (`min_speed`, `_find_other`) or a string make it a copy."""
+    clears a list of its own; the author's names (`min_speed`, `_find_other`) or a string make it a copy. A name of
+    `hub_names` (only hub classes have it: `free`, `queue_free`, `add_child`) never counts: `if x:` / `x.free()` four
+    times is the frame of any cleanup, an XR manager's as much as a physics test's."""
     kept = code_tokens(code)  # a chunk name the record has is never renamed (`lines_match`): it matched as it is
     numbered = dict(numbered_code_lines(text))
     return next((t for n in lines if "func" not in (toks := numbered.get(n, ())) for t in toks
-                 if t[0] in QUOTES or (is_ident(t) and t not in KEYWORDS
+                 if t[0] in QUOTES or (is_ident(t) and t not in KEYWORDS and t not in hub_names
                                        and (t in kept if t in renameable else api))), None)
 
 
@@ -561,7 +573,8 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
     if copy_share:
         code = record_code(c.payload)
         api_names = stats.code_api_names(code, frozenset(record_api(c.payload)["code_declares"]))
-        share, loose = copied_shares(facts.text, code, renameable, api_names=api_names, renames=renames)
+        share, loose = copied_shares(facts.text, code, renameable, api_names=api_names, renames=renames,
+                                     hub_names=stats.hub_names)
         if share >= copy_share:
             out["accepted"], out["copied_code"] = True, True
         elif loose >= copy_share:
