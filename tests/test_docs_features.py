@@ -566,6 +566,36 @@ def test_a_guide_that_shares_nothing_with_a_chunk_that_uses_api_is_rejected():
     assert out["accepted"] and not out.get("nothing_shared")
 
 
+def test_a_guide_that_shares_only_generic_api_is_rejected():
+    """What a guide shares is weighed by how specific it is. When even the most specific thing it shares (`_ready`,
+    overridden by most scripts) weighs less than `min_specificity`, it shares only generic API: rejected
+    (`generic_only`, naming that thing) whatever P says. A guide sharing a specific member stays, and 0 turns it off."""
+    from godot_rag.retrieve.codematch import renameable_names
+    from godot_rag.retrieve.docs_features import decide_guide
+    from godot_rag.retrieve.types import Candidate
+
+    stats = stats_with({f"r{i}": record() for i in range(3)}, share={"_ready()": 0.2})
+    always = GuideModel.from_dict({"weights": {f: 0.0 for f in FEATURES}, "bias": 10.0, "threshold": 0.5})
+    chunk = "func _ready():\n\tvar body: CharacterBody2D = get_parent()\n\tbody.move_and_slide()\n"
+    facts = parse_chunk(chunk)
+    res = resolve_uses(facts, stats.ref)
+    blocks = {"code_blocks": [{"language": "gdscript", "code": "x = 1\n"}]}
+
+    def verdict(rec, **kw):
+        c = Candidate.of_record("docs_chunks", "tutorials/page#1", rec | blocks, 1.0, 1, "bm25")
+        return decide_guide(always, stats, res, facts, c, 0.0, 0.5, renameable_names(facts, stats.ref), **kw)
+
+    ready_only = record(callbacks=["_ready"])
+    assert stats.member_specificity("_ready()") < 0.5
+    out, reasons = verdict(ready_only, min_specificity=0.5)
+    assert not out["accepted"] and out["generic_only"] == {"most_specific": "_ready()", "specificity": stats.member_specificity("_ready()")}
+    assert reasons == [reasons[-1]] and reasons[-1].startswith("generic only") and "_ready()" in reasons[-1]
+    assert verdict(ready_only)[0]["accepted"]  # 0: off
+    assert verdict(ready_only, min_specificity=0.5, godot3=True)[0]["accepted"]
+    out, reasons = verdict(record(uses=["CharacterBody2D.move_and_slide"], callbacks=["_ready"]), min_specificity=0.5)
+    assert out["accepted"] and not reasons
+
+
 def test_the_validator_rejects_a_guide_that_repeats_one_retrieved_before_it(retriever, monkeypatch):
     """`same_evidence` runs in F's validator on Godot 4 code: with a model lenient enough to accept both records of
     the tutorial's page, the one that shows nothing the first does not show is rejected. Godot 3 code keeps both,

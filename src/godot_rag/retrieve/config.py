@@ -78,6 +78,10 @@ class RetrieveConfig(BaseModel):
                                       "callbacks, classes, matched code lines) that an accepted guide retrieved before it "
                                       "does not show too is rejected as the same evidence again (rule same_evidence; not in Godot 3 "
                                       "code)")
+    min_guide_specificity: Share = Field(0.5, description="F: a guide whose shared API, globals, callbacks and classes are "
+                                         "all less specific than this (`_ready` 0.30, `_process` 0.41, `@export` 0.41; "
+                                         "`Node.get_node` 0.14) shares only generic API and is rejected (rule generic_only; "
+                                         "not a copy, nor Godot 3 code); 0 turns it off")
     min_api_specificity: Share = Field(0.16, description="F: a class-reference entry whose resolved uses are all less "
                                        "specific than this (corpus use counts: Node.get_node 0.14, Node.add_child 0.13) is "
                                        "rejected as generic (rule generic_api); 0 turns it off")

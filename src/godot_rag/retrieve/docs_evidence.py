@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..gdscript import CHAIN_RE, DIGITS_RE, IDENT, IDENT_RE, shape
 from ..records import evidence_text, record_code
 from .codematch import clone_match, numbered_code_lines
-from .docs_features import candidate_cosine, decide_guide
+from .docs_features import GUIDE_SHARE_RULES, candidate_cosine, decide_guide
 from .trace import Contradiction, DocsEvidence, DocsEvidenceKind
 from .types import Candidate
 
@@ -361,15 +361,20 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
         # A guide: contradictions stay rules; the fitted model (docs_features.py) decides the rest.
         model, ruled = decide_guide(*v.guide_model, v.resolution, v.facts, c, d.clone_ratio, v.copy_source_share,
                                     v.renameable, cosine, v.guide_side, v.code_renames,
-                                    godot3=v.godot3)
+                                    godot3=v.godot3, min_specificity=v.min_guide_specificity)
         kept = [(name, why) for name, why in zip(fired, reasons) if name in FACT_RULES]
-        fired = [name for name, _ in kept] + ([("nothing_shared" if model.get("nothing_shared") else "guide_model")] if ruled else [])
+        fired = [name for name, _ in kept] + ([guide_rule(model)] if ruled else [])
         reasons = [why for _, why in kept] + ruled
     return {"evidence": d.items, "contradictions": d.contradictions, "support": round(d.support, WEIGHT_DIGITS),
             "against": round(d.against, WEIGHT_DIGITS), "confidence": round(d.confidence, CONFIDENCE_DIGITS),
             "strong": len(d.strong), "page_class": d.page_class, "clone_lines": d.clone_lines,
             "accepted": not reasons, "reasons": reasons, "rules": fired, "model": model,
             "cosine": round(cosine, 6) if cosine is not None else None}
+
+
+def guide_rule(model: dict) -> str:
+    """The rule that rejected a guide the model decides: a rule over what it shares, or the model's P."""
+    return next((name for name in GUIDE_SHARE_RULES if model.get(name)), "guide_model")
 
 
 def _shown_names(info: dict) -> set[str]:

@@ -39,6 +39,7 @@ FEATURES = ("api_code", "api_prose", "api_in_context", "shared_global", "shared_
 # What a chunk and a guide share: API (code, prose, globals), a callback, a class. For a chunk that uses API, a
 # guide with none of them came back on its text's likeness alone: a different feature sharing words (`nothing_shared`).
 SHARED_FEATURES = ("api_code", "api_prose", "shared_global", "shared_callback", "shared_class")
+GUIDE_SHARE_RULES = ("nothing_shared", "generic_only")  # decide_guide's rules over what a guide shares, as the trace names them
 SECTION_SHARE = 0.8  # a class is a docs section's own when this share of the guide records that name it are there
 MIN_OWN_RECORDS = 5  # ... and at least this many records name it (`XRServer`: 31 records, all in tutorials/xr)
 MIN_SECTION_CLASSES = 5  # a section with this many classes of its own is a feature of its own (XR: 17, navigation: 8)
@@ -465,6 +466,15 @@ def contradictions(basis: dict, copied: bool = False) -> list[str]:
     return out
 
 
+def most_specific(stats: DocsApiStats, basis: dict) -> tuple[str, float] | None:
+    """The most specific thing a guide shares with the chunk (API, prose API, global, callback or class) and its
+    specificity, as the features weigh each; None when it shares nothing."""
+    shared = [(e["api"], e["specificity"]) for e in basis["shared_api"]]
+    shared += [(e["api"], e["specificity"]) for e in basis["shared_globals"] + basis["shared_callbacks"]]
+    shared += [(c, stats.class_specificity(c)) for c in basis["shared_classes"]]
+    return max(shared, key=lambda x: (x[1], x[0]), default=None)
+
+
 def uses_api(side: ChunkSide, resolution) -> bool:
     """Whether the chunk uses any API a guide could share: a resolved member, a global, a callback, a class."""
     return bool(side.classes or side.globals or side.callbacks or any(u.member not in side.declared for u in resolution.uses))
@@ -551,7 +561,7 @@ def candidate_cosine(c, filled: dict[str, float]) -> float | None:
 def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, clone: float,
                  copy_share: float, renameable: frozenset[str], cosine: float | None = None,
                  side: ChunkSide | None = None, renames: Mapping[str, frozenset[str]] | None = None,
-                 godot3: bool = False) -> tuple[dict, list[str]]:
+                 godot3: bool = False, min_specificity: float = 0.0) -> tuple[dict, list[str]]:
     """The model's verdict on one guide candidate: its trace (each feature's value and contribution, the
     shared API it rests on) and the reasons to reject it (contradictions first; empty when accepted).
     A record whose code holds `copy_share` of the chunk's code lines (up to renaming) is the code the chunk
@@ -562,7 +572,10 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
     A guide that is no copy and shares nothing (SHARED_FEATURES all 0) with a chunk that uses API is rejected
     whatever P says (`nothing_shared`). Where the chunk uses none (`#region`, a `match`, a .po file's text), or
     is Godot 3 code (`godot3`: its version markers; the page that ports it writes its API under Godot 4 names),
-    the likeness of the texts is all there is to go on, and the model decides."""
+    the likeness of the texts is all there is to go on, and the model decides. A guide that is no copy and whose
+    most specific shared thing (`most_specific`) weighs less than `min_specificity` shares only generic API
+    (`_ready`, `get_node`, `@export`): rejected whatever P says (`generic_only`; the issue's hub damping, measured
+    on the judged sets: below 0.5, a third of such guides were graded 2; above, 0.71)."""
     bm25 = c.info("bm25")
     side = side if side is not None else chunk_side(stats, resolution, facts)
     values, basis = guide_features(stats, resolution, facts, c.payload, clone=clone,
@@ -579,13 +592,18 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
             out["accepted"], out["copied_code"] = True, True
         elif loose >= copy_share:
             out["copy_unanchored"] = True
-    if (out["accepted"] and not out.get("copied_code") and not godot3 and not any(values[f] for f in SHARED_FEATURES)
-            and uses_api(side, resolution)):
+    ruled = out["accepted"] and not out.get("copied_code") and not godot3
+    if ruled and not any(values[f] for f in SHARED_FEATURES) and uses_api(side, resolution):
         out["accepted"], out["nothing_shared"] = False, True
+    elif ruled and min_specificity and (most := most_specific(stats, basis)) is not None and most[1] < min_specificity:
+        out["accepted"], out["generic_only"] = False, {"most_specific": most[0], "specificity": most[1]}
     reasons = contradictions(basis, copied=bool(out.get("copied_code")))
     if out.get("nothing_shared"):
         reasons.append("nothing shared: the record shares no API, class or callback with the chunk (its text's likeness alone)")
-    if not out["accepted"] and not out.get("nothing_shared"):
+    if g := out.get("generic_only"):
+        reasons.append(f"generic only: what the record shares with the chunk is all generic (the most specific, "
+                       f"{g['most_specific']}, weighs {g['specificity']:.2f} < {min_specificity:.2f})")
+    if not out["accepted"] and not any(out.get(rule) for rule in GUIDE_SHARE_RULES):
         top = sorted(((v, f) for f, v in out["contributions"].items() if v), reverse=True)[:CONTRIBUTIONS_CITED]
         reasons.append(f"model: P(direct) {out['p']:.2f} < {model.threshold:.2f}"
                        + (f" ({', '.join(f'{f} {v:+.2f}' for v, f in top)})" if top else " (no shared API)"))

@@ -113,6 +113,7 @@ class ValidationContext(ChunkScope):
     min_idf: float = 5.0
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
+    min_guide_specificity: float = 0.0  # a guide sharing only less specific API is generic (docs_features.decide_guide)
     same_evidence: bool = True  # a guide showing nothing a guide retrieved before it does not is rejected (same_evidence_overrules)
     min_api_specificity: float = 0.0  # a class-reference entry of only less specific uses is generic (0: off; the setting's default is RetrieveConfig's)
     docs: DocsEvidenceSettings = DOCS_EVIDENCE
@@ -341,7 +342,7 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     vctx = ValidationContext(facts=ctx.facts, resolution=ctx.resolution, ref=ref, version=ctx.version, idf=r.bm25.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx.facts, ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
-                             same_evidence=ctx.cfg.same_evidence,
+                             same_evidence=ctx.cfg.same_evidence, min_guide_specificity=ctx.cfg.min_guide_specificity,
                              min_api_specificity=ctx.cfg.min_api_specificity,
                              renamed_classes=r.renames().classes, code_renames=r.renames().code, context=ctx.context,
                              mapping_confidence=MappingConfidence.of(ctx.cfg),

@@ -235,7 +235,8 @@ function guideModelSection(m) {
     el("p", { text: `P(direct) ${num(m.p, 3)} ${m.p >= m.threshold ? "≥" : "<"} threshold ${num(m.threshold, 3)}: logit ${num(m.logit, 4)} = bias ${num(m.bias, 4)} + the contributions`
       + (m.copied_code ? " · the record holds the code the chunk copies (accepted by fact)" : "")
       + (m.copy_unanchored ? " · its code matches the chunk's lines only through their frame (keywords, signatures, the author's names): no copy" : "")
-      + (m.nothing_shared ? " · rejected: it shares no API, class or callback with the chunk, only the likeness of its text" : "") }),
+      + (m.nothing_shared ? " · rejected: it shares no API, class or callback with the chunk, only the likeness of its text" : "")
+      + (m.generic_only ? ` · rejected: all it shares is generic (the most specific, ${m.generic_only.most_specific}, weighs ${num(m.generic_only.specificity, 2)})` : "") }),
     table(["feature", "value", "weight", "contribution"], rows),
     shared.length ? table(["shared API", "specificity"], shared.map((a) => [a.coordinate ? `${a.api} (a coordinate)` : a.api, num(a.specificity, 4)])) : el("p", { class: "muted", text: "no shared API" }),
     (m.strangers || []).length ? el("p", { text: `classes foreign to the chunk's: ${m.strangers.join(", ")}`
