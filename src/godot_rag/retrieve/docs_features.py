@@ -592,10 +592,11 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
             out["accepted"], out["copied_code"] = True, True
         elif loose >= copy_share:
             out["copy_unanchored"] = True
-    ruled = out["accepted"] and not out.get("copied_code") and not godot3
-    if ruled and not any(values[f] for f in SHARED_FEATURES) and uses_api(side, resolution):
+    # The rules over what it shares judge an accept the model made: not a copy, not Godot 3 code.
+    share_rules = out["accepted"] and not out.get("copied_code") and not godot3
+    if share_rules and not any(values[f] for f in SHARED_FEATURES) and uses_api(side, resolution):
         out["accepted"], out["nothing_shared"] = False, True
-    elif ruled and min_specificity and (most := most_specific(stats, basis)) is not None and most[1] < min_specificity:
+    elif share_rules and min_specificity and (most := most_specific(stats, basis)) is not None and most[1] < min_specificity:
         out["accepted"], out["generic_only"] = False, {"most_specific": most[0], "specificity": most[1]}
     reasons = contradictions(basis, copied=bool(out.get("copied_code")))
     if out.get("nothing_shared"):
