@@ -644,3 +644,72 @@ def test_codematch_ranks_by_the_clone_bonus_and_shows_the_lines_it_matched():
     assert info.score_before == 0.9 and info.score == round(out[0].score, 6) == round(0.9 * (1 + 0.5 * 5 / 22), 6)
     assert out[1].info("codematch").model_dump() == {"ratio": 0.0, "alpha": 0.5, "score_before": 1.0, "score": 1.0, "rank": 2,
                                                      "matched_lines": []}
+
+
+def test_godot3_code_shares_with_a_guide_the_api_its_names_become():
+    """`migrated_api`: each Godot 3 use an accepted api_mapping stands on becomes the Godot 4 member it was renamed
+    to, resolved like a use: on the receiver's class, as a global, on the own class, or on the one class that has it.
+    A guide that writes that member shares it with the Godot 3 chunk (traced as `migrated`); without the renames it
+    shares nothing."""
+    from godot_rag.retrieve.docs_features import migrated_api
+
+    ref = ClassReference({"classes": {
+        "Object": {"inherits": None, "page": "classes/class_object", "members": {}},
+        "Node": {"inherits": "Object", "page": "classes/class_node",
+                 "members": {"NOTIFICATION_APPLICATION_FOCUS_IN": {"kind": "constant", "type": "int"}}},
+        "ResourceLoader": {"inherits": "Object", "page": "classes/class_resourceloader",
+                           "members": {"load_threaded_request": method("int")}},
+        "SceneTree": {"inherits": "Object", "page": "classes/class_scenetree",
+                      "members": {"change_scene_to_file": method("int")}},
+        "@GlobalScope": {"inherits": None, "page": "classes/class_@globalscope", "members": {"deg_to_rad": method("float")}},
+        "PackedVector2Array": {"inherits": None, "page": "classes/class_packedvector2array", "members": {}},
+    }})
+    chunk = ("extends Node\n\nfunc go(path, tree):\n\tvar loader = ResourceLoader.load_interactive(path)\n"
+             "\tvar points = PoolVector2Array()\n"
+             "\tvar a = deg2rad(90)\n\ttree.change_scene(path)\n\tif what == NOTIFICATION_WM_FOCUS_IN:\n\t\tpass\n")
+    facts = parse_chunk(chunk)
+    res = resolve_uses(facts, ref)
+
+    def at(name):
+        off = facts.text.index(name)
+        return facts.line_of_offset(off), facts.col_of_offset(off)
+
+    renames = [(s, t, *at(s)) for s, t in [("load_interactive", "load_threaded_request"), ("deg2rad", "deg_to_rad"),
+                                            ("change_scene", "change_scene_to_file"),
+                                            ("NOTIFICATION_WM_FOCUS_IN", "NOTIFICATION_APPLICATION_FOCUS_IN"),
+                                            ("PoolVector2Array", "PackedVector2Array")]]
+    assert migrated_api(ref, res, renames) == {
+        "ResourceLoader.load_threaded_request": "load_interactive", "@GlobalScope.deg_to_rad": "deg2rad",
+        "SceneTree.change_scene_to_file": "change_scene", "Node.NOTIFICATION_APPLICATION_FOCUS_IN": "NOTIFICATION_WM_FOCUS_IN"}
+    stats = stats_with({f"r{i}": record() for i in range(20)} | {"a": record(uses=["ResourceLoader.load_threaded_request"])}, ref=ref)
+    guide = record(uses=["ResourceLoader.load_threaded_request"], classes=["ResourceLoader"])
+    side = chunk_side(stats, res, facts, migrated=migrated_api(ref, res, renames))
+    assert "@GlobalScope.deg_to_rad" in side.globals and "@GlobalScope.deg_to_rad" in side.migrated
+    values, basis = guide_features(stats, res, facts, guide, clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0, side=side)
+    assert values["api_code"] > 0 and basis["migrated"] == [{"api": "ResourceLoader.load_threaded_request", "written": "load_interactive"}]
+    values, basis = guide_features(stats, res, facts, guide, clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0)
+    assert values["api_code"] == 0 and basis["migrated"] == []
+
+
+
+def test_a_use_an_is_test_narrows_is_no_guide_evidence():
+    """The resolver types a name where an `is` test holds (`narrowed`), which finds class-reference entries; the guide
+    features leave such uses out on both sides (`if event is X:` is any input handler's frame): a record that writes
+    `timer.start()` about Timer shares nothing with `if t is Timer: t.start()` through it, and a record's stored
+    `code_uses` hold no narrowed use."""
+    from godot_rag.ingest.record_api import code_api
+
+    ref = ClassReference({"classes": {
+        "Object": {"inherits": None, "page": "classes/class_object", "members": {}},
+        "Node": {"inherits": "Object", "page": "classes/class_node", "members": {}},
+        "Timer": {"inherits": "Node", "page": "classes/class_timer", "members": {"start": method()}}}})
+    narrowed = "func f(t):\n\tif t is Timer:\n\t\tt.start()\n"
+    assert [(u.api, u.via) for u in resolve_uses(parse_chunk(narrowed), ref).uses] == [("Timer.start", "narrowed")]
+    assert code_api(narrowed, ref)["code_uses"] == []
+    assert code_api("func f(t: Timer):\n\tt.start()\n", ref)["code_uses"] == ["Timer.start"]
+    stats = stats_with({f"r{i}": record() for i in range(20)} | {"a": record(uses=["Timer.start"])}, ref=ref)
+    guide = record(classes=["Timer"]) | {"code_blocks": [{"language": "gdscript", "code": "func go(timer):\n\ttimer.start()\n"}]}
+    values, basis = features(stats, narrowed, guide)
+    assert values["api_code"] == 0 and basis["shared_api"] == []
+    values, basis = features(stats, "func f(t: Timer):\n\tt.start()\n", guide)
+    assert [e["api"] for e in basis["shared_api"]] == ["Timer.start"]

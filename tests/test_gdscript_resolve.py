@@ -421,8 +421,8 @@ def test_resolution_matches_the_real_code_api_gold(ref):
         m = re.search(r"(?m)^extends\s+(\w+)", path.read_text(encoding="utf-8")) if path.exists() else None
         res = resolve_uses(parse_chunk(q["chunk_text"]), ref, m.group(1) if m else None)
         # The gold resolves calls, chains and typed locals, not bare names of the own class's members
-        # (`velocity = ...`) nor what follows their type: those uses are outside its scope.
-        got = {u.api for u in res.uses if u.via not in ("own_class_property", "property_type")}
+        # (`velocity = ...`), what follows their type, nor a name an `is` test narrows: those uses are outside its scope.
+        got = {u.api for u in res.uses if u.via not in ("own_class_property", "property_type", "narrowed")}
         gold = set(q["relevant_api"])
         tp, fp, fn = tp + len(got & gold), fp + len(got - gold), fn + len(gold - got)
     assert tp / (tp + fp) > 0.9 and tp / (tp + fn) > 0.9
@@ -509,3 +509,26 @@ def test_a_name_the_project_declares_is_no_engine_property(ref, tmp_path):
     assert res.own_class == "CharacterBody2D" and "CanvasItem.visible" in res.apis
     assert not any(u.member == "velocity" for u in res.uses)
     assert any(u.name == "velocity" and "declared by the project" in u.reason for u in res.unresolved)
+
+
+def test_an_is_test_narrows_a_name_where_it_holds(ref):
+    """`if body is RigidBody3D:` (or `elif`, or the left end of an `and` chain): the name is that class from the
+    test to the end of the clause's body, and only there. A member the narrowed class lacks is no missing member:
+    the value may be a project subclass's. A typed `for` variable is a typed local."""
+    chunk = ("func init_body(event) -> void:\n"
+             "\tif _current_body is CharacterBody3D and _current_body.is_on_floor():\n"
+             "\t\t_current_body._stop_on_slopes = true\n"
+             "\telif _current_body is RigidBody3D:\n"
+             "\t\t_current_body.sleeping = false\n"
+             "\t_current_body.freeze = true\n"
+             "\tfor label: Label in labels:\n"
+             "\t\tlabel.text = \"\"\n")
+    facts = parse_chunk(chunk)
+    res = resolve_uses(facts, ref)
+    uses = {(u.api, u.line, u.via) for u in res.uses}
+    assert {("CharacterBody3D.is_on_floor", 2, "narrowed"), ("RigidBody3D.sleeping", 5, "narrowed"),
+            ("Label.text", 8, "local_type")} <= uses
+    assert not any(u.line == 6 for u in res.uses)  # after the `if`, the test no longer holds
+    slopes = next(u for u in res.unresolved if u.name == "_stop_on_slopes")
+    assert slopes.missing_on is None and "subclass" in slopes.reason
+    assert not res.missing()

@@ -200,3 +200,30 @@ def test_each_gdscript_block_of_a_record_resolves_on_its_own():
     add_record_api([rec], {"classes": classes})
     assert rec["metadata"]["code_uses"] == ["CharacterBody2D.move_and_slide", "CharacterBody2D.velocity", "Vector2.x"]
     assert "handle_crash" not in rec["metadata"]["code_declares"]
+
+
+def test_a_link_to_a_class_page_names_the_member_its_text_names():
+    """`[ResourceLoader.load_threaded_request](classes__class_resourceloader__d2a76b2f.md)`: the chunker keeps each
+    link's text with its target, and the record's `mentions` get the member the text names on the linked class
+    (`Class.member`, `member` or `member()`); the class's own name, another class's member or a link elsewhere
+    names no member."""
+    from godot_rag.classref import ClassReference
+    from godot_rag.ingest.markdown import strip_links_with_text
+    from godot_rag.ingest.record_api import prose_mentions
+
+    text, links = strip_links_with_text("Queue it with [ResourceLoader.load_threaded_request](classes__class_resourceloader__d2a76b2f.md).")
+    assert text == "Queue it with ResourceLoader.load_threaded_request."
+    assert links == [("ResourceLoader.load_threaded_request", "classes__class_resourceloader__d2a76b2f.md")]
+    m = {"kind": "method", "type": "void"}
+    ref = ClassReference({"classes": {
+        "Object": {"inherits": None, "page": "classes/class_object", "members": {"connect": m}},
+        "ResourceLoader": {"inherits": "Object", "page": "classes/class_resourceloader",
+                           "members": {"load_threaded_request": m, "load_threaded_get": m}},
+        "Timer": {"inherits": "Object", "page": "classes/class_timer", "members": {"start": m, "Timer": m}}}})
+    page_class = {i["page"]: c for c, i in ref.classes.items()}
+    res, timer = "classes__class_resourceloader__d2a76b2f.md", "../classes/class_timer.html"
+    links = [["ResourceLoader.load_threaded_request", res], ["load_threaded_get()", res], ["Timer", timer],
+             ["Object.connect", timer], ["start", "https://x.org/timer.html"], ["a timer", timer]]
+    assert prose_mentions("", links, ref, page_class) == [
+        "ResourceLoader", "ResourceLoader.load_threaded_request", "ResourceLoader.load_threaded_get", "Timer"]
+    assert prose_mentions("", [res], ref, page_class) == ["ResourceLoader"]  # a bare target, as before

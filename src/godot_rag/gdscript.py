@@ -128,6 +128,14 @@ class GDScriptFacts:
     markers: list[Marker] = field(default_factory=list)
     declarations: list[Declaration] = field(default_factory=list)  # each declared name with kind, line and scope
     extends_path: str | None = None  # `extends "res://base.gd"`: the script's parent given by path
+    # `if x is T:` (or `elif`, or an `and` chain that starts with the test): (x, T, start, end) of the text where x
+    # is a T, from the test to the end of the clause's body (tree-sitter only)
+    narrowed: list[tuple[str, str, int, int]] = field(default_factory=list)
+
+    def narrowed_type(self, name: str, offset: int) -> str | None:
+        """The class an `is` test makes `name` at `offset` (the innermost test), or None."""
+        found = [(s, t) for n, t, s, e in self.narrowed if n == name and s <= offset < e]
+        return max(found)[1] if found else None
 
     def __post_init__(self):
         chars = list(self.text)
@@ -280,7 +288,7 @@ class _Walker:
         self._b2c = None if ascii_only else _byte_to_char(text)
         self.facts_kw: dict = {"comments": [], "strings": [], "chains": [], "calls": [], "names": [], "declared": set(),
                                "params": set(), "functions": set(), "local_types": {}, "literal_types": {}, "annotations": [],
-                               "markers": [], "parse_errors": [], "node_paths": [], "declarations": []}
+                               "markers": [], "parse_errors": [], "node_paths": [], "declarations": [], "narrowed": []}
         self.extends: str | None = None
         self.extends_path: str | None = None
         self.class_name: str | None = None
@@ -434,6 +442,29 @@ class _Walker:
         typ = next((c for c in node.children if c.type == "type"), None)
         if typ is not None and ident is not None:
             self.facts_kw["markers"].append(Marker("4", "typed for loop variable", self.line(node)))
+            self.facts_kw["local_types"][self.src(ident)] = _base_type(self.src(typ))
+
+    def _narrow(self, clause) -> None:
+        """`if x is T:` / `elif x is T and ...:`: x is a T from the test to the end of the clause's body."""
+        cond = next((c for c in clause.children if c.type not in ("if", "elif", ":", "comment")), None)
+        body = next((c for c in clause.children if c.type == "body"), None)
+        while cond is not None and body is not None and cond.type == "binary_operator":
+            op = next((c for c in cond.children if c.type in ("is", "and", "&&")), None)
+            if op is None:
+                return
+            left, right = cond.children[0], cond.children[-1]
+            if op.type == "is":
+                if left.type == "identifier" and right.type in ("identifier", "type"):
+                    self.facts_kw["narrowed"].append((self.src(left), _base_type(self.src(right)),
+                                                      self.pos(cond.end_byte), self.pos(body.end_byte)))
+                return
+            cond = left  # `x is T and x.m`: the test on the left holds for the right and the body
+
+    def on_if_statement(self, node, depth):
+        self._narrow(node)
+
+    def on_elif_clause(self, node, depth):
+        self._narrow(node)
 
     def on_class_definition(self, node, depth):
         name = next((c for c in node.children if c.type == "name"), None)

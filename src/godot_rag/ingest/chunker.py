@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..retrieve.tokenize import tokenize
-from .markdown import Block, Page, strip_links
+from .markdown import Block, Page, strip_links, strip_links_with_text
 from .symbols import ApiVocabulary, extract_api_symbols, is_class_page
 
 DOC_VERSION = "4.7"
@@ -239,7 +239,7 @@ def chunk_page(
         inline = [m.group(1) for u in units for b in u.blocks if b.kind == "text" for m in INLINE_CODE_RE.finditer(b.text)]
         gd_code = [b.text for b in code if b.language in ("gdscript", "gd", "text", "")]
         api_symbols = extract_api_symbols(gd_code + inline, vocab)
-        links = [t for u in units for b in u.blocks if b.kind == "text" for t in strip_links(b.text)[1]]
+        links = [list(t) for u in units for b in u.blocks if b.kind == "text" for t in strip_links_with_text(b.text)[1]]
         members = entry_members(pieces, vocab.members.get(page.title, set()) - {page.title}) if class_page else []
         symbol = None
         if class_page:
@@ -277,7 +277,7 @@ def chunk_page(
                 "line_start": min(lines) if lines else seg0.first_line,
                 "line_end": max(lines) if lines else seg0.first_line,
                 "content_sha256": hashlib.sha256(content.encode()).hexdigest(),
-                "links": links,  # read by record_api.add_record_api, which turns them into `mentions`
+                "links": links,  # [text, target] pairs, read by record_api.add_record_api, which turns them into `mentions`
             },
         })
     for i, rec in enumerate(records):

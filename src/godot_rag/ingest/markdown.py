@@ -50,13 +50,20 @@ def page_path_from_file(file_name: str) -> tuple[str, str]:
 
 def strip_links(text: str) -> tuple[str, list[str]]:
     """Replace Markdown links by their text; return the link targets separately."""
-    targets: list[str] = []
+    text, links = strip_links_with_text(text)
+    return text, [target for _, target in links]
+
+
+def strip_links_with_text(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """Replace Markdown links by their text; return each link's (text, target) separately
+    (`[ResourceLoader.load_threaded_request](classes__class_resourceloader__d2a76b2f.md)` names a member)."""
+    links: list[tuple[str, str]] = []
 
     def repl(m: re.Match) -> str:
-        targets.append(m.group(2))
+        links.append((m.group(1), m.group(2)))
         return m.group(1)
 
-    return LINK_RE.sub(repl, text), targets
+    return LINK_RE.sub(repl, text), links
 
 
 def parse_page(file_name: str, text: str) -> Page:

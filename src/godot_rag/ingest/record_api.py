@@ -4,7 +4,8 @@ validator compares the chunk's resolved API with the record's without parsing an
 Each GDScript block of a record (`records.record_gdscript`) goes through the same tree-sitter facts
 (`gdscript.py`) and the same resolver (`retrieve/resolve.py`) as the chunk; a block without `extends` resolves
 against the page's latest one. Stored in the record's `metadata` (the schema is unchanged):
-- `code_uses`: the `Class.member` its code uses, resolved through the class reference;
+- `code_uses`: the `Class.member` its code uses, resolved through the class reference (not where only an `is`
+  test types the receiver: the guide model leaves those out on both sides);
 - `code_classes`: the classes its code uses (resolved owners, types written in the code, constructors);
 - `code_callbacks`: the functions it defines that override a documented method (`_ready`, `_physics_process`);
 - `code_globals`: the global functions and annotations its code uses (`@GlobalScope.randf`, `@GDScript.@rpc`);
@@ -50,7 +51,9 @@ def code_api(code: str, ref: ClassReference, extends_hint: str | None = None) ->
     own = res.own_class or "Node"
     callbacks = sorted(f for f in facts.functions if f.startswith("_") and (ref.member(own, f) or ref.named_owners.get(f)))
     declares = sorted((facts.declared | facts.functions) - set(callbacks))
-    return {"code_uses": sorted(set(res.apis)), "code_classes": sorted(classes), "code_callbacks": callbacks,
+    # A use an `is` test narrows is left out, as on the chunk's side of the guide features (docs_features.guide_features).
+    uses = {u.api for u in res.uses if u.via != "narrowed"}
+    return {"code_uses": sorted(uses), "code_classes": sorted(classes), "code_callbacks": callbacks,
             "code_declares": declares, "code_globals": global_uses(facts, res, ref)}
 
 
@@ -67,13 +70,21 @@ def global_uses(facts, resolution, ref: ClassReference) -> list[str]:
     return sorted(out)
 
 
-def prose_mentions(content: str, links: list[str], ref: ClassReference, page_class: dict[str, str]) -> list[str]:
+def prose_mentions(content: str, links: list, ref: ClassReference, page_class: dict[str, str],
+                   linked_members: bool = True) -> list[str]:
     """Classes and members the prose names: linked class pages, and inline code that the class reference
-    documents (`Timer`, `Input.is_action_pressed()`, `Timer.start`)."""
+    documents (`Timer`, `Input.is_action_pressed()`, `Timer.start`). `links`: (text, target) pairs (or bare
+    targets); a link to a class page whose text is one of its members names the member
+    (`[ResourceLoader.load_threaded_request](classes__class_resourceloader__d2a76b2f.md)`, `[start](...class_timer...)`),
+    unless `linked_members` is off."""
     out: dict[str, None] = {}
-    for target in links:
-        if (cls := class_of_link(target, page_class)) is not None:
-            out[cls] = None
+    for link in links:
+        text, target = (link[0], link[1]) if isinstance(link, (list, tuple)) else ("", link)
+        if (cls := class_of_link(target, page_class)) is None:
+            continue
+        out[cls] = None
+        if linked_members and (member := linked_member(text, cls, ref)) is not None:
+            out[member] = None
     for span in INLINE_CODE_RE.findall(content):
         for m in MENTION_RE.finditer(span):
             cls, member = m.group(1), m.group(2)
@@ -83,6 +94,21 @@ def prose_mentions(content: str, links: list[str], ref: ClassReference, page_cla
             if member and (found := ref.member(cls, member)) is not None:
                 out[f"{found[0]}.{member}"] = None
     return list(out)
+
+
+def linked_member(text: str, cls: str, ref: ClassReference) -> str | None:
+    """`Owner.member` a link to `cls`'s page names by its text (`Cls.member`, `member` or `member()`), or None."""
+    m = MENTION_RE.fullmatch(text.strip().removesuffix("()"))
+    if m is None:
+        return None
+    head, member = m.group(1), m.group(2)
+    if member is None:
+        if head == cls:
+            return None  # the class itself
+        head, member = cls, head  # a bare member name
+    if head != cls or (found := ref.member(cls, member)) is None:
+        return None
+    return f"{found[0]}.{member}"
 
 
 def add_record_api(records: list[dict], class_reference: dict) -> None:
@@ -104,7 +130,11 @@ def add_record_api(records: list[dict], class_reference: dict) -> None:
             if (m := EXTENDS_RE.search(code)) and ref.has_class(m.group(1)):
                 extends[page] = m.group(1)
         meta.update({f: sorted(v) for f, v in merged.items()})
-        meta["mentions"] = prose_mentions(rec.get("content") or "", links, ref, page_class)
+        # The class reference's pages link other classes' members in every description, as cross-references: counted
+        # as mentions, they would make members look common (the specificity the validator weighs), so a class page's
+        # links name only classes.
+        meta["mentions"] = prose_mentions(rec.get("content") or "", links, ref, page_class,
+                                          linked_members=not page.startswith("classes/"))
 
 
 def record_api(rec: dict) -> dict[str, list[str]]:

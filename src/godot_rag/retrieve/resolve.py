@@ -9,7 +9,9 @@ What is resolved (from the parsed facts, nothing guessed from a list):
   agrees with the other bare calls on one lineage (`get_tree()` is only ever `Node.get_tree`);
 - call chains through the documented return type (`get_tree().quit()` is `SceneTree.quit`),
   up to `max_hops` calls deep;
-- locals and parameters typed or constructed in the chunk (`var t: Timer`, `var t := Timer.new()`);
+- locals and parameters typed or constructed in the chunk (`var t: Timer`, `var t := Timer.new()`, `for l: Label in ...`);
+- a name an `is` test narrows, where the test holds (`if event is InputEventKey: event.keycode`); a member the
+  class lacks there is no missing member (the value may be a project subclass's);
 - bare names of the script's own class's members (`velocity = ...`, `modulate.a`, `pressed.connect(...)`):
   a name the chunk does not declare that the own class or an ancestor documents as a property, constant,
   signal or enum (`CharacterBody2D.velocity`); without `extends`, only where the inferred classes agree on
@@ -52,7 +54,7 @@ class ApiUse:
     line: int
     col: int
     text: str  # the code that uses it
-    via: str  # class | constructor | local_type | own_class | inferred_own_class | own_class_property | return_type | self
+    via: str  # class | constructor | local_type | narrowed | own_class | inferred_own_class | own_class_property | return_type | self
 
 
 @dataclass(frozen=True)
@@ -308,7 +310,8 @@ def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution,
     """(class, via) of a chain rooted at a name: a project class (through its engine class), a typed local, a
     class, or a singleton by its global name; None where the chunk does not say (its first part listed as unresolved)."""
     name = chain.root
-    local = facts.local_types.get(name)
+    narrowed = facts.narrowed_type(name, chain.root_start)
+    local = narrowed or facts.local_types.get(name)
     pcls = (local if local and not ref.has_class(local) and project is not None and project.is_class(local)
             else name if name not in facts.declared and not ref.has_class(name) and project is not None
             and project.is_class(name) else None)
@@ -325,7 +328,7 @@ def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution,
                                          f"the project class {pcls} has no engine class the reference knows"))
         return None
     if local and ref.has_class(local):
-        return local, "local_type"
+        return local, "narrowed" if narrowed else "local_type"
     if ref.has_class(name) and name not in facts.declared:
         return name, "class"
     if name not in facts.declared and (glob := ref.global_member(name)) and (typ := ref.type_of(glob[1])):
@@ -405,6 +408,10 @@ def _follow_chain(ref: ClassReference, res: Resolution, chain, root: tuple[str, 
             sub = ref.on_subclass(typ, part.name)
             if sub is not None:  # a downcast access, valid Godot 4: not a missing member
                 res.unresolved.append(Unresolved(part.name, part.line, part.col, text, f"{typ} has no '{part.name}', its subclass {sub} has"))
+                break
+            if via == "narrowed" and hops == root_hops:  # `if body is CharacterBody3D:` may be a project class's body
+                res.unresolved.append(Unresolved(part.name, part.line, part.col, text,
+                                                 f"{typ} has no '{part.name}'; the `is` test leaves room for a subclass that has"))
                 break
             res.unresolved.append(Unresolved(part.name, part.line, part.col, text,
                                              f"{typ} has no member '{part.name}' in Godot 4", missing_on=typ))

@@ -56,7 +56,7 @@ from .docs_evidence import (
     other_members_overruled,
     same_evidence_overrules,
 )
-from .docs_features import ChunkSide, DocsApiStats, GuideModel, chunk_side, missing_cosines
+from .docs_features import ChunkSide, DocsApiStats, GuideModel, chunk_side, migrated_api, missing_cosines
 from .prefilter import absent_reason, source_absent
 from .project_context import RequestContext
 from .resolve import Resolution
@@ -120,6 +120,9 @@ class ValidationContext(ChunkScope):
     mapping_confidence: MappingConfidence = field(default_factory=lambda: MappingConfidence.of(RetrieveConfig()))
     guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (docs_features.py)
     cosines: dict[str, float] = field(default_factory=dict)  # docs records only BM25 found -> their cosine
+    # (source, target, line, col) of each Godot 3 use in code an accepted api_mapping stands on (`validate` fills it
+    # before the docs: a Godot 3 chunk shares with a guide the API its names become, docs_features.migrated_api)
+    migrated: list[tuple[str, str, int, int]] = field(default_factory=list)
 
     @property
     def godot3(self) -> bool:
@@ -141,7 +144,8 @@ class ValidationContext(ChunkScope):
             return None
         index = self.context.index() if self.context is not None else None
         return chunk_side(self.guide_model[1], self.resolution, self.facts, self.renamed_classes,
-                          index.engine_classes if index is not None else frozenset())
+                          index.engine_classes if index is not None else frozenset(),
+                          migrated_api(self.ref, self.resolution, self.migrated))
 
     @cached_property
     def chain_haystack(self) -> str:
@@ -296,6 +300,8 @@ def validate(v: ValidationContext, candidates: list[Candidate], occurrences: Occ
     `occurrences`: the version stage's decisions for the api_mapping candidates (`decide_occurrences`)."""
     out = []
     pass1 = {cid: {"occurrences": [o.model_dump() for o in occ]} for cid, occ in occurrences.items()}
+    mappings = {id(c): mapping_evidence(v, c, pass1[c.id]) for c in candidates if c.table == "api_mapping"}
+    v.migrated = migrated_uses(candidates, mappings)
     docs = [(c, docs_evidence(v, c)) for c in candidates if c.table == "docs_chunks"]
     copied_page_overrules(v, docs)
     other_members_overruled(v, docs)
@@ -306,7 +312,7 @@ def validate(v: ValidationContext, candidates: list[Candidate], occurrences: Occ
     infos = {id(c): info for c, info in docs}
     for c in candidates:
         if c.table == "api_mapping":
-            info = mapping_evidence(v, c, pass1[c.id])
+            info = mappings[id(c)]
         elif c.table == "docs_chunks":
             info = infos[id(c)]
         else:
@@ -317,6 +323,13 @@ def validate(v: ValidationContext, candidates: list[Candidate], occurrences: Occ
         if c.table == "label_prototypes":
             out.append(_verdict(c, prototype_evidence(v, c, accepted), stage))
     return out
+
+
+def migrated_uses(candidates: list[Candidate], mappings: dict[int, dict]) -> list[tuple[str, str, int, int]]:
+    """(source, target, line, col) of each occurrence in code that an accepted api_mapping decided is Godot 3 use."""
+    return [(c.payload["source_api"], c.payload["target_api"], d["line"], d["col"])
+            for c in candidates if c.table == "api_mapping" and mappings[id(c)]["accepted"]
+            for d in mappings[id(c)]["occurrences"] if d["status"] == "godot3" and d["region"] == "code"]
 
 
 def _verdict(c: Candidate, info: dict, stage: str) -> Candidate:
