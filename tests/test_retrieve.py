@@ -727,3 +727,24 @@ def test_a_stage_info_given_for_later_is_built_when_read_and_in_every_result(ret
     assert shown and all(type(i) is not Pending for s in shown for i in s.trace.values())
     assert {"bm25", "fuse", "codematch"} <= set(next(s for s in shown if s.table == "docs_chunks").trace)
     assert '"fuse":{"method":"maxnorm"' in res.model_dump_json()
+
+
+def test_the_class_a_chunk_extends_is_a_use_whose_description_is_evidence(retriever):
+    """`extends CharacterBody2D` in the chunk itself: the class's description joins the `api` source and is accepted
+    (its evidence `extends CharacterBody2D`), though the chunk calls nothing of the class. Not from the `extends`
+    setting (a hint, as a scan gives every chunk of a file), and `--set api_extends=false` turns it off."""
+    from godot_rag.retrieve.config import RetrieveConfig
+
+    desc = "classes/class_characterbody2d#000"
+    chunk = "extends CharacterBody2D\n\nconst SPEED = 300.0\nvar jumps := 0\n"
+
+    def accepted(code, **settings):
+        res = retriever.retrieve(code, "F", RetrieveConfig(**settings))
+        return {c.id: c for c in res.by_table("docs_chunks")}
+
+    got = accepted(chunk)
+    assert desc in got and got[desc].source.endswith("api")
+    assert got[desc].info("validate").evidence[0].literal == "extends CharacterBody2D"
+    assert got[desc].info("api").uses[0].via == "extends"
+    assert desc not in accepted(chunk, api_extends=False)
+    assert desc not in accepted("const SPEED = 300.0\nvar jumps := 0\n", extends="CharacterBody2D")

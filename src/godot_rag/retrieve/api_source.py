@@ -47,6 +47,20 @@ def run_shortlist(ctx: QueryContext, pool: Pool) -> Pool:
     return out
 
 
+def extended_class(ctx: QueryContext) -> str | None:
+    """The class the chunk's own `extends` line names, when the setting `api_extends` is on and the class is no hub
+    of the hierarchy (`extends Camera3D`, not `extends Node2D`): a use of the class, whose description is evidence
+    for a script of that node type. A hint's or the project's `extends` is not the chunk's own line: every chunk of
+    a file would get the description."""
+    res = ctx.resolution
+    if not ctx.cfg.api_extends or res.own_class_from != "chunk" or res.own_class is None:
+        return None
+    model = ctx.retriever.guide_model()
+    if model is None or model[1].generic(res.own_class):
+        return None
+    return res.own_class
+
+
 def api_list(ctx: QueryContext) -> list[Candidate]:
     index = ctx.retriever.api_index()
     recs = ctx.retriever.records("docs_chunks")
@@ -59,6 +73,10 @@ def api_list(ctx: QueryContext) -> list[Candidate]:
         entry = ApiUseEntry(api=use.api, line=use.line, col=use.col, code=use.text, via=use.via,
                             entry="member" if (use.cls, use.member) in index["members"] else "class page")
         found.setdefault(rid, (len(found) + 1, []))[1].append(entry)
+    if (cls := extended_class(ctx)) is not None and (rid := index["first"].get(cls)) is not None:
+        line = ctx.facts.line_of(cls) or 1
+        found.setdefault(rid, (len(found) + 1, []))[1].append(
+            ApiUseEntry(api=cls, line=line, col=1, code=f"extends {cls}", via="extends", entry="class page"))
     out = []
     for rid, (rank, uses) in found.items():
         c = Candidate(table="docs_chunks", id=rid, payload=recs[rid], score=weight, rank=rank, source="api",

@@ -50,6 +50,9 @@ class RetrieveConfig(BaseModel):
     weight_bm25: Weight = Field(1.0)
     weight_embedding: Weight = Field(0.3)
     weight_api: Weight = Field(0.5, description="F: weight of the `api` source (member entries of resolved uses)")
+    api_extends: StrictBool = Field(True, description="F: the class the chunk's own `extends` line names, when it is no "
+                                    "hub of the hierarchy (Camera3D, not Node2D), is a use: its class description joins "
+                                    "the `api` source and counts for the class-reference rules")
     codematch_alpha: Weight = Field(1.0, description="D/E/F: fused * (1 + alpha * code-clone ratio); 0 turns it off")
     segments: StrictBool = Field(True, description="retrieve per function/block of the chunk and merge")
     ef_search: int = Field(100, ge=1, le=1000, strict=True)
