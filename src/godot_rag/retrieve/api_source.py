@@ -61,6 +61,34 @@ def extended_class(ctx: QueryContext) -> str | None:
     return res.own_class
 
 
+def typed_classes(ctx: QueryContext) -> dict[str, str]:
+    """The classes the chunk writes as a type (`var anim: AnimationPlayer`, `p: Timer`, `for l: Label in ...`) and
+    uses nothing of, with the declaration that writes each (`anim: AnimationPlayer`), when the setting `api_typed` is
+    on: an engine object class that is no hub of the hierarchy (not `Node2D`, nor a value type such as `Vector2`,
+    whose description tells a reviewer nothing). A class the chunk uses a member of already has that member's entry."""
+    model = ctx.retriever.guide_model()
+    if not ctx.cfg.api_typed or model is None:
+        return {}
+    ref, stats, used = ctx.retriever.class_reference(), model[1], ctx.resolution.classes
+    out: dict[str, str] = {}
+    for name, cls in ctx.facts.local_types.items():
+        # A value type (`Vector2`, `Color`) is a class with no parent; so is `Object`, a hub of its own.
+        if (cls not in out and cls not in used and ref.has_class(cls) and ref.classes[cls].get("inherits")
+                and not stats.generic(cls)):
+            out[cls] = f"{name}: {cls}"
+    return out
+
+
+def class_uses(ctx: QueryContext) -> dict[str, str]:
+    """The classes the chunk uses as a whole rather than through a member: the one its own `extends` names
+    (`extended_class`) and those it writes as a type (`typed_classes`), each with the code that says so. Their class
+    descriptions are evidence (`docs_evidence._resolved_api`)."""
+    out = typed_classes(ctx)
+    if (cls := extended_class(ctx)) is not None:
+        out[cls] = f"extends {cls}"
+    return out
+
+
 def api_list(ctx: QueryContext) -> list[Candidate]:
     index = ctx.retriever.api_index()
     recs = ctx.retriever.records("docs_chunks")
@@ -73,10 +101,11 @@ def api_list(ctx: QueryContext) -> list[Candidate]:
         entry = ApiUseEntry(api=use.api, line=use.line, col=use.col, code=use.text, via=use.via,
                             entry="member" if (use.cls, use.member) in index["members"] else "class page")
         found.setdefault(rid, (len(found) + 1, []))[1].append(entry)
-    if (cls := extended_class(ctx)) is not None and (rid := index["first"].get(cls)) is not None:
-        line = ctx.facts.line_of(cls) or 1
-        found.setdefault(rid, (len(found) + 1, []))[1].append(
-            ApiUseEntry(api=cls, line=line, col=1, code=f"extends {cls}", via="extends", entry="class page"))
+    for cls, code in class_uses(ctx).items():
+        if (rid := index["first"].get(cls)) is not None:
+            found.setdefault(rid, (len(found) + 1, []))[1].append(
+                ApiUseEntry(api=cls, line=ctx.facts.line_of(cls) or 1, col=1, code=code,
+                            via="extends" if code.startswith("extends ") else "typed", entry="class page"))
     out = []
     for rid, (rank, uses) in found.items():
         c = Candidate(table="docs_chunks", id=rid, payload=recs[rid], score=weight, rank=rank, source="api",

@@ -129,13 +129,13 @@ Found = tuple[str, float, int | None]  # (literal, weight, chunk line: None to l
 
 def _resolved_api(d: DocsCase) -> Iterator[Found]:
     """The record documents a member the chunk resolves to (or the class of a `Class.new()`), or it is the description
-    of the class the chunk's own `extends` names (`api_source.extended_class`)."""
+    of a class the chunk uses as a whole: its own `extends`, or a type it writes (`api_source.class_uses`)."""
     if d.page_class is not None:
         for use in d.v.resolution.uses:
             if use.api in d.symbols or (use.member == "new" and use.cls == d.page_class):
                 yield use.api, d.s.resolved_api, use.line
-        if d.page_class == d.v.extended and len(d.c.payload.get("section_path") or []) <= 1:
-            yield f"extends {d.page_class}", d.s.resolved_api, d.v.facts.line_of(d.page_class)
+        if d.page_class in d.v.class_uses and len(d.c.payload.get("section_path") or []) <= 1:
+            yield d.v.class_uses[d.page_class], d.s.resolved_api, d.v.facts.line_of(d.page_class)
 
 
 def chain_haystack(facts) -> str:
@@ -248,7 +248,7 @@ def _api_contradiction(d: DocsCase, reasons: list[str]) -> str | None:
 
 
 def _unused_class_page(d: DocsCase, reasons: list[str]) -> str | None:
-    if d.page_class is None or d.page_class in d.v.resolution.classes or d.page_class == d.v.extended:
+    if d.page_class is None or d.page_class in d.v.resolution.classes or d.page_class in d.v.class_uses:
         return None
     used = sorted(d.v.resolution.classes)
     return (f"class reference for {d.page_class}, which the chunk does not use"

@@ -42,7 +42,7 @@ from typing import Literal
 
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
-from .api_source import extended_class
+from .api_source import class_uses
 from .codematch import renameable_names
 from .config import RetrieveConfig
 from .context import Pool, QueryContext
@@ -121,7 +121,7 @@ class ValidationContext(ChunkScope):
     mapping_confidence: MappingConfidence = field(default_factory=lambda: MappingConfidence.of(RetrieveConfig()))
     guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (docs_features.py)
     cosines: dict[str, float] = field(default_factory=dict)  # docs records only BM25 found -> their cosine
-    extended: str | None = None  # the class the chunk's own `extends` names, a use of it (api_source.extended_class)
+    class_uses: Mapping[str, str] = field(default_factory=dict)  # class -> the code that uses it as a whole (api_source.class_uses)
     # (source, target, line, col) of each Godot 3 use in code an accepted api_mapping stands on (`validate` fills it
     # before the docs: a Godot 3 chunk shares with a guide the API its names become, docs_features.migrated_api)
     migrated: list[tuple[str, str, int, int]] = field(default_factory=list)
@@ -362,7 +362,7 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
                              renamed_classes=r.renames().classes, code_renames=r.renames().code, context=ctx.context,
                              mapping_confidence=MappingConfidence.of(ctx.cfg),
                              guide_model=r.guide_model() if ctx.cfg.guide_model else None,
-                             cosines=missing_cosines(ctx, candidates), extended=extended_class(ctx))
+                             cosines=missing_cosines(ctx, candidates), class_uses=class_uses(ctx))
     ctx.validation = vctx
     judged = validate(vctx, candidates, ctx.occurrences)
     for t in ctx.tables:  # the accepted ids, in the order they came in (the web page's "lost at")
