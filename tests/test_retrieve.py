@@ -751,9 +751,9 @@ def test_the_class_a_chunk_extends_is_a_use_whose_description_is_evidence(retrie
 
 
 def test_a_class_the_chunk_writes_as_a_type_is_a_use_whose_description_is_evidence(retriever):
-    """`var sprite: AnimatedSprite2D` in a chunk that calls nothing of it: the class's description joins the `api`
-    source, its evidence the declaration. A value type written as a type (`Vector2`) gets none, and
-    `--set api_typed=false` turns it off."""
+    """With `--set api_typed=true`, `var sprite: AnimatedSprite2D` in a chunk that calls nothing of it: the class's
+    description joins the `api` source, its evidence the declaration. A value type written as a type (`Vector2`)
+    gets none, and the default (off) adds nothing."""
     from godot_rag.retrieve.config import RetrieveConfig
 
     desc = "classes/class_animatedsprite2d#000"
@@ -763,8 +763,8 @@ def test_a_class_the_chunk_writes_as_a_type_is_a_use_whose_description_is_eviden
         res = retriever.retrieve(code, "F", RetrieveConfig(**settings))
         return {c.id: c for c in res.by_table("docs_chunks")}
 
-    got = accepted(chunk)
+    got = accepted(chunk, api_typed=True)
     assert desc in got and got[desc].info("validate").evidence[0].literal == "sprite: AnimatedSprite2D"
     assert got[desc].info("api").uses[0].via == "typed"
     assert not any(rid.startswith("classes/class_vector2#") for rid in got)
-    assert desc not in accepted(chunk, api_typed=False)
+    assert desc not in accepted(chunk)
