@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from .context import Pool, QueryContext
 from .stage import Stage
@@ -79,13 +80,18 @@ def typed_classes(ctx: QueryContext) -> dict[str, str]:
     return out
 
 
-def class_uses(ctx: QueryContext) -> dict[str, str]:
+class ClassUse(NamedTuple):
+    via: str  # extends | typed
+    code: str  # the code that says so: `extends Camera3D`, `anim: AnimationPlayer`
+
+
+def class_uses(ctx: QueryContext) -> dict[str, ClassUse]:
     """The classes the chunk uses as a whole rather than through a member: the one its own `extends` names
     (`extended_class`) and those it writes as a type (`typed_classes`), each with the code that says so. Their class
     descriptions are evidence (`docs_evidence._resolved_api`)."""
-    out = typed_classes(ctx)
+    out = {cls: ClassUse("typed", code) for cls, code in typed_classes(ctx).items()}
     if (cls := extended_class(ctx)) is not None:
-        out[cls] = f"extends {cls}"
+        out[cls] = ClassUse("extends", f"extends {cls}")
     return out
 
 
@@ -101,11 +107,10 @@ def api_list(ctx: QueryContext) -> list[Candidate]:
         entry = ApiUseEntry(api=use.api, line=use.line, col=use.col, code=use.text, via=use.via,
                             entry="member" if (use.cls, use.member) in index["members"] else "class page")
         found.setdefault(rid, (len(found) + 1, []))[1].append(entry)
-    for cls, code in class_uses(ctx).items():
+    for cls, whole in class_uses(ctx).items():
         if (rid := index["first"].get(cls)) is not None:
             found.setdefault(rid, (len(found) + 1, []))[1].append(
-                ApiUseEntry(api=cls, line=ctx.facts.line_of(cls) or 1, col=1, code=code,
-                            via="extends" if code.startswith("extends ") else "typed", entry="class page"))
+                ApiUseEntry(api=cls, line=ctx.facts.line_of(cls) or 1, col=1, code=whole.code, via=whole.via, entry="class page"))
     out = []
     for rid, (rank, uses) in found.items():
         c = Candidate(table="docs_chunks", id=rid, payload=recs[rid], score=weight, rank=rank, source="api",

@@ -135,7 +135,7 @@ def _resolved_api(d: DocsCase) -> Iterator[Found]:
             if use.api in d.symbols or (use.member == "new" and use.cls == d.page_class):
                 yield use.api, d.s.resolved_api, use.line
         if d.page_class in d.v.class_uses and len(d.c.payload.get("section_path") or []) <= 1:
-            yield d.v.class_uses[d.page_class], d.s.resolved_api, d.v.facts.line_of(d.page_class)
+            yield d.v.class_uses[d.page_class].code, d.s.resolved_api, d.v.facts.line_of(d.page_class)
 
 
 def chain_haystack(facts) -> str:

@@ -42,7 +42,7 @@ from typing import Literal
 
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
-from .api_source import class_uses
+from .api_source import ClassUse, class_uses
 from .codematch import renameable_names
 from .config import RetrieveConfig
 from .context import Pool, QueryContext
@@ -121,7 +121,7 @@ class ValidationContext(ChunkScope):
     mapping_confidence: MappingConfidence = field(default_factory=lambda: MappingConfidence.of(RetrieveConfig()))
     guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (docs_features.py)
     cosines: dict[str, float] = field(default_factory=dict)  # docs records only BM25 found -> their cosine
-    class_uses: Mapping[str, str] = field(default_factory=dict)  # class -> the code that uses it as a whole (api_source.class_uses)
+    class_uses: Mapping[str, ClassUse] = field(default_factory=dict)  # the classes it uses as a whole (api_source.class_uses)
     # (source, target, line, col) of each Godot 3 use in code an accepted api_mapping stands on (`validate` fills it
     # before the docs: a Godot 3 chunk shares with a guide the API its names become, docs_features.migrated_api)
     migrated: list[tuple[str, str, int, int]] = field(default_factory=list)
