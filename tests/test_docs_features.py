@@ -713,3 +713,44 @@ def test_a_use_an_is_test_narrows_is_no_guide_evidence():
     assert values["api_code"] == 0 and basis["shared_api"] == []
     values, basis = features(stats, "func f(t: Timer):\n\tt.start()\n", guide)
     assert [e["api"] for e in basis["shared_api"]] == ["Timer.start"]
+
+
+def test_a_construct_the_chunk_uses_that_a_guide_teaches_is_shared():
+    """The GDScript reference is the language's class reference: its section on a construct the chunk uses
+    (`enum` for "Constants / Enums", a variadic parameter for "Variadic functions") shares that construct, weighed
+    by how few records hold it and how few real chunks use it. A page whose code merely holds an `enum` under a
+    heading about something else teaches no enums; a construct most chunks use (`function_definition`) weighs 0."""
+    from godot_rag.eval.guide_fit import chunk_shares
+    from godot_rag.eval.queries import Query
+    from godot_rag.ingest.record_api import code_api
+    from godot_rag.retrieve.docs_features import construct_key, share_rule, taught_constructs
+
+    ref = reference()
+    chunk = "enum State {IDLE, RUN}\nconst SPEED = 3\n\nfunc run(...args: Array) -> void:\n\tpass\n"
+    facts = parse_chunk(chunk)
+    assert {"enum_definition", "const_statement", "variadic_parameter", "function_definition"} <= facts.constructs
+    enums_code = "enum Named {THING_1, THING_2}\nconst ANSWER = 42\n\nfunc f():\n\tpass\n"
+    held = code_api(enums_code, ref)["code_constructs"]
+    assert {"enum_definition", "const_statement", "function_definition"} <= set(held)
+
+    def rec(path):
+        return record() | {"section_path": path, "metadata": record()["metadata"] | {"code_constructs": held}}
+
+    teaches, holds = rec(["GDScript reference", "Constants", "Enums"]), rec(["Your first game", "The player"])
+    assert taught_constructs(teaches, {"code_constructs": held}) == {"enum_definition", "const_statement"}
+    assert taught_constructs(holds, {"code_constructs": held}) == set()
+    queries = [Query(id=f"q{i}", chunk_text="func f():\n\tpass\n" if i else chunk, relevant_pages={}, relevant_mappings=[])
+               for i in range(40)]
+    share = chunk_shares(queries, ref)
+    assert share[construct_key("function_definition")] == 1.0 and share[construct_key("enum_definition")] == 0.025
+    docs = {"teaches": teaches, "holds": holds} | {f"r{i}": record() for i in range(60)}
+    stats = stats_with(docs, ref, share)
+    assert stats.construct_specificity("function_definition") == 0.0
+    assert stats.construct_specificity("enum_definition") == round(stats._idf(2) * (1 - 0.025 / 0.25), 4) > 0.5
+    values, basis = features(stats, chunk, teaches)
+    assert [e["construct"] for e in basis["shared_constructs"]] == ["const_statement", "enum_definition"]
+    assert values["shared_construct"] == round(sum(e["specificity"] for e in basis["shared_constructs"]), 4) > 0
+    res = resolve_uses(facts, ref)
+    assert share_rule(stats, values, basis, chunk_side(stats, res, facts), res, 0.5) is None  # a specific construct is shared
+    values, basis = features(stats, chunk, holds)
+    assert values["shared_construct"] == 0.0 and basis["shared_constructs"] == []

@@ -417,11 +417,15 @@ def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_remo
 @click.option("--hub-every", default=3, show_default=True, type=click.IntRange(1),
               help="Page acceptance rates from every Nth chunk of --queries (and all judged chunks).")
 @click.option("--l2", default=1.0, show_default=True, type=click.FloatRange(0, 1000))
+@click.option("--threshold", default=None, type=click.FloatRange(0, 1),
+              help="Accept at this P(direct) instead of the out-of-fold choice: a threshold measured on F's accepts "
+                   "(`godot-rag eval` with the judged files), stored as given; the out-of-fold choice stays in `cv`.")
 @click.option("--quiet", is_flag=True)
 @with_db
-def fit_guides(queries_file, judged_file, out, curve_out, rows_cache, folds, hub_every, l2, quiet, dsn, data_dir):
+def fit_guides(queries_file, judged_file, out, curve_out, rows_cache, folds, hub_every, l2, threshold, quiet, dsn, data_dir):
     """Fit F's guide model (a logistic regression over named features) on a judged pool, with cross-validation by
-    chunk; the threshold is the lowest that meets the precision target out of fold. The summary goes to stdout."""
+    chunk; the threshold is the lowest that meets the precision target out of fold, unless --threshold gives one.
+    The summary goes to stdout."""
     from .eval.guide_fit import fit
     from .eval.queries import QueryFileError
     from .retrieve.pipeline import Retriever
@@ -431,7 +435,7 @@ def fit_guides(queries_file, judged_file, out, curve_out, rows_cache, folds, hub
     retriever = Retriever(make_db(dsn, data_dir))
     try:
         result = fit(retriever, queries_file, list(judged_file), folds=folds, l2=l2, quiet=quiet, rows_cache=rows_cache,
-                     hub_every=hub_every)
+                     hub_every=hub_every, threshold=threshold)
     except (QueryFileError, StoreError) as e:
         fail(str(e))
     finally:

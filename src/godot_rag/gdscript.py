@@ -128,6 +128,9 @@ class GDScriptFacts:
     markers: list[Marker] = field(default_factory=list)
     declarations: list[Declaration] = field(default_factory=list)  # each declared name with kind, line and scope
     extends_path: str | None = None  # `extends "res://base.gd"`: the script's parent given by path
+    # The grammar's named node types the code holds (`enum_definition`, `lambda`, `static_keyword`, `region_start`):
+    # the language constructs it uses, named by tree-sitter-gdscript, not by a hand list (none for the regex fallback).
+    constructs: set[str] = field(default_factory=set)
     # `if x is T:` (or `elif`, or an `and` chain that starts with the test): (x, T, start, end) of the text where x
     # is a T, from the test to the end of the clause's body (tree-sitter only)
     narrowed: list[tuple[str, str, int, int]] = field(default_factory=list)
@@ -288,7 +291,8 @@ class _Walker:
         self._b2c = None if ascii_only else _byte_to_char(text)
         self.facts_kw: dict = {"comments": [], "strings": [], "chains": [], "calls": [], "names": [], "declared": set(),
                                "params": set(), "functions": set(), "local_types": {}, "literal_types": {}, "annotations": [],
-                               "markers": [], "parse_errors": [], "node_paths": [], "declarations": [], "narrowed": []}
+                               "markers": [], "parse_errors": [], "node_paths": [], "declarations": [], "narrowed": [],
+                               "constructs": set()}
         self.extends: str | None = None
         self.extends_path: str | None = None
         self.class_name: str | None = None
@@ -333,6 +337,8 @@ class _Walker:
             t = node.type
             if t == "ERROR" or node.is_missing:
                 self.facts_kw["parse_errors"].append(self.line(node))
+            elif node.is_named:
+                self.facts_kw["constructs"].add(t)
             handler = getattr(self, "on_" + t, None)
             if handler is not None and handler(node, depth) is False:
                 continue

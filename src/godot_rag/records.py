@@ -4,7 +4,8 @@ from __future__ import annotations
 
 # The metadata ingest derives from a docs record's code and prose for matching (ingest/record_api.py): kept
 # in the JSONL, the DB and the `full` format; the `records` format leaves it out (retrieval data, not evidence).
-DERIVED_METADATA = ("code_uses", "code_classes", "code_callbacks", "code_declares", "code_globals", "mentions")
+DERIVED_METADATA = ("code_uses", "code_classes", "code_callbacks", "code_declares", "code_globals", "code_constructs",
+                    "mentions")
 
 # (field, type); "?" marks a field that may be null. Types: text, text[], int, float, jsonb.
 SCHEMA: dict[str, dict] = {

@@ -11,6 +11,7 @@ against the page's latest one. Stored in the record's `metadata` (the schema is 
 - `code_globals`: the global functions and annotations its code uses (`@GlobalScope.randf`, `@GDScript.@rpc`);
 - `code_declares`: the names its code declares itself (functions, variables, signals, classes, parameters):
   the author's choices, never evidence;
+- `code_constructs`: the GDScript constructs its code holds, as the grammar names them (`enum_definition`, `lambda`);
 - `mentions`: classes and `Class.member` its prose names: inline code and links to class pages.
 """
 from __future__ import annotations
@@ -40,7 +41,8 @@ def code_api(code: str, ref: ClassReference, extends_hint: str | None = None) ->
     from ..retrieve.resolve import resolve_uses  # the chunk's resolver (retrieve/ imports nothing from ingest/)
 
     if not code.strip() or not ref:
-        return {"code_uses": [], "code_classes": [], "code_callbacks": [], "code_declares": [], "code_globals": []}
+        return {"code_uses": [], "code_classes": [], "code_callbacks": [], "code_declares": [], "code_globals": [],
+                "code_constructs": []}
     facts = parse_chunk(code)
     res = resolve_uses(facts, ref, extends_hint)
     classes = set(res.classes)
@@ -54,7 +56,7 @@ def code_api(code: str, ref: ClassReference, extends_hint: str | None = None) ->
     # A use an `is` test narrows is left out, as on the chunk's side of the guide features (docs_features.guide_features).
     uses = {u.api for u in res.uses if u.via != "narrowed"}
     return {"code_uses": sorted(uses), "code_classes": sorted(classes), "code_callbacks": callbacks,
-            "code_declares": declares, "code_globals": global_uses(facts, res, ref)}
+            "code_declares": declares, "code_globals": global_uses(facts, res, ref), "code_constructs": sorted(facts.constructs)}
 
 
 def global_uses(facts, resolution, ref: ClassReference) -> list[str]:

@@ -428,14 +428,15 @@ def copied_page_overrules(v: ValidationContext, docs: list[tuple[Candidate, dict
 
 
 def model_shown(info: dict) -> frozenset[tuple[str, str | int]]:
-    """What an accepted guide shows of the chunk, as the guide model weighed it: the API, globals, callbacks and
-    classes both share, and the chunk's code lines its code matches. Names either side chose are no evidence, so
+    """What an accepted guide shows of the chunk, as the guide model weighed it: the API, globals, callbacks,
+    classes and constructs both share, and the chunk's code lines its code matches. Names either side chose are no evidence, so
     they are not counted (`_shown_names` counts them against a copied page, whose lines the chunk holds)."""
     m = info["model"] or {}
     return frozenset([("api", e["api"]) for e in m.get("shared_api") or []]
                      + [("global", e["api"]) for e in m.get("shared_globals") or []]
                      + [("callback", e["api"]) for e in m.get("shared_callbacks") or []]
                      + [("class", c) for c in m.get("shared_classes") or []]
+                     + [("construct", e["construct"]) for e in m.get("shared_constructs") or []]
                      + [("line", n) for n in info["clone_lines"] or []])
 
 

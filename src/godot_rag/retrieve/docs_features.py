@@ -34,11 +34,11 @@ from .codematch import clone_match, code_identifiers, code_tokens, is_ident, num
 from .segment import split_segments
 from .trace import RATIO_DIGITS
 
-FEATURES = ("api_code", "api_prose", "api_in_context", "shared_global", "shared_callback", "shared_class", "incompatible",
-            "foreign_class", "hub_rate", "clone", "bm25_rank", "cosine")
+FEATURES = ("api_code", "api_prose", "api_in_context", "shared_global", "shared_callback", "shared_class", "shared_construct",
+            "incompatible", "foreign_class", "hub_rate", "clone", "bm25_rank", "cosine")
 # What a chunk and a guide share: API (code, prose, globals), a callback, a class. For a chunk that uses API, a
 # guide with none of them came back on its text's likeness alone: a different feature sharing words (`nothing_shared`).
-SHARED_FEATURES = ("api_code", "api_prose", "shared_global", "shared_callback", "shared_class")
+SHARED_FEATURES = ("api_code", "api_prose", "shared_global", "shared_callback", "shared_class", "shared_construct")
 GUIDE_SHARE_RULES = ("nothing_shared", "generic_only")  # decide_guide's rules over what a guide shares, as the trace names them
 SECTION_SHARE = 0.8  # a class is a docs section's own when this share of the guide records that name it are there
 MIN_OWN_RECORDS = 5  # ... and at least this many records name it (`XRServer`: 31 records, all in tutorials/xr)
@@ -60,6 +60,8 @@ MIN_WORLD_USES = 3  # members of the two families typed with a class that can ma
 WORLD_SHARE = 0.85  # the share of those uses (per class of each family) one world must hold (Vector2, not bool or String)
 QUOTES = "\"'"  # a string token opens with one
 CAMEL_HEAD_RE = re.compile(r"^[A-Z][a-z]+|^[A-Z]+(?=[A-Z][a-z]|\d|$)")
+MIN_CONSTRUCT_HEAD = 4  # a construct's name head (`enum` of enum_definition) that a heading's word may start with
+HEADING_WORD_RE = re.compile(r"[a-z]+")
 
 
 @dataclass
@@ -70,6 +72,7 @@ class DocsApiStats:
     member_records: dict[str, int]
     class_records: dict[str, int]
     chunk_share: dict[str, float] = field(default_factory=dict)  # Class.member -> share of real chunks using it
+    construct_records: dict[str, int] = field(default_factory=dict)  # GDScript construct -> records whose code holds it
     page_nodes: dict[str, list[str]] = field(default_factory=dict)  # page -> the 2D / 3D nodes its records name
     section_classes: dict[str, list[str]] = field(default_factory=dict)  # feature section -> its own classes (feature_sections)
     native_pages: dict[str, list[str]] = field(default_factory=dict)  # page -> its C/C++ languages (native_pages)
@@ -81,6 +84,7 @@ class DocsApiStats:
     def build(cls, docs: Mapping[str, dict], ref: ClassReference, chunk_share: dict[str, float] | None = None) -> "DocsApiStats":
         members: dict[str, int] = {}
         classes: dict[str, int] = {}
+        constructs: Counter = Counter()
         page_nodes: dict[str, set[str]] = {}
         page_langs: dict[str, Counter] = {}  # page -> its code blocks' languages (native_pages)
         named: dict[str, Counter] = {}  # class -> the guide sections whose records name it (feature_sections)
@@ -99,8 +103,9 @@ class DocsApiStats:
                 classes[c] = classes.get(c, 0) + 1
             for f in set(api["code_callbacks"]):
                 members[callback_key(f)] = members.get(callback_key(f), 0) + 1
-        return cls(ref, len(docs), members, classes, dict(chunk_share or {}), {p: sorted(v) for p, v in page_nodes.items() if v},
-                   feature_sections(named), native_pages(page_langs))
+            constructs.update(set(api["code_constructs"]))
+        return cls(ref, len(docs), members, classes, dict(chunk_share or {}), dict(constructs),
+                   {p: sorted(v) for p, v in page_nodes.items() if v}, feature_sections(named), native_pages(page_langs))
 
     def _idf(self, df: int) -> float:
         """In [0, 1]: 1 for a name one record uses, 0 for one every record uses."""
@@ -140,6 +145,12 @@ class DocsApiStats:
         if code not in self._untyped:
             self._untyped[code] = untyped_members(code, self.ref)
         return self._untyped[code]
+
+    def construct_specificity(self, construct: str) -> float:
+        """Like a member's: how few records hold the construct in their code and how few real chunks use it
+        (`function_definition`, `if_statement` weigh 0; `enum_definition`, `variadic_parameter` are specific)."""
+        chunk = 1.0 - min(1.0, self.chunk_share.get(construct_key(construct), 0.0) / COMMON_CHUNK_SHARE)
+        return round(self._idf(self.construct_records.get(construct, 0)) * chunk, RATIO_DIGITS)
 
     def class_specificity(self, cls: str) -> float:
         """Like a member's: how few records and how few real chunks use the class (`SceneTree`, `Input` are common)."""
@@ -234,6 +245,21 @@ def feature_sections(named: Mapping[str, Counter]) -> dict[str, list[str]]:
             if len(cs) >= MIN_SECTION_CLASSES}
 
 
+def construct_key(construct: str) -> str:
+    """How a GDScript construct is counted beside `Class.member` in the chunk shares (`syntax:enum_definition`)."""
+    return "syntax:" + construct
+
+
+def taught_constructs(rec: dict, api: dict) -> set[str]:
+    """The constructs a record teaches: those its code holds whose name's head (`enum` of enum_definition,
+    `static` of static_keyword, `variadic`, `region`, `lambda`) starts a word of its section path ("Constants /
+    Enums", "Variadic functions", "Code regions"). The language reference's section on a construct, as the
+    class reference's entry on a member: a page that merely holds an `enum` in its code teaches no enums."""
+    words = {w for part in rec.get("section_path") or [] for w in HEADING_WORD_RE.findall(part.lower())}
+    return {c for c in api["code_constructs"] if len(head := c.split("_", 1)[0]) >= MIN_CONSTRUCT_HEAD
+            and any(w.startswith(head) for w in words)}
+
+
 def callback_key(name: str) -> str:
     """How a callback is counted beside `Class.member` (`_input()`): by name, as a record stores it."""
     return name + "()"
@@ -288,6 +314,7 @@ class ChunkSide:
     world: tuple[str | None, list[str]]  # stats.world_of(classes)
     project: frozenset[str] = frozenset()  # the engine classes the project's classes end on (foreign_section)
     migrated: Mapping[str, str] = field(default_factory=dict)  # migrated_api: Godot 4 `Class.member` -> the Godot 3 name written
+    constructs: frozenset[str] = frozenset()  # the GDScript constructs its code holds (facts.constructs)
 
 
 def migrated_api(ref: ClassReference, resolution, renames: list[tuple[str, str, int, int]]) -> dict[str, str]:
@@ -337,7 +364,8 @@ def chunk_side(stats: DocsApiStats, resolution, facts, renamed: Mapping[str, str
     globals_ = set(global_uses(facts, resolution, stats.ref)) | {a for a in migrated if a.startswith("@")}
     return ChunkSide(frozenset(facts.declared | facts.functions), frozenset(mine), untyped_members(facts.code, stats.ref),
                      frozenset(globals_), frozenset(chunk_callbacks(facts, stats.ref)),
-                     tuple(c for c in mine if not stats.generic(c)), stats.world_of(mine), project, migrated)
+                     tuple(c for c in mine if not stats.generic(c)), stats.world_of(mine), project, migrated,
+                     frozenset(facts.constructs))
 
 
 def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: float, bm25_rank: int | None,
@@ -375,6 +403,12 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     foreign = max(((c, stats.class_specificity(c)) for c in strangers), key=lambda x: (x[1], x[0]), default=None)
     # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready` weighs less (0.30).
     shared_callbacks = sorted(callback_key(f) for f in side.callbacks & set(api["code_callbacks"]))
+    # A construct the chunk uses that the record teaches (`enum` for "Constants / Enums"): the language's reference.
+    # One per name head: `annotation` and `annotations` (an annotation and its list) are one construct.
+    by_head: dict[str, str] = {}
+    for c in sorted(side.constructs & taught_constructs(rec, api), key=lambda c: (-stats.construct_specificity(c), c)):
+        by_head.setdefault(c.split("_", 1)[0].removesuffix("s"), c)
+    shared_constructs = sorted(by_head.values())
     shared_api = [shared_entry(stats, a, "code") for a in shared_code] + [shared_entry(stats, a, "prose") for a in shared_prose]
     values = {
         "api_code": round(sum(e["specificity"] for e in shared_api if e["from"] == "code"), RATIO_DIGITS),
@@ -382,6 +416,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
         "shared_global": round(sum(stats.member_specificity(a) for a in shared_globals), RATIO_DIGITS),
         "shared_callback": round(sum(stats.member_specificity(a) for a in shared_callbacks), RATIO_DIGITS),
         "shared_class": round(sum(stats.class_specificity(c) for c in shared_classes), RATIO_DIGITS),
+        "shared_construct": round(sum(stats.construct_specificity(c) for c in shared_constructs), RATIO_DIGITS),
         "incompatible": round(len(strangers) / len(topic), RATIO_DIGITS) if topic and fit["family_mine"] else 0.0,
         # The most specific class the record is about that fits none of the chunk's (`XRCamera3D` in a room-scale
         # page for platformer code): a share of strangers counts a stray `Vector2` the same.
@@ -396,7 +431,9 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     basis = {"shared_api": shared_api,
              "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
              "shared_callbacks": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_callbacks],
-             "shared_classes": shared_classes, "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
+             "shared_classes": shared_classes,
+             "shared_constructs": [{"construct": c, "specificity": stats.construct_specificity(c)} for c in shared_constructs],
+             "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
              "rivals": fit["rivals"][:BASIS_SHOWN], "worlds": fit["worlds"],
              "foreign_class": {"class": foreign[0], "specificity": foreign[1]} if foreign else None,
              "native_code": native_code(rec), "native_page": native_page(stats, rec), "foreign_section": foreign_section(stats, side, rec),
@@ -504,11 +541,12 @@ def contradictions(basis: dict, copied: bool = False) -> list[str]:
 
 
 def most_specific(stats: DocsApiStats, basis: dict) -> tuple[str, float] | None:
-    """The most specific thing a guide shares with the chunk (API, prose API, global, callback or class) and its
+    """The most specific thing a guide shares with the chunk (API, prose API, global, callback, class or construct) and its
     specificity, as the features weigh each; None when it shares nothing."""
     shared = [(e["api"], e["specificity"]) for e in basis["shared_api"]]
     shared += [(e["api"], e["specificity"]) for e in basis["shared_globals"] + basis["shared_callbacks"]]
     shared += [(c, stats.class_specificity(c)) for c in basis["shared_classes"]]
+    shared += [(e["construct"], e["specificity"]) for e in basis.get("shared_constructs", [])]
     return max(shared, key=lambda x: (x[1], x[0]), default=None)
 
 
@@ -579,7 +617,7 @@ class GuideModel:
     def from_dict(cls, data: dict) -> "GuideModel":
         return cls(dict(data["weights"]), float(data["bias"]), float(data["threshold"]),
                    dict(data.get("page_accept_rate") or {}), dict(data.get("chunk_share") or {}),
-                   {k: data[k] for k in ("data_digest", "fitted_on", "n", "cv") if k in data})
+                   {k: data[k] for k in ("data_digest", "fitted_on", "n", "cv", "threshold_from") if k in data})
 
     def decide(self, values: dict[str, float]) -> dict:
         contrib = {f: round(self.weights.get(f, 0.0) * values[f], RATIO_DIGITS) for f in FEATURES}
@@ -593,6 +631,18 @@ def candidate_cosine(c, filled: dict[str, float]) -> float | None:
     """The candidate's cosine: its embedding list's, or the one read for it (`missing_cosines`)."""
     emb = c.info("embedding")
     return emb.cosine if emb is not None else filled.get(c.id)
+
+
+def share_rule(stats: DocsApiStats, values: dict[str, float], basis: dict, side: ChunkSide, resolution,
+               min_specificity: float) -> dict | None:
+    """The GUIDE_SHARE_RULES verdict on what a guide shares with the chunk, whatever P says, as {rule: detail}, or
+    None when neither holds: `nothing_shared` (no SHARED_FEATURES, for a chunk that uses API) or `generic_only`
+    (its most specific shared thing weighs less than `min_specificity`). `fit-guides` vetoes the same pairs."""
+    if not any(values[f] for f in SHARED_FEATURES) and uses_api(side, resolution):
+        return {"nothing_shared": True}
+    if min_specificity and (most := most_specific(stats, basis)) is not None and most[1] < min_specificity:
+        return {"generic_only": {"most_specific": most[0], "specificity": most[1]}}
+    return None
 
 
 def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, clone: float,
@@ -630,11 +680,10 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, resolution, facts, c, c
         elif loose >= copy_share:
             out["copy_unanchored"] = True
     # The rules over what it shares judge an accept the model made: not a copy, not Godot 3 code.
-    share_rules = out["accepted"] and not out.get("copied_code") and not godot3
-    if share_rules and not any(values[f] for f in SHARED_FEATURES) and uses_api(side, resolution):
-        out["accepted"], out["nothing_shared"] = False, True
-    elif share_rules and min_specificity and (most := most_specific(stats, basis)) is not None and most[1] < min_specificity:
-        out["accepted"], out["generic_only"] = False, {"most_specific": most[0], "specificity": most[1]}
+    if out["accepted"] and not out.get("copied_code") and not godot3 and (
+            rule := share_rule(stats, values, basis, side, resolution, min_specificity)) is not None:
+        out["accepted"] = False
+        out.update(rule)
     reasons = contradictions(basis, copied=bool(out.get("copied_code")))
     if out.get("nothing_shared"):
         reasons.append("nothing shared: the record shares no API, class or callback with the chunk (its text's likeness alone)")

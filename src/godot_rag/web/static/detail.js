@@ -230,7 +230,8 @@ function guideModelSection(m) {
     const c = m.contributions[f], x = m.features[f];
     return [f, num(x, 4), x ? num(c / x, 4) : "", num(c, 4)];
   });
-  const shared = [...(m.shared_api || []), ...(m.shared_globals || []), ...(m.shared_callbacks || [])];
+  const shared = [...(m.shared_api || []), ...(m.shared_globals || []), ...(m.shared_callbacks || []),
+    ...(m.shared_constructs || []).map((c) => ({ api: `${c.construct} (GDScript construct)`, specificity: c.specificity }))];
   return section("Guide model",
     el("p", { text: `P(direct) ${num(m.p, 3)} ${m.p >= m.threshold ? "≥" : "<"} threshold ${num(m.threshold, 3)}: logit ${num(m.logit, 4)} = bias ${num(m.bias, 4)} + the contributions`
       + (m.copied_code ? " · the record holds the code the chunk copies (accepted by fact)" : "")
