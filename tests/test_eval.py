@@ -66,8 +66,10 @@ EXPECTED = {
                    "mapping_recall": 1.0, "zero_result_rate": 0.0},
     # F's Godot 3 query (no relevant page) gets no docs record: `func _process(delta):` and `$AnimatedSprite.play()`
     # are two lines that keep only the API as it is, no copy of the 2D page (`copy_anchor`, MIN_BLOCK_LINES).
+    # The Godot 3 query gets the 2D player page since the stop 53 refit (P 0.45: `KinematicBody2D` stands for
+    # `CharacterBody2D`, a shared class), beside its three mappings: no query is left without a record.
     ("F", "all"): {"all_relevant@1": 0.75, "all_relevant@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 1.0,
-                   "mapping_recall": 1.0, "zero_result_rate": 0.2},
+                   "mapping_recall": 1.0, "zero_result_rate": 0.0},
 }
 
 
