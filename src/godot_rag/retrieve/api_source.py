@@ -107,7 +107,7 @@ def api_list(ctx: QueryContext) -> list[Candidate]:
         entry = ApiUseEntry(api=use.api, line=use.line, col=use.col, code=use.text, via=use.via,
                             entry="member" if (use.cls, use.member) in index["members"] else "class page")
         found.setdefault(rid, (len(found) + 1, []))[1].append(entry)
-    for cls, whole in class_uses(ctx).items():
+    for cls, whole in ctx.class_uses.items():
         if (rid := index["first"].get(cls)) is not None:
             found.setdefault(rid, (len(found) + 1, []))[1].append(
                 ApiUseEntry(api=cls, line=ctx.facts.line_of(cls) or 1, col=1, code=whole.code, via=whole.via, entry="class page"))
@@ -121,6 +121,7 @@ def api_list(ctx: QueryContext) -> list[Candidate]:
 
 
 def run_api(ctx: QueryContext, pool: Pool) -> Pool:
+    ctx.class_uses = class_uses(ctx)
     if "docs_chunks" not in ctx.tables:
         return pool
     weight = ctx.cfg.weight_api
@@ -147,4 +148,4 @@ def run_api(ctx: QueryContext, pool: Pool) -> Pool:
 SHORTLIST = Stage("shortlist", run_shortlist, "the first rerank_top docs candidates go on; the rest stop here",
                   requires=("pool",))
 API = Stage("api", run_api, "the class-reference entry of each resolved use joins the docs (source api, weight_api)",
-            requires=("pool", "resolution"))
+            requires=("pool", "resolution"), provides=("class_uses",))

@@ -20,7 +20,10 @@ from .trace import MS_DIGITS, QueryTrace, StageLog
 from .types import Candidate
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping  # noqa: F401
+
     from ..gdscript import GDScriptFacts  # noqa: F401  (the parts' types, named in strings)
+    from .api_source import ClassUse  # noqa: F401
     from .pipeline import Retriever
     from .project_context import RequestContext
     from .resolve import Resolution  # noqa: F401
@@ -152,6 +155,7 @@ class QueryContext:
     resolution = Part["Resolution"]()  # resolve (F)
     version = Part["VersionContext"]()  # version (F): final markers, the mappings' Godot 3 uses included
     occurrences = Part["Occurrences"]()  # version (F): each api_mapping candidate's occurrences, decided
+    class_uses = Part["Mapping[str, ClassUse]"]()  # api (F): the classes the chunk uses as a whole (api_source.class_uses)
     validation = Part["ValidationContext"]()  # validate (F): the judge re-checks findings with it
 
     def provided(self, part: str) -> bool:

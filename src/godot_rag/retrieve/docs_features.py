@@ -111,8 +111,12 @@ class DocsApiStats:
         """In [0, 1]: 1 for a name one record uses, 0 for one every record uses."""
         return max(0.0, math.log((self.n_records + 1) / (df + 1)) / math.log(self.n_records + 1)) if self.n_records else 0.0
 
+    def _chunk_rarity(self, key: str) -> float:
+        """In [0, 1]: 1 for a name no real chunk uses, 0 for one COMMON_CHUNK_SHARE of them use (`chunk_share`)."""
+        return 1.0 - min(1.0, self.chunk_share.get(key, 0.0) / COMMON_CHUNK_SHARE)
+
     def member_specificity(self, api: str) -> float:
-        chunk = 1.0 - min(1.0, self.chunk_share.get(api, 0.0) / COMMON_CHUNK_SHARE)
+        chunk = self._chunk_rarity(api)
         # A member of a hub class (Node, Object, CanvasItem) is shared by every script of its kind.
         hub = GENERIC_MEMBER_SHARE if not api.startswith("@") and self.generic(api.split(".", 1)[0]) else 1.0
         return round(self._idf(self.member_records.get(api, 0)) * chunk * hub, RATIO_DIGITS)
@@ -149,13 +153,13 @@ class DocsApiStats:
     def construct_specificity(self, construct: str) -> float:
         """Like a member's: how few records hold the construct in their code and how few real chunks use it
         (`function_definition`, `if_statement` weigh 0; `enum_definition`, `variadic_parameter` are specific)."""
-        chunk = 1.0 - min(1.0, self.chunk_share.get(construct_key(construct), 0.0) / COMMON_CHUNK_SHARE)
-        return round(self._idf(self.construct_records.get(construct, 0)) * chunk, RATIO_DIGITS)
+        return round(self._idf(self.construct_records.get(construct, 0)) * self._chunk_rarity(construct_key(construct)),
+                     RATIO_DIGITS)
 
     def class_specificity(self, cls: str) -> float:
         """Like a member's: how few records and how few real chunks use the class (`SceneTree`, `Input` are common)."""
-        chunk = 1.0 - min(1.0, self.chunk_share.get(cls, 0.0) / COMMON_CHUNK_SHARE)
-        return 0.0 if self.generic(cls) else round(self._idf(self.class_records.get(cls, 0)) * chunk, RATIO_DIGITS)
+        return 0.0 if self.generic(cls) else round(self._idf(self.class_records.get(cls, 0)) * self._chunk_rarity(cls),
+                                                   RATIO_DIGITS)
 
     @cached_property
     def descendants(self) -> dict[str, int]:
@@ -250,13 +254,18 @@ def construct_key(construct: str) -> str:
     return "syntax:" + construct
 
 
+def construct_head(construct: str) -> str:
+    """The first word of a construct's name (`enum` of enum_definition, `static` of static_keyword)."""
+    return construct.split("_", 1)[0]
+
+
 def taught_constructs(rec: dict, api: dict) -> set[str]:
     """The constructs a record teaches: those its code holds whose name's head (`enum` of enum_definition,
     `static` of static_keyword, `variadic`, `region`, `lambda`) starts a word of its section path ("Constants /
     Enums", "Variadic functions", "Code regions"). The language reference's section on a construct, as the
     class reference's entry on a member: a page that merely holds an `enum` in its code teaches no enums."""
     words = {w for part in rec.get("section_path") or [] for w in HEADING_WORD_RE.findall(part.lower())}
-    return {c for c in api["code_constructs"] if len(head := c.split("_", 1)[0]) >= MIN_CONSTRUCT_HEAD
+    return {c for c in api["code_constructs"] if len(head := construct_head(c)) >= MIN_CONSTRUCT_HEAD
             and any(w.startswith(head) for w in words)}
 
 
@@ -405,10 +414,11 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     shared_callbacks = sorted(callback_key(f) for f in side.callbacks & set(api["code_callbacks"]))
     # A construct the chunk uses that the record teaches (`enum` for "Constants / Enums"): the language's reference.
     # One per name head: `annotation` and `annotations` (an annotation and its list) are one construct.
+    weighed = {c: stats.construct_specificity(c) for c in side.constructs & taught_constructs(rec, api)}
     by_head: dict[str, str] = {}
-    for c in sorted(side.constructs & taught_constructs(rec, api), key=lambda c: (-stats.construct_specificity(c), c)):
-        by_head.setdefault(c.split("_", 1)[0].removesuffix("s"), c)
-    shared_constructs = sorted(by_head.values())
+    for c in sorted(weighed, key=lambda c: (-weighed[c], c)):
+        by_head.setdefault(construct_head(c).removesuffix("s"), c)
+    shared_constructs = [{"construct": c, "specificity": weighed[c]} for c in sorted(by_head.values())]
     shared_api = [shared_entry(stats, a, "code") for a in shared_code] + [shared_entry(stats, a, "prose") for a in shared_prose]
     values = {
         "api_code": round(sum(e["specificity"] for e in shared_api if e["from"] == "code"), RATIO_DIGITS),
@@ -416,7 +426,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
         "shared_global": round(sum(stats.member_specificity(a) for a in shared_globals), RATIO_DIGITS),
         "shared_callback": round(sum(stats.member_specificity(a) for a in shared_callbacks), RATIO_DIGITS),
         "shared_class": round(sum(stats.class_specificity(c) for c in shared_classes), RATIO_DIGITS),
-        "shared_construct": round(sum(stats.construct_specificity(c) for c in shared_constructs), RATIO_DIGITS),
+        "shared_construct": round(sum(weighed[c] for c in sorted(by_head.values())), RATIO_DIGITS),
         "incompatible": round(len(strangers) / len(topic), RATIO_DIGITS) if topic and fit["family_mine"] else 0.0,
         # The most specific class the record is about that fits none of the chunk's (`XRCamera3D` in a room-scale
         # page for platformer code): a share of strangers counts a stray `Vector2` the same.
@@ -432,7 +442,7 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
              "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
              "shared_callbacks": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_callbacks],
              "shared_classes": shared_classes,
-             "shared_constructs": [{"construct": c, "specificity": stats.construct_specificity(c)} for c in shared_constructs],
+             "shared_constructs": shared_constructs,
              "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
              "rivals": fit["rivals"][:BASIS_SHOWN], "worlds": fit["worlds"],
              "foreign_class": {"class": foreign[0], "specificity": foreign[1]} if foreign else None,

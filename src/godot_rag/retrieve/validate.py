@@ -42,7 +42,7 @@ from typing import Literal
 
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
-from .api_source import ClassUse, class_uses
+from .api_source import ClassUse
 from .codematch import renameable_names
 from .config import RetrieveConfig
 from .context import Pool, QueryContext
@@ -362,7 +362,7 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
                              renamed_classes=r.renames().classes, code_renames=r.renames().code, context=ctx.context,
                              mapping_confidence=MappingConfidence.of(ctx.cfg),
                              guide_model=r.guide_model() if ctx.cfg.guide_model else None,
-                             cosines=missing_cosines(ctx, candidates), class_uses=class_uses(ctx))
+                             cosines=missing_cosines(ctx, candidates), class_uses=ctx.class_uses)
     ctx.validation = vctx
     judged = validate(vctx, candidates, ctx.occurrences)
     for t in ctx.tables:  # the accepted ids, in the order they came in (the web page's "lost at")
@@ -403,4 +403,5 @@ def follow_mappings(ctx: QueryContext, pool: Pool) -> list[Candidate]:
 
 VALIDATE = Stage("validate", run_validate,
                  "direct evidence: shared literals in code, API contradictions, version decisions per occurrence; accept or reject with reasons",
-                 requires=("pool", "facts", "resolution", "version", "occurrences"), provides=("validation", "verdicts"))
+                 requires=("pool", "facts", "resolution", "version", "occurrences", "class_uses"),
+                 provides=("validation", "verdicts"))
