@@ -754,3 +754,39 @@ def test_a_construct_the_chunk_uses_that_a_guide_teaches_is_shared():
     assert share_rule(stats, values, basis, chunk_side(stats, res, facts), res, 0.5) is None  # a specific construct is shared
     values, basis = features(stats, chunk, holds)
     assert values["shared_construct"] == 0.0 and basis["shared_constructs"] == []
+
+
+def test_a_keyword_construct_is_named_with_what_it_modifies():
+    """`static` on a function and on a variable are two constructs: "Static functions" teaches the one a static
+    function uses, and "Static variables" (whose code holds a function too) does not."""
+    from godot_rag.ingest.record_api import code_api
+    from godot_rag.retrieve.docs_features import construct_head, taught_constructs
+
+    ref = reference()
+    facts = parse_chunk("static func lookup(name: String) -> int:\n\tvar n := name.length()\n\treturn n\n")
+    assert "function_definition/static_keyword" in facts.constructs and "static_keyword" not in facts.constructs
+    assert construct_head("function_definition/static_keyword") == "static"
+    variables = code_api("static var count := 0\n\nfunc add():\n\tcount += 1\n", ref)
+    functions = code_api("static func add(a, b):\n\treturn a + b\n", ref)
+    assert "variable_statement/static_keyword" in variables["code_constructs"]
+    on_vars = record() | {"section_path": ["GDScript reference", "Variables", "Static variables"]}
+    on_funcs = record() | {"section_path": ["GDScript reference", "Functions", "Static functions"]}
+    def static(shared):
+        return {c for c in shared if c.endswith("static_keyword")}
+
+    assert static(facts.constructs & taught_constructs(on_vars, variables)) == set()
+    assert static(facts.constructs & taught_constructs(on_funcs, functions)) == {"function_definition/static_keyword"}
+
+
+def test_a_guide_the_model_accepts_on_a_construct_or_global_names_it_in_its_reason():
+    """A guide shared through a construct or an annotation has no literal of the chunk's to quote: its reason names
+    what it shares and the model's P, never an empty "direct evidence = "."""
+    from godot_rag.retrieve.trace import ValidateInfo
+    from godot_rag.retrieve.validate import _reason
+
+    model = {"p": 0.65, "threshold": 0.4, "shared_api": [], "shared_globals": [{"api": "@GDScript.@tool", "specificity": 0.54}],
+             "shared_callbacks": [], "shared_classes": [],
+             "shared_constructs": [{"construct": "function_definition/static_keyword", "specificity": 0.76}]}
+    info = ValidateInfo(verdict="accept", accepted=True, confidence=0.0, evidence=[], contradictions=[], reasons=[], model=model)
+    assert _reason(info) == ("guide model: P(direct) 0.65 >= 0.40, shared = @GDScript.@tool, "
+                             "function_definition/static_keyword")

@@ -106,6 +106,15 @@ def test_missing_member_is_godot3_evidence(ref):
     assert missing and missing[0].missing_on == "SceneTree" and missing[0].name == "change_scene"
 
 
+def test_a_dictionary_read_with_dot_syntax_is_a_key_not_a_missing_member(ref):
+    res = resolve_uses(parse_chunk("func f(result: Dictionary):\n\tprint(result.response_code)\n\tresult.keys()\n"
+                                   "\tresult.no_such_method()\n"), ref)
+    key = next(u for u in res.unresolved if u.name == "response_code")
+    assert key.missing_on is None and "key" in key.reason
+    assert "Dictionary.keys" in res.apis
+    assert [u.name for u in res.missing()] == ["no_such_method"]  # a call still needs a method
+
+
 def _mapping(src, dst, change, terms=None):
     return {"source_api": src, "target_api": dst, "change_type": change, "match_terms": terms or [src],
             "negative_patterns": [], "confidence": 1.0}

@@ -18,6 +18,7 @@ from functools import cached_property, lru_cache
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"  # the one definition of a GDScript identifier
 IDENT_RE = re.compile(IDENT)
+KEYWORD_NODE = "_keyword"  # how tree-sitter-gdscript names a modifier keyword's node (`static_keyword`)
 STRING_RE = re.compile(r"[&^]?\"\"\"[\s\S]*?\"\"\"|[&^]?\"(?:[^\"\\\n]|\\.)*\"|[&^]?'(?:[^'\\\n]|\\.)*'")
 COMMENT_RE = re.compile(r"#[^\n]*")
 # A chain starts where a name does: without the look-behind, a name with no dot after it is tried again from
@@ -128,8 +129,9 @@ class GDScriptFacts:
     markers: list[Marker] = field(default_factory=list)
     declarations: list[Declaration] = field(default_factory=list)  # each declared name with kind, line and scope
     extends_path: str | None = None  # `extends "res://base.gd"`: the script's parent given by path
-    # The grammar's named node types the code holds (`enum_definition`, `lambda`, `static_keyword`, `region_start`):
-    # the language constructs it uses, named by tree-sitter-gdscript, not by a hand list (none for the regex fallback).
+    # The grammar's named node types the code holds (`enum_definition`, `lambda`, `region_start`): the language
+    # constructs it uses, named by tree-sitter-gdscript, not by a hand list (none for the regex fallback). A keyword
+    # node is named with what it modifies (`function_definition/static_keyword`, `construct_name`).
     constructs: set[str] = field(default_factory=set)
     # `if x is T:` (or `elif`, or an `and` chain that starts with the test): (x, T, start, end) of the text where x
     # is a T, from the test to the end of the clause's body (tree-sitter only)
@@ -338,7 +340,7 @@ class _Walker:
             if t == "ERROR" or node.is_missing:
                 self.facts_kw["parse_errors"].append(self.line(node))
             elif node.is_named:
-                self.facts_kw["constructs"].add(t)
+                self.facts_kw["constructs"].add(construct_name(node))
             handler = getattr(self, "on_" + t, None)
             if handler is not None and handler(node, depth) is False:
                 continue
@@ -610,6 +612,13 @@ NOT_VALUE_PARENTS = {"type", "annotation", "pattern_section", "attribute_call", 
                      "extends_statement", "class_name_statement", "signal_statement", "parameters"}
 # Parents whose first identifier child is a name being declared (a parameter, the loop variable), or the callee.
 FIRST_IS_NOT_VALUE = PARAM_NODES | {"for_statement", "call"}
+
+
+def construct_name(node) -> str:
+    """A named node's construct: its grammar type, and for a keyword node (`static_keyword`) the node it modifies
+    too, as `parent/keyword`: a static function and a static variable are two constructs, taught by two sections."""
+    t = node.type
+    return f"{node.parent.type}/{t}" if t.endswith(KEYWORD_NODE) and node.parent is not None else t
 
 
 def _names_a_value(node) -> bool:

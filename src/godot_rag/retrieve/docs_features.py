@@ -255,18 +255,25 @@ def construct_key(construct: str) -> str:
 
 
 def construct_head(construct: str) -> str:
-    """The first word of a construct's name (`enum` of enum_definition, `static` of static_keyword)."""
-    return construct.split("_", 1)[0]
+    """The first word of a construct's name (`enum` of enum_definition, `static` of
+    function_definition/static_keyword)."""
+    return construct.rsplit("/", 1)[-1].split("_", 1)[0]
+
+
+def construct_heads(construct: str) -> list[str]:
+    """The head of each part of a construct's name: a keyword's and the node's it modifies (`static`, `function`)."""
+    return [part.split("_", 1)[0] for part in construct.split("/")]
 
 
 def taught_constructs(rec: dict, api: dict) -> set[str]:
-    """The constructs a record teaches: those its code holds whose name's head (`enum` of enum_definition,
-    `static` of static_keyword, `variadic`, `region`, `lambda`) starts a word of its section path ("Constants /
-    Enums", "Variadic functions", "Code regions"). The language reference's section on a construct, as the
-    class reference's entry on a member: a page that merely holds an `enum` in its code teaches no enums."""
+    """The constructs a record teaches: those its code holds whose name's heads (`enum` of enum_definition,
+    `variadic`, `region`, `lambda`; `static` and `function` of function_definition/static_keyword) each start a word
+    of its section path ("Constants / Enums", "Variadic functions", "Code regions", "Static functions"). The
+    language reference's section on a construct, as the class reference's entry on a member: a page that merely
+    holds an `enum` in its code teaches no enums, and "Static variables" teaches no static function."""
     words = {w for part in rec.get("section_path") or [] for w in HEADING_WORD_RE.findall(part.lower())}
-    return {c for c in api["code_constructs"] if len(head := construct_head(c)) >= MIN_CONSTRUCT_HEAD
-            and any(w.startswith(head) for w in words)}
+    return {c for c in api["code_constructs"] if len(construct_head(c)) >= MIN_CONSTRUCT_HEAD
+            and all(any(w.startswith(head) for w in words) for head in construct_heads(c))}
 
 
 def callback_key(name: str) -> str:

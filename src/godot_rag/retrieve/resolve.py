@@ -41,6 +41,9 @@ OWN_NAME_KINDS = {"property", "constant", "signal", "enum"}
 # Decided: without `extends`, a bare call resolves to the class that documents it for this share of the classes
 # that have every bare-called method (`get_tree()`: all but TreeItem).
 OWNER_SHARE = 0.95
+# GDScript reads a Dictionary's string key with dot syntax (`result.response_code` is `result["response_code"]`): a
+# name that is no documented member there is a key, not a missing member. A call still needs a method.
+KEYED_BY_DOT = frozenset({"Dictionary"})
 CODE_QUOTED = 80  # characters of the code a use or an unresolved name quotes
 USES_SHOWN, GLOBALS_SHOWN = 60, 30  # resolved and unresolved uses, and global functions, the query trace lists
 
@@ -404,6 +407,9 @@ def _follow_chain(ref: ClassReference, res: Resolution, chain, root: tuple[str, 
             continue  # the chain goes on with an instance of the same class
         # As code reaches it: a theme item does not hide an ancestor's property (`Button.disabled` is BaseButton's).
         found = ref.member(typ, part.name, code=True) or ref.member(typ, part.name)
+        if found is None and typ in KEYED_BY_DOT and not part.call:
+            res.unresolved.append(Unresolved(part.name, part.line, part.col, text, f"a key of the {typ} (dot syntax reads a key)"))
+            break
         if found is None:
             sub = ref.on_subclass(typ, part.name)
             if sub is not None:  # a downcast access, valid Godot 4: not a missing member
