@@ -790,3 +790,33 @@ def test_a_guide_the_model_accepts_on_a_construct_or_global_names_it_in_its_reas
     info = ValidateInfo(verdict="accept", accepted=True, confidence=0.0, evidence=[], contradictions=[], reasons=[], model=model)
     assert _reason(info) == ("guide model: P(direct) 0.65 >= 0.40, shared = @GDScript.@tool, "
                              "function_definition/static_keyword")
+
+
+def test_a_section_about_an_annotation_teaches_its_constructs_with_it():
+    """"Abstract classes and methods" shows `class_name` under `@abstract`: a plain named class shares none of its
+    constructs, an abstract one does, and "Registering named classes" (no annotation in its heading) teaches it to both."""
+    from godot_rag.ingest.record_api import code_api
+    from godot_rag.retrieve.docs_features import heading_annotations
+
+    annotation = {"kind": "annotation", "type": ""}
+    ref = ClassReference({"classes": reference().classes | {
+        "@GDScript": {"inherits": None, "page": "classes/class_@gdscript", "members": {"@abstract": annotation}},
+        "RefCounted": {"inherits": "Object", "page": "classes/class_refcounted", "members": {}}}})
+    code = "@abstract\nclass_name Shape\nextends RefCounted\n\n@abstract func area() -> float\n"
+    api = code_api(code, ref)
+    assert "@GDScript.@abstract" in api["code_globals"] and "class_name_statement" in api["code_constructs"]
+    abstract = record() | {"section_path": ["GDScript reference", "Classes", "Abstract classes and methods"], "content": f"```gdscript\n{code}```",
+                           "metadata": record()["metadata"] | api}
+    assert heading_annotations(abstract, api) == {"abstract"}
+    named = record() | {"section_path": ["GDScript reference", "Classes", "Registering named classes"], "content": f"```gdscript\n{code}```",
+                        "metadata": record()["metadata"] | api}
+    assert heading_annotations(named, api) == set()
+    docs = {"abstract": abstract, "named": named} | {f"r{i}": record() for i in range(60)}
+    stats = stats_with(docs, ref, {})
+    plain = "class_name Square\nextends RefCounted\n\nvar side := 1.0\n"
+    _, basis = features(stats, plain, abstract)
+    assert basis["shared_constructs"] == []
+    _, basis = features(stats, "@abstract\n" + plain, abstract)
+    assert "class_name_statement" in [e["construct"] for e in basis["shared_constructs"]]
+    _, basis = features(stats, plain, named)
+    assert "class_name_statement" in [e["construct"] for e in basis["shared_constructs"]]

@@ -62,6 +62,7 @@ QUOTES = "\"'"  # a string token opens with one
 CAMEL_HEAD_RE = re.compile(r"^[A-Z][a-z]+|^[A-Z]+(?=[A-Z][a-z]|\d|$)")
 MIN_CONSTRUCT_HEAD = 4  # a construct's name head (`enum` of enum_definition) that a heading's word may start with
 HEADING_WORD_RE = re.compile(r"[a-z]+")
+ANNOTATION_SEP = ".@"  # an annotation as the class reference names it: `@GDScript.@export`
 
 
 @dataclass
@@ -276,6 +277,20 @@ def taught_constructs(rec: dict, api: dict) -> set[str]:
             and all(any(w.startswith(head) for w in words) for head in construct_heads(c))}
 
 
+def heading_annotations(rec: dict, api: dict) -> set[str]:
+    """The heads of the annotations a record's code uses that start a word of its section path (`abstract` under
+    "Abstract classes and methods", `export` of `@export_enum` under "Exporting enums", `onready` under "`@onready`
+    annotation"): what the section is about, beside the constructs it shows them on."""
+    words = {w for part in rec.get("section_path") or [] for w in HEADING_WORD_RE.findall(part.lower())}
+    return {head for g in api["code_globals"] if ANNOTATION_SEP in g and len(head := annotation_head(g)) >= MIN_CONSTRUCT_HEAD
+            and any(w.startswith(head) for w in words)}
+
+
+def annotation_head(api: str) -> str:
+    """The first word of an annotation's name (`export` of `@GDScript.@export_enum`)."""
+    return api.split(ANNOTATION_SEP, 1)[1].split("_", 1)[0]
+
+
 def callback_key(name: str) -> str:
     """How a callback is counted beside `Class.member` (`_input()`): by name, as a record stores it."""
     return name + "()"
@@ -421,7 +436,11 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     shared_callbacks = sorted(callback_key(f) for f in side.callbacks & set(api["code_callbacks"]))
     # A construct the chunk uses that the record teaches (`enum` for "Constants / Enums"): the language's reference.
     # One per name head: `annotation` and `annotations` (an annotation and its list) are one construct.
-    weighed = {c: stats.construct_specificity(c) for c in side.constructs & taught_constructs(rec, api)}
+    # A section about an annotation (`@abstract` for "Abstract classes and methods", `@export` for "Exporting enums")
+    # teaches its constructs with the annotation: a plain `class_name` or `enum` shares none of them.
+    chunk_annotations = {annotation_head(g) for g in side.globals if ANNOTATION_SEP in g}
+    taught = taught_constructs(rec, api) if heading_annotations(rec, api) <= chunk_annotations else set()
+    weighed = {c: stats.construct_specificity(c) for c in side.constructs & taught}
     by_head: dict[str, str] = {}
     for c in sorted(weighed, key=lambda c: (-weighed[c], c)):
         by_head.setdefault(construct_head(c).removesuffix("s"), c)
