@@ -766,13 +766,16 @@ def test_a_keyword_construct_is_named_with_what_it_modifies():
     facts = parse_chunk("static func lookup(name: String) -> int:\n\tvar n := name.length()\n\treturn n\n")
     assert "function_definition/static_keyword" in facts.constructs and "static_keyword" not in facts.constructs
     assert construct_head("function_definition/static_keyword") == "static"
-    variables = code_api("static var count := 0\n\nfunc add():\n\tcount += 1\n", ref)
+    # The static variables' section's code has a static function too: only the static variable is what it teaches.
+    variables = code_api("static var count := 0\n\nstatic func add():\n\tcount += 1\n", ref)
     functions = code_api("static func add(a, b):\n\treturn a + b\n", ref)
     assert "variable_statement/static_keyword" in variables["code_constructs"]
     on_vars = record() | {"section_path": ["GDScript reference", "Variables", "Static variables"]}
     on_funcs = record() | {"section_path": ["GDScript reference", "Functions", "Static functions"]}
     def static(shared):
         return {c for c in shared if c.endswith("static_keyword")}
+
+    assert static(taught_constructs(on_vars, variables)) == {"variable_statement/static_keyword"}
 
     assert static(facts.constructs & taught_constructs(on_vars, variables)) == set()
     assert static(facts.constructs & taught_constructs(on_funcs, functions)) == {"function_definition/static_keyword"}
@@ -790,6 +793,9 @@ def test_a_guide_the_model_accepts_on_a_construct_or_global_names_it_in_its_reas
     info = ValidateInfo(verdict="accept", accepted=True, confidence=0.0, evidence=[], contradictions=[], reasons=[], model=model)
     assert _reason(info) == ("guide model: P(direct) 0.65 >= 0.40, shared = @GDScript.@tool, "
                              "function_definition/static_keyword")
+    copied = info.model_copy(update={"model": model | {"p": 0.2, "copied_code": True, "shared_api": None}})
+    assert _reason(copied) == ("the chunk copies the record's code; shared = @GDScript.@tool, "
+                               "function_definition/static_keyword")
 
 
 def test_a_section_about_an_annotation_teaches_its_constructs_with_it():

@@ -346,17 +346,19 @@ def _verdict(c: Candidate, info: dict, stage: str) -> Candidate:
 def _reason(info: ValidateInfo) -> str:
     if info.accepted and (info.evidence or not info.model):
         return "direct evidence = " + ", ".join(i.literal for i in info.evidence[:LITERALS_SHOWN])
-    if info.accepted:  # a guide the model accepted on what it shares with no literal of the chunk's (a construct, `@tool`)
+    if info.accepted:  # a guide accepted on what it shares with no literal of the chunk's to quote (a construct, `@tool`)
         m = info.model or {}
-        return (f"guide model: P(direct) {m.get('p', 0.0):.2f} >= {m.get('threshold', 0.0):.2f}, shared = "
-                + (", ".join(model_shared(m)[:LITERALS_SHOWN]) or "the texts' likeness"))
+        shared = ", ".join(model_shared(m)[:LITERALS_SHOWN]) or "the texts' likeness"
+        if m.get("copied_code"):  # accepted as a copy, whatever P says
+            return f"the chunk copies the record's code; shared = {shared}"
+        return f"guide model: P(direct) {m.get('p', 0.0):.2f} >= {m.get('threshold', 0.0):.2f}, shared = {shared}"
     return "; ".join(info.reasons)
 
 
 def model_shared(model: dict) -> list[str]:
     """What a guide shares with the chunk as the model's basis lists it: API, globals, callbacks, classes, constructs."""
-    return ([e["api"] for e in model.get("shared_api", []) + model.get("shared_globals", []) + model.get("shared_callbacks", [])]
-            + list(model.get("shared_classes", [])) + [e["construct"] for e in model.get("shared_constructs", [])])
+    return ([e["api"] for k in ("shared_api", "shared_globals", "shared_callbacks") for e in model.get(k) or []]
+            + list(model.get("shared_classes") or []) + [e["construct"] for e in model.get("shared_constructs") or []])
 
 
 def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
