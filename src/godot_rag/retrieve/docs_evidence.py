@@ -431,13 +431,17 @@ def model_shown(info: dict) -> frozenset[tuple[str, str | int]]:
     """What an accepted guide shows of the chunk, as the guide model weighed it: the API, globals, callbacks,
     classes and constructs both share, and the chunk's code lines its code matches. Names either side chose are no evidence, so
     they are not counted (`_shown_names` counts them against a copied page, whose lines the chunk holds)."""
-    m = info["model"] or {}
-    return frozenset([("api", e["api"]) for e in m.get("shared_api") or []]
-                     + [("global", e["api"]) for e in m.get("shared_globals") or []]
-                     + [("callback", e["api"]) for e in m.get("shared_callbacks") or []]
-                     + [("class", c) for c in m.get("shared_classes") or []]
-                     + [("construct", e["construct"]) for e in m.get("shared_constructs") or []]
-                     + [("line", n) for n in info["clone_lines"] or []])
+    return frozenset(model_shared(info["model"] or {}) + [("line", n) for n in info["clone_lines"] or []])
+
+
+def model_shared(m: dict) -> list[tuple[str, str]]:
+    """(kind, name) of what the guide model's basis says a guide shares with the chunk, in the basis's order: API,
+    globals, callbacks, classes, constructs."""
+    return ([("api", e["api"]) for e in m.get("shared_api") or []]
+            + [("global", e["api"]) for e in m.get("shared_globals") or []]
+            + [("callback", e["api"]) for e in m.get("shared_callbacks") or []]
+            + [("class", c) for c in m.get("shared_classes") or []]
+            + [("construct", e["construct"]) for e in m.get("shared_constructs") or []])
 
 
 def same_evidence_overrules(docs: list[tuple[Candidate, dict]]) -> None:

@@ -258,7 +258,7 @@ def construct_key(construct: str) -> str:
 def construct_head(construct: str) -> str:
     """The first word of a construct's name (`enum` of enum_definition, `static` of
     function_definition/static_keyword)."""
-    return construct.rsplit("/", 1)[-1].split("_", 1)[0]
+    return construct_heads(construct)[-1]
 
 
 def construct_heads(construct: str) -> list[str]:
@@ -272,16 +272,21 @@ def taught_constructs(rec: dict, api: dict) -> set[str]:
     of its section path ("Constants / Enums", "Variadic functions", "Code regions", "Static functions"). The
     language reference's section on a construct, as the class reference's entry on a member: a page that merely
     holds an `enum` in its code teaches no enums, and "Static variables" teaches no static function."""
-    words = {w for part in rec.get("section_path") or [] for w in HEADING_WORD_RE.findall(part.lower())}
+    words = heading_words(rec)
     return {c for c in api["code_constructs"] if len(construct_head(c)) >= MIN_CONSTRUCT_HEAD
             and all(any(w.startswith(head) for w in words) for head in construct_heads(c))}
+
+
+def heading_words(rec: dict) -> set[str]:
+    """The words of a record's section path, lower case (`abstract` of "Abstract classes and methods")."""
+    return {w for part in rec.get("section_path") or [] for w in HEADING_WORD_RE.findall(part.lower())}
 
 
 def heading_annotations(rec: dict, api: dict) -> set[str]:
     """The heads of the annotations a record's code uses that start a word of its section path (`abstract` under
     "Abstract classes and methods", `export` of `@export_enum` under "Exporting enums", `onready` under "`@onready`
     annotation"): what the section is about, beside the constructs it shows them on."""
-    words = {w for part in rec.get("section_path") or [] for w in HEADING_WORD_RE.findall(part.lower())}
+    words = heading_words(rec)
     return {head for g in api["code_globals"] if ANNOTATION_SEP in g and len(head := annotation_head(g)) >= MIN_CONSTRUCT_HEAD
             and any(w.startswith(head) for w in words)}
 

@@ -54,6 +54,7 @@ from .docs_evidence import (
     copied_page_overrules,
     docs_evidence,
     long_rare_names,
+    model_shared,
     other_members_overruled,
     same_evidence_overrules,
 )
@@ -348,17 +349,11 @@ def _reason(info: ValidateInfo) -> str:
         return "direct evidence = " + ", ".join(i.literal for i in info.evidence[:LITERALS_SHOWN])
     if info.accepted:  # a guide accepted on what it shares with no literal of the chunk's to quote (a construct, `@tool`)
         m = info.model or {}
-        shared = ", ".join(model_shared(m)[:LITERALS_SHOWN]) or "the texts' likeness"
+        shared = ", ".join(name for _, name in model_shared(m)[:LITERALS_SHOWN]) or "the texts' likeness"
         if m.get("copied_code"):  # accepted as a copy, whatever P says
             return f"the chunk copies the record's code; shared = {shared}"
         return f"guide model: P(direct) {m.get('p', 0.0):.2f} >= {m.get('threshold', 0.0):.2f}, shared = {shared}"
     return "; ".join(info.reasons)
-
-
-def model_shared(model: dict) -> list[str]:
-    """What a guide shares with the chunk as the model's basis lists it: API, globals, callbacks, classes, constructs."""
-    return ([e["api"] for k in ("shared_api", "shared_globals", "shared_callbacks") for e in model.get(k) or []]
-            + list(model.get("shared_classes") or []) + [e["construct"] for e in model.get("shared_constructs") or []])
 
 
 def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
