@@ -336,15 +336,19 @@ def test_a_copy_of_the_frame_alone_is_left_to_the_model():
 
 
 def test_a_list_of_classes_shares_none_of_them():
-    """The class index names every node: a chunk that uses five of them shares no class with it. A record whose
-    prose names a few classes shares those."""
+    """The class index names every node, and a build-size page lists the 30 GUI classes a build flag disables: a
+    chunk that uses several of them shares no class with such a list. A record whose prose names a topic's few
+    classes (up to the 15 of "Packed arrays") shares those."""
     stats = stats_with({f"r{i}": record() for i in range(3)})
     code = "extends CharacterBody2D\n\nfunc _physics_process(delta):\n    move_and_slide()\n"
-    listed = ["CharacterBody2D", "RigidBody2D", "PhysicsBody2D"] + [f"Widget{i}" for i in range(25)] + ["Plane", "Vector2", "NavigationAgent2D"]
-    values, basis = features(stats, code, record(mentions=listed))
-    assert basis["shared_classes"] == [] and values["shared_class"] == 0.0
-    values, basis = features(stats, code, record(mentions=listed[:3]))
-    assert basis["shared_classes"] == ["CharacterBody2D"] and values["shared_class"] > 0
+    listed = ["CharacterBody2D", "RigidBody2D", "PhysicsBody2D"] + [f"Widget{i}" for i in range(24)] + ["Plane", "Vector2", "NavigationAgent2D"]
+    assert len(listed) == 30
+    for names in (listed, listed[:16]):
+        values, basis = features(stats, code, record(mentions=names))
+        assert basis["shared_classes"] == [] and values["shared_class"] == 0.0
+    for names in (listed[:3], listed[:15]):
+        values, basis = features(stats, code, record(mentions=names))
+        assert basis["shared_classes"] == ["CharacterBody2D"] and values["shared_class"] > 0
 
 
 def test_a_page_of_a_feature_the_chunk_does_not_use_is_a_contradiction():

@@ -43,7 +43,10 @@ GUIDE_SHARE_RULES = ("nothing_shared", "generic_only")  # decide_guide's rules o
 SECTION_SHARE = 0.8  # a class is a docs section's own when this share of the guide records that name it are there
 MIN_OWN_RECORDS = 5  # ... and at least this many records name it (`XRServer`: 31 records, all in tutorials/xr)
 MIN_SECTION_CLASSES = 5  # a section with this many classes of its own is a feature of its own (XR: 17, navigation: 8)
-MAX_TOPIC_CLASSES = 30  # classes a record's prose may name and still be about them (the class index names 284)
+# Classes a record's prose may name and still be about them: the largest topics are 15 ("Packed arrays", the GUI
+# feature list); the guides above are lists (a build's disabled GUI classes: 30, the 3 -> 4 rename tables: 18-21,
+# C#'s Variant types: 32), the class index 284.
+MAX_TOPIC_CLASSES = 15
 GENERIC_DESCENDANTS = 20  # a class with this many descendants is a hub of the hierarchy, not a family
 DOTTED_RE = re.compile(rf"(?:([$%]?)\b({IDENT})\s*)?\.({IDENT})\b")  # (node sigil, receiver name, member)
 GENERIC_MEMBER_SHARE = 0.25  # what a member of a hub class keeps of its specificity (CanvasItem.draw_line is no get_node)
