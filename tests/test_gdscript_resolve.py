@@ -115,6 +115,23 @@ def test_a_dictionary_read_with_dot_syntax_is_a_key_not_a_missing_member(ref):
     assert [u.name for u in res.missing()] == ["no_such_method"]  # a call still needs a method
 
 
+def test_a_local_has_the_type_of_the_call_that_gives_its_value(ref):
+    """`var t := create_tween()`: `t` is what `create_tween()` documents it returns, and `$A as Label` is a Label.
+    A value that goes on after the call (`get_tree().create_timer()`, beyond one hop) or ends in a subscript
+    (`get_children()[0].foo()`) types nothing."""
+    code = ("extends Node2D\n\nfunc _ready():\n\tvar tween := create_tween()\n\ttween.tween_property(self, \"modulate\", Color.RED, 1.0)\n"
+            "\tvar tree = get_tree()\n\ttree.create_timer(1.0)\n\tvar label := $A as Label\n\tlabel.text = \"x\"\n"
+            "\tvar timer := get_tree().create_timer(2.0)\n\ttimer.timeout.connect(queue_free)\n"
+            "\tvar first = get_children()[0].foo()\n\tfirst.bar()\n")
+    res = resolve_uses(parse_chunk(code), ref)
+    via = {u.api: u.via for u in res.uses}
+    assert via["Tween.tween_property"] == "value_type" and via["SceneTree.create_timer"] in ("value_type", "return_type")
+    assert [u.line for u in res.uses if u.api == "SceneTree.create_timer"] == [7, 10]
+    assert via["Label.text"] == "local_type"
+    assert not res.missing()  # neither `timer` (a SceneTreeTimer, two hops away) nor `first` is typed as the call before
+    assert {u.name for u in res.unresolved} >= {"first.bar", "timer.timeout"}
+
+
 def _mapping(src, dst, change, terms=None):
     return {"source_api": src, "target_api": dst, "change_type": change, "match_terms": terms or [src],
             "negative_patterns": [], "confidence": 1.0}
@@ -431,7 +448,8 @@ def test_resolution_matches_the_real_code_api_gold(ref):
         res = resolve_uses(parse_chunk(q["chunk_text"]), ref, m.group(1) if m else None)
         # The gold resolves calls, chains and typed locals, not bare names of the own class's members
         # (`velocity = ...`), what follows their type, nor a name an `is` test narrows: those uses are outside its scope.
-        got = {u.api for u in res.uses if u.via not in ("own_class_property", "property_type", "narrowed")}
+        # A local typed by its value's call (`var t := create_tween()`) is outside its scope too.
+        got = {u.api for u in res.uses if u.via not in ("own_class_property", "property_type", "narrowed", "value_type")}
         gold = set(q["relevant_api"])
         tp, fp, fn = tp + len(got & gold), fp + len(got - gold), fn + len(gold - got)
     assert tp / (tp + fp) > 0.9 and tp / (tp + fn) > 0.9

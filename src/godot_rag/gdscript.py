@@ -63,6 +63,7 @@ class Chain:
     root_start: int
     parts: tuple[Part, ...]
     text: str
+    complete: bool = True  # the parts are the whole chain (False where a subscript or another form ends them)
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,9 @@ class GDScriptFacts:
     functions: set[str] = field(default_factory=set)
     local_types: dict[str, str] = field(default_factory=dict)  # name -> declared or constructed type
     literal_types: dict[str, str] = field(default_factory=dict)  # `var a = []` -> Array: the value's type, not a declared one
+    # `var t := create_tween()`, `var tree = get_tree()`: name -> the start of the call or chain that gives the local
+    # its value, whose documented return type the resolver reads (`Resolution` types the local from it).
+    value_starts: dict[str, int] = field(default_factory=dict)
     annotations: list[tuple[str, int]] = field(default_factory=list)
     extends: str | None = None
     class_name: str | None = None
@@ -292,7 +296,7 @@ class _Walker:
         ascii_only = len(data) == len(text)
         self._b2c = None if ascii_only else _byte_to_char(text)
         self.facts_kw: dict = {"comments": [], "strings": [], "chains": [], "calls": [], "names": [], "declared": set(),
-                               "params": set(), "functions": set(), "local_types": {}, "literal_types": {}, "annotations": [],
+                               "params": set(), "functions": set(), "local_types": {}, "literal_types": {}, "value_starts": {}, "annotations": [],
                                "markers": [], "parse_errors": [], "node_paths": [], "declarations": [], "narrowed": [],
                                "constructs": set()}
         self.extends: str | None = None
@@ -390,11 +394,13 @@ class _Walker:
             self.facts_kw["local_types"][n] = _base_type(self.src(typ))
         else:
             value = node.children[-1] if node.children else None
-            ctor = _constructed_type(self, value)
+            ctor = _constructed_type(self, value) or _cast_type(self, value)
             if ctor:
                 self.facts_kw["local_types"][n] = ctor
             elif value is not None and value.type in LITERAL_TYPES:
                 self.facts_kw["literal_types"][n] = LITERAL_TYPES[value.type]
+            elif value is not None and value.type in VALUE_CALL_NODES:
+                self.facts_kw["value_starts"][n] = self.pos(value.start_byte)
 
     def on_variable_statement(self, node, depth):
         self._var(node)
@@ -580,12 +586,14 @@ class _Walker:
         elif root.type in STRING_NODES:
             kind = "string"
         parts = []
+        complete = True
         for k in kids[1:]:
             if k.type == "identifier":
                 parts.append(Part(self.src(k), False, self.pos(k.start_byte), self.pos(k.end_byte), self.line(k), self.col(k)))
             elif k.type == "attribute_call":
                 ident = next((c for c in k.children if c.type == "identifier"), None)
                 if ident is None:
+                    complete = False
                     break
                 n = self.src(ident)
                 parts.append(Part(n, True, self.pos(ident.start_byte), self.pos(ident.end_byte), self.line(ident), self.col(ident)))
@@ -599,11 +607,12 @@ class _Walker:
                         if len(rest) >= 3 and rest[2] in STRING_NODES:
                             self.facts_kw["markers"].append(Marker("3", 'connect("signal", target, "method")', self.line(k)))
             else:
+                complete = False
                 break  # subscripts and other forms end what we can follow
         if kind == "super":
             self.facts_kw["markers"].append(Marker("4", "super.method()", self.line(node)))
         s = self.pos(node.start_byte)
-        self.facts_kw["chains"].append(Chain(kind, name, s, tuple(parts), self.src(node)))
+        self.facts_kw["chains"].append(Chain(kind, name, s, tuple(parts), self.src(node), complete))
 
 
 # Parents under which an identifier is never a value the script reads: types, annotations, match patterns,
@@ -649,6 +658,7 @@ def _base_type(t: str) -> str:
 
 # Literal values whose type is plain from the syntax.
 LITERAL_TYPES = {"array": "Array", "dictionary": "Dictionary", "string": "String"}
+VALUE_CALL_NODES = ("call", "attribute")  # a value that is a bare call or a call chain: its type is a return type
 
 
 def _constructed_type(w: _Walker, value) -> str | None:
@@ -661,6 +671,14 @@ def _constructed_type(w: _Walker, value) -> str | None:
         if ident is not None and w.src(ident) == "new":
             return w.src(kids[0])
     return None
+
+
+def _cast_type(w: _Walker, value) -> str | None:
+    """`$Label as Label` -> `Label`: the type a value is cast to."""
+    if value is None or value.type != "binary_operator" or len(value.children) != 3 or value.children[1].type != "as":
+        return None
+    typ = value.children[2]
+    return _base_type(w.src(typ)) if typ.type in ("identifier", "type") else None
 
 
 def _tree_sitter_facts(text: str) -> GDScriptFacts:

@@ -309,9 +309,12 @@ def _resolve_bare_calls(facts: GDScriptFacts, ref: ClassReference, res: Resoluti
     return call_types
 
 
-def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, chain, project) -> tuple[str, str] | None:
+def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, chain, project,
+                     value_types: dict[int, str]) -> tuple[str, str] | None:
     """(class, via) of a chain rooted at a name: a project class (through its engine class), a typed local, a
-    class, or a singleton by its global name; None where the chunk does not say (its first part listed as unresolved)."""
+    class, a singleton by its global name, or a local whose value is a call the resolver typed (`value_types`:
+    the call's or chain's start -> its documented return type); None where the chunk does not say (its first
+    part listed as unresolved)."""
     name = chain.root
     narrowed = facts.narrowed_type(name, chain.root_start)
     local = narrowed or facts.local_types.get(name)
@@ -336,6 +339,8 @@ def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution,
         return name, "class"
     if name not in facts.declared and (glob := ref.global_member(name)) and (typ := ref.type_of(glob[1])):
         return typ, "class"  # a singleton by its global name
+    if not local and (typ := value_types.get(facts.value_starts.get(name, -1))) is not None:
+        return typ, "value_type"
     if first is not None:
         why = "a local whose type the chunk does not state" if name in facts.declared else "an untyped name"
         res.unresolved.append(Unresolved(f"{name}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED], why))
@@ -359,14 +364,15 @@ def _own_member_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution,
 
 def _chain_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, own: str | None,
                 call_types: dict[int, str | None], scope: ProjectScope, chain, members: OwnMembers,
-                add: AddUse) -> tuple[str, str, int] | None:
+                add: AddUse, value_types: dict[int, str]) -> tuple[str, str, int] | None:
     """(class, via, hops) a chain starts from: a name, an own-class property, a call's documented return type or
     `self`; None where the chunk does not say (listed as unresolved)."""
     if chain.root_kind == "identifier" and chain.root in members:
         return _own_member_root(facts, ref, res, scope, chain, members[chain.root], add)
     if chain.root_kind == "identifier":
-        found = _identifier_root(facts, ref, res, chain, scope.project)
-        return (found[0], found[1], 0) if found is not None else None
+        found = _identifier_root(facts, ref, res, chain, scope.project, value_types)
+        # A local typed by its value's call is that call's return type: one hop, as `create_tween().stop()`.
+        return (found[0], found[1], 1 if found[1] == "value_type" else 0) if found is not None else None
     if chain.root_kind == "call":
         typ = call_types.get(chain.root_start)
         return (typ, "return_type", 1) if typ is not None and ref.has_class(typ) else None
@@ -386,16 +392,23 @@ def _resolve_chains(facts: GDScriptFacts, ref: ClassReference, res: Resolution, 
                     call_types: dict[int, str | None], max_hops: int, add: AddUse, scope: ProjectScope,
                     members: OwnMembers) -> None:
     """Call chains, from a class, a typed local, an own-class property, a call's return type or `self`, through
-    documented types."""
+    documented types. A local whose value is a bare call or a chain (`var t := create_tween()`) has the type that
+    call documents, within `max_hops`: chains are in text order, so a local's value is typed before its uses."""
+    value_types = {start: typ for start, typ in call_types.items() if typ is not None and ref.has_class(typ)}
     for chain in facts.chains:
-        root = _chain_root(facts, ref, res, own, call_types, scope, chain, members, add)
-        if root is not None:
-            _follow_chain(ref, res, chain, root, max_hops, add)
+        root = _chain_root(facts, ref, res, own, call_types, scope, chain, members, add, value_types)
+        end = _follow_chain(ref, res, chain, root, max_hops, add) if root is not None else None
+        # A value that starts with a bare call and goes on (`get_tree().create_timer(1)`) is the chain's, not the call's.
+        if end is None:
+            value_types.pop(chain.root_start, None)
+        else:
+            value_types[chain.root_start] = end
 
 
 def _follow_chain(ref: ClassReference, res: Resolution, chain, root: tuple[str, str, int], max_hops: int,
-                  add: AddUse) -> None:
-    """The chain's members, part by part from its root's class, on through documented return types."""
+                  add: AddUse) -> str | None:
+    """The chain's members, part by part from its root's class, on through documented return types. Returns the
+    documented type of the chain's value when every part resolves and the last is a call within `max_hops`."""
     typ: str | None
     typ, via, hops = root
     root_hops, text = hops, chain.text[:CODE_QUOTED]
@@ -429,6 +442,9 @@ def _follow_chain(ref: ClassReference, res: Resolution, chain, root: tuple[str, 
         if nxt is None or hops >= max_hops:
             break
         typ, hops = nxt, hops + 1
+    else:
+        return typ if chain.parts and chain.complete and chain.parts[-1].call and ref.has_class(typ) else None
+    return None
 
 
 def extends_hint(facts: GDScriptFacts, setting: str | None, context) -> str | None:
