@@ -830,3 +830,24 @@ def test_a_section_about_an_annotation_teaches_its_constructs_with_it():
     assert "class_name_statement" in [e["construct"] for e in basis["shared_constructs"]]
     _, basis = features(stats, plain, named)
     assert "class_name_statement" in [e["construct"] for e in basis["shared_constructs"]]
+
+
+def test_an_untyped_use_is_not_the_same_api_as_a_name_the_other_side_resolves_on_another_lineage():
+    """A chunk that reads `.get_ready_state()` on a typed `WebSocketPeer` and on an untyped name shares nothing with
+    a WebRTC record that calls `get_ready_state()` on a `WebRTCDataChannel`: the same name on two classes of the
+    `PacketPeer` family. The same record shares the member with a chunk that types nothing else."""
+    ref = reference()
+    ref.classes["PacketPeer"] = {"inherits": "Object", "page": "classes/class_packetpeer", "members": {}}
+    for cls in ("WebSocketPeer", "WebRTCDataChannel"):
+        ref.classes[cls] = {"inherits": "PacketPeer", "page": f"classes/class_{cls.lower()}",
+                            "members": {"get_ready_state": method("int"), "poll": method()}}
+    rec = record(uses=["WebRTCDataChannel.get_ready_state"], classes=["WebRTCDataChannel", "PacketPeer"])
+    rec["code_blocks"] = [{"code": "var channel: WebRTCDataChannel\nchannel.get_ready_state()\n", "language": "gdscript"}]
+    stats = stats_with({"webrtc": rec, "other": record()}, ref)
+    typed = ("func poll(peers, sock: WebSocketPeer, p: PacketPeer):\n\tsock.get_ready_state()\n"
+             "\tfor q in peers:\n\t\tq.get_ready_state()\n")
+    _, basis = features(stats, typed, rec)
+    assert basis["shared_api"] == []
+    untyped = "func poll(peers, p: PacketPeer):\n\tfor q in peers:\n\t\tq.get_ready_state()\n"
+    _, basis = features(stats, untyped, rec)
+    assert [x["api"] for x in basis["shared_api"]] == ["WebRTCDataChannel.get_ready_state"]

@@ -427,10 +427,14 @@ def guide_features(stats: DocsApiStats, resolution, facts, rec: dict, *, clone: 
     # lineage (`event.button_index` after `if event is InputEventMouseButton`): the same API.
     rec_dotted = stats.record_untyped(record_code(rec))
     chunk_dotted = side.dotted - declared
+    # Not where the other side resolves the same name on a class of another lineage (`WebSocketPeer.get_ready_state`
+    # against a WebRTC page's `WebRTCDataChannel.get_ready_state`): the same name on different classes.
     inferred = {a for a in chunk_api - rec_code if a.split(".", 1)[1] in rec_dotted
-                and any(stats.ref.related(a.split(".", 1)[0], c) for c in rec_classes)}
+                and any(stats.ref.related(a.split(".", 1)[0], c) for c in rec_classes)
+                and not _elsewhere(stats.ref, a, rec_code)}
     inferred |= {a for a in rec_code - chunk_api if a.split(".", 1)[1] in chunk_dotted
-                 and any(stats.ref.related(a.split(".", 1)[0], c) for c in mine)}
+                 and any(stats.ref.related(a.split(".", 1)[0], c) for c in mine)
+                 and not _elsewhere(stats.ref, a, chunk_api)}
     shared_code = sorted((chunk_api & rec_code) | inferred)
     shared_prose = sorted((chunk_api & rec_prose) - set(shared_code))
     shared_names = {a.split(".", 1)[1] for a in shared_code + shared_prose}
@@ -531,6 +535,12 @@ def native_pages(page_langs: Mapping[str, Counter]) -> dict[str, list[str]]:
         if native and not page.startswith("classes/") and native >= NATIVE_PAGE_SHARE * (native + script):
             out[page] = sorted(lang for lang in langs if lang in NATIVE_LANGUAGES)
     return out
+
+
+def _elsewhere(ref: ClassReference, api: str, other: set[str]) -> bool:
+    """Whether `other` (one side's resolved API) holds `api`'s member name on a class unrelated to `api`'s."""
+    cls, member = api.split(".", 1)
+    return any(o.split(".", 1)[1] == member and not ref.related(cls, o.split(".", 1)[0]) for o in other if "." in o)
 
 
 def prose_classes(api: dict) -> set[str]:
