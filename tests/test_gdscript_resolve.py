@@ -127,9 +127,31 @@ def test_a_local_has_the_type_of_the_call_that_gives_its_value(ref):
     via = {u.api: u.via for u in res.uses}
     assert via["Tween.tween_property"] == "value_type" and via["SceneTree.create_timer"] in ("value_type", "return_type")
     assert [u.line for u in res.uses if u.api == "SceneTree.create_timer"] == [7, 10]
-    assert via["Label.text"] == "local_type"
+    assert via["Label.text"] == "cast"
     assert not res.missing()  # neither `timer` (a SceneTreeTimer, two hops away) nor `first` is typed as the call before
     assert {u.name for u in res.unresolved} >= {"first.bar", "timer.timeout"}
+
+
+def test_a_local_typed_by_its_value_is_the_one_a_use_sees_and_may_be_a_scripts_object(ref):
+    """The local a use sees: not one of another function, nor one a parameter, a `for` variable or a new value
+    (`x = ...`) shadows, nor one declared after the use. And `get_parent()` or `$A as Label` may be a project
+    script's object, so a member its engine class lacks is not *missing* (no Godot 3 evidence), as after `is`."""
+    def uses(code):
+        res = resolve_uses(parse_chunk("extends Node\n" + code), ref)
+        return {(u.api, u.line) for u in res.uses if u.via in ("value_type", "cast")}, res
+
+    found, res = uses("func a():\n\tvar x = get_viewport()\n\tx.get_visible_rect()\nfunc b():\n\tvar x = get_tree()\n"
+                      "\tx.quit()\n")
+    assert found == {("Viewport.get_visible_rect", 4), ("SceneTree.quit", 7)} and not res.missing()
+    for shadowed in ("func _ready():\n\tvar body = get_parent()\nfunc _on_body_entered(body):\n\tbody.take_damage(1)\n",
+                     "func f():\n\tvar x = get_tree()\n\tx = get_viewport()\n\tx.get_visible_rect()\n",
+                     "func a():\n\ttimer.timeout.connect(a)\nfunc b():\n\tvar timer = get_tree().create_timer(1)\n",
+                     "func f():\n\tvar c = get_tree()\n\tfor c in get_children():\n\t\tc.quit()\n"):
+        found, res = uses(shadowed)
+        assert not found and not res.missing(), shadowed
+    found, res = uses("func f():\n\tvar p = get_parent()\n\tp.jump()\n\tvar l = $A as Label\n\tl.custom_fn()\n")
+    assert not found and not res.missing()
+    assert [u.reason for u in res.unresolved if u.name == "jump"] == ["Node has no 'jump'; a call's value leaves room for a subclass that has"]
 
 
 def _mapping(src, dst, change, terms=None):

@@ -108,6 +108,20 @@ class Declaration:
     local: bool = False  # inside a function: a local variable, not a member
 
 
+@dataclass(frozen=True)
+class Binding:
+    """A name a `var`, a parameter or a `for` gives a value in a scope (a function, a lambda, a `for`, a class or
+    the script), from `at` to `scope_end`. `value_start`: where a `var`'s value starts when it is a bare call or a
+    call chain (`var t := create_tween()`), whose documented return type the resolver reads; `cast`: the type of
+    a `var`'s value cast with `as` (`$Name as Label`)."""
+    name: str
+    at: int
+    scope_start: int
+    scope_end: int
+    value_start: int | None = None
+    cast: str | None = None
+
+
 @dataclass
 class GDScriptFacts:
     text: str
@@ -124,9 +138,8 @@ class GDScriptFacts:
     functions: set[str] = field(default_factory=set)
     local_types: dict[str, str] = field(default_factory=dict)  # name -> declared or constructed type
     literal_types: dict[str, str] = field(default_factory=dict)  # `var a = []` -> Array: the value's type, not a declared one
-    # `var t := create_tween()`, `var tree = get_tree()`: name -> the start of the call or chain that gives the local
-    # its value, whose documented return type the resolver reads (`Resolution` types the local from it).
-    value_starts: dict[str, int] = field(default_factory=dict)
+    bindings: list[Binding] = field(default_factory=list)  # `binding_at`: which one a use of a name sees
+    assigned: list[tuple[str, int]] = field(default_factory=list)  # `x = ...`: a bare name given a new value, and where
     annotations: list[tuple[str, int]] = field(default_factory=list)
     extends: str | None = None
     class_name: str | None = None
@@ -145,6 +158,16 @@ class GDScriptFacts:
         """The class an `is` test makes `name` at `offset` (the innermost test), or None."""
         found = [(s, t) for n, t, s, e in self.narrowed if n == name and s <= offset < e]
         return max(found)[1] if found else None
+
+    def binding_at(self, name: str, offset: int) -> Binding | None:
+        """The binding a use of `name` at `offset` sees: the latest one before it whose scope holds it (a parameter
+        or a `for` variable shadows a `var` outside them); None when there is none, or when the name is given a
+        new value (`x = ...`) between that binding and the use, which leaves its type to the code in between."""
+        seen = [b for b in self.bindings if b.name == name and b.at < offset and b.scope_start <= offset < b.scope_end]
+        if not seen:
+            return None
+        found = max(seen, key=lambda b: b.at)
+        return None if any(n == name and found.at < at < offset for n, at in self.assigned) else found
 
     def __post_init__(self):
         chars = list(self.text)
@@ -296,7 +319,8 @@ class _Walker:
         ascii_only = len(data) == len(text)
         self._b2c = None if ascii_only else _byte_to_char(text)
         self.facts_kw: dict = {"comments": [], "strings": [], "chains": [], "calls": [], "names": [], "declared": set(),
-                               "params": set(), "functions": set(), "local_types": {}, "literal_types": {}, "value_starts": {}, "annotations": [],
+                               "params": set(), "functions": set(), "local_types": {}, "literal_types": {}, "bindings": [], "assigned": [],
+                               "annotations": [],
                                "markers": [], "parse_errors": [], "node_paths": [], "declarations": [], "narrowed": [],
                                "constructs": set()}
         self.extends: str | None = None
@@ -394,13 +418,30 @@ class _Walker:
             self.facts_kw["local_types"][n] = _base_type(self.src(typ))
         else:
             value = node.children[-1] if node.children else None
-            ctor = _constructed_type(self, value) or _cast_type(self, value)
+            ctor = _constructed_type(self, value)
             if ctor:
                 self.facts_kw["local_types"][n] = ctor
             elif value is not None and value.type in LITERAL_TYPES:
                 self.facts_kw["literal_types"][n] = LITERAL_TYPES[value.type]
-            elif value is not None and value.type in VALUE_CALL_NODES:
-                self.facts_kw["value_starts"][n] = self.pos(value.start_byte)
+            elif value is not None and (value.type in VALUE_CALL_NODES or _cast_type(self, value)):
+                self.bind(name, node, value_start=self.pos(value.start_byte) if value.type in VALUE_CALL_NODES else None,
+                          cast=_cast_type(self, value))
+                return
+        self.bind(name, node)
+
+    def bind(self, name_node, node, scope=None, **value) -> None:
+        """A binding of the name at `name_node`, in the scope around `node` (or `scope`, a node)."""
+        if scope is None:
+            scope = node.parent
+            while scope is not None and scope.type not in SCOPE_NODES:
+                scope = scope.parent
+        start, end = (self.pos(scope.start_byte), self.pos(scope.end_byte)) if scope is not None else (0, len(self.text))
+        self.facts_kw["bindings"].append(Binding(self.src(name_node), self.pos(name_node.start_byte), start, end, **value))
+
+    def on_assignment(self, node, depth):
+        target = node.children[0] if node.children else None
+        if target is not None and target.type == "identifier":
+            self.facts_kw["assigned"].append((self.src(target), self.pos(target.start_byte)))
 
     def on_variable_statement(self, node, depth):
         self._var(node)
@@ -441,6 +482,7 @@ class _Walker:
                 n = self.src(ident)
                 self.facts_kw["declared"].add(n)
                 self.facts_kw["params"].add(n)
+                self.bind(ident, node, scope=node)
                 typ = next((c for c in p.children if c.type == "type"), None)
                 if typ is not None:
                     self.facts_kw["local_types"][n] = _base_type(self.src(typ))
@@ -449,10 +491,19 @@ class _Walker:
         self.facts_kw["markers"].append(Marker("4", "lambda func", self.line(node)))
         return self.on_function_definition(node, depth)
 
+    def on_constructor_definition(self, node, depth):
+        """`func _init(a, b):`: its parameters bind their names in it (for `binding_at`)."""
+        params = next((c for c in node.children if c.type == "parameters"), None)
+        for p in params.children if params is not None else []:
+            ident = p if p.type == "identifier" else next((c for c in p.children if c.type == "identifier"), None)
+            if ident is not None and p.type in PARAM_NODES | {"identifier"}:
+                self.bind(ident, node, scope=node)
+
     def on_for_statement(self, node, depth):
         ident = next((c for c in node.children if c.type == "identifier"), None)
         if ident is not None:
             self.facts_kw["declared"].add(self.src(ident))
+            self.bind(ident, node, scope=node)
         typ = next((c for c in node.children if c.type == "type"), None)
         if typ is not None and ident is not None:
             self.facts_kw["markers"].append(Marker("4", "typed for loop variable", self.line(node)))
@@ -659,6 +710,7 @@ def _base_type(t: str) -> str:
 # Literal values whose type is plain from the syntax.
 LITERAL_TYPES = {"array": "Array", "dictionary": "Dictionary", "string": "String"}
 VALUE_CALL_NODES = ("call", "attribute")  # a value that is a bare call or a call chain: its type is a return type
+SCOPE_NODES = ("function_definition", "constructor_definition", "lambda", "class_definition")  # where a `var` lives
 
 
 def _constructed_type(w: _Walker, value) -> str | None:

@@ -44,6 +44,8 @@ OWNER_SHARE = 0.95
 # GDScript reads a Dictionary's string key with dot syntax (`result.response_code` is `result["response_code"]`): a
 # name that is no documented member there is a key, not a missing member. A call still needs a method.
 KEYED_BY_DOT = frozenset({"Dictionary"})
+# Roots whose object may be a project script's (which may declare what its engine class lacks): no *missing* member.
+ROOM_FOR_SUBCLASS = {"narrowed": "the `is` test", "value_type": "a call's value", "cast": "the cast"}
 CODE_QUOTED = 80  # characters of the code a use or an unresolved name quotes
 USES_SHOWN, GLOBALS_SHOWN = 60, 30  # resolved and unresolved uses, and global functions, the query trace lists
 
@@ -57,7 +59,7 @@ class ApiUse:
     line: int
     col: int
     text: str  # the code that uses it
-    via: str  # class | constructor | local_type | narrowed | own_class | inferred_own_class | own_class_property | return_type | self
+    via: str  # class | constructor | local_type | narrowed | own_class | inferred_own_class | own_class_property | return_type | self | value_type | cast
 
 
 @dataclass(frozen=True)
@@ -310,11 +312,12 @@ def _resolve_bare_calls(facts: GDScriptFacts, ref: ClassReference, res: Resoluti
 
 
 def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, chain, project,
-                     value_types: dict[int, str]) -> tuple[str, str] | None:
-    """(class, via) of a chain rooted at a name: a project class (through its engine class), a typed local, a
-    class, a singleton by its global name, or a local whose value is a call the resolver typed (`value_types`:
-    the call's or chain's start -> its documented return type); None where the chunk does not say (its first
-    part listed as unresolved)."""
+                     value_types: dict[int, tuple[str, int]]) -> tuple[str, str, int] | None:
+    """(class, via, hops) of a chain rooted at a name: a project class (through its engine class), a typed local,
+    a class, a singleton by its global name, a local cast with `as`, or a local whose value is a call the resolver
+    typed (`value_types`: the call's or chain's start -> its documented return type and the hops it took, which the
+    local's chain goes on from); None where the chunk does not say (its first part listed as unresolved). The local
+    is the one the use sees (`binding_at`)."""
     name = chain.root
     narrowed = facts.narrowed_type(name, chain.root_start)
     local = narrowed or facts.local_types.get(name)
@@ -329,18 +332,21 @@ def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution,
             return None
         engine = project.engine_class(pcls)
         if engine and ref.has_class(engine):
-            return engine, f"project_class ({pcls} extends {engine})"
+            return engine, f"project_class ({pcls} extends {engine})", 0
         res.unresolved.append(Unresolved(f"{name}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED],
                                          f"the project class {pcls} has no engine class the reference knows"))
         return None
     if local and ref.has_class(local):
-        return local, "narrowed" if narrowed else "local_type"
+        return local, "narrowed" if narrowed else "local_type", 0
     if ref.has_class(name) and name not in facts.declared:
-        return name, "class"
+        return name, "class", 0
     if name not in facts.declared and (glob := ref.global_member(name)) and (typ := ref.type_of(glob[1])):
-        return typ, "class"  # a singleton by its global name
-    if not local and (typ := value_types.get(facts.value_starts.get(name, -1))) is not None:
-        return typ, "value_type"
+        return typ, "class", 0  # a singleton by its global name
+    bound = facts.binding_at(name, chain.root_start) if not local else None
+    if bound is not None and bound.cast and ref.has_class(bound.cast):
+        return bound.cast, "cast", 0
+    if bound is not None and bound.value_start is not None and (typed := value_types.get(bound.value_start)) is not None:
+        return typed[0], "value_type", typed[1]
     if first is not None:
         why = "a local whose type the chunk does not state" if name in facts.declared else "an untyped name"
         res.unresolved.append(Unresolved(f"{name}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED], why))
@@ -364,15 +370,13 @@ def _own_member_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution,
 
 def _chain_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, own: str | None,
                 call_types: dict[int, str | None], scope: ProjectScope, chain, members: OwnMembers,
-                add: AddUse, value_types: dict[int, str]) -> tuple[str, str, int] | None:
+                add: AddUse, value_types: dict[int, tuple[str, int]]) -> tuple[str, str, int] | None:
     """(class, via, hops) a chain starts from: a name, an own-class property, a call's documented return type or
     `self`; None where the chunk does not say (listed as unresolved)."""
     if chain.root_kind == "identifier" and chain.root in members:
         return _own_member_root(facts, ref, res, scope, chain, members[chain.root], add)
     if chain.root_kind == "identifier":
-        found = _identifier_root(facts, ref, res, chain, scope.project, value_types)
-        # A local typed by its value's call is that call's return type: one hop, as `create_tween().stop()`.
-        return (found[0], found[1], 1 if found[1] == "value_type" else 0) if found is not None else None
+        return _identifier_root(facts, ref, res, chain, scope.project, value_types)
     if chain.root_kind == "call":
         typ = call_types.get(chain.root_start)
         return (typ, "return_type", 1) if typ is not None and ref.has_class(typ) else None
@@ -393,8 +397,9 @@ def _resolve_chains(facts: GDScriptFacts, ref: ClassReference, res: Resolution, 
                     members: OwnMembers) -> None:
     """Call chains, from a class, a typed local, an own-class property, a call's return type or `self`, through
     documented types. A local whose value is a bare call or a chain (`var t := create_tween()`) has the type that
-    call documents, within `max_hops`: chains are in text order, so a local's value is typed before its uses."""
-    value_types = {start: typ for start, typ in call_types.items() if typ is not None and ref.has_class(typ)}
+    call documents, its hops counted, within `max_hops`: chains are in text order, and a use sees only a binding
+    before it, so a local's value is typed before its uses."""
+    value_types = {start: (typ, 1) for start, typ in call_types.items() if typ is not None and ref.has_class(typ)}
     for chain in facts.chains:
         root = _chain_root(facts, ref, res, own, call_types, scope, chain, members, add, value_types)
         end = _follow_chain(ref, res, chain, root, max_hops, add) if root is not None else None
@@ -406,9 +411,11 @@ def _resolve_chains(facts: GDScriptFacts, ref: ClassReference, res: Resolution, 
 
 
 def _follow_chain(ref: ClassReference, res: Resolution, chain, root: tuple[str, str, int], max_hops: int,
-                  add: AddUse) -> str | None:
+                  add: AddUse) -> tuple[str, int] | None:
     """The chain's members, part by part from its root's class, on through documented return types. Returns the
-    documented type of the chain's value when every part resolves and the last is a call within `max_hops`."""
+    documented type of the chain's value, and the hops it took, when every part resolves and the last is a call
+    within `max_hops`. A root that may be a project script's object (an `is` test's, a cast's, a call's value:
+    `get_parent()` is some Node) has no *missing* member: the script may declare it."""
     typ: str | None
     typ, via, hops = root
     root_hops, text = hops, chain.text[:CODE_QUOTED]
@@ -428,9 +435,9 @@ def _follow_chain(ref: ClassReference, res: Resolution, chain, root: tuple[str, 
             if sub is not None:  # a downcast access, valid Godot 4: not a missing member
                 res.unresolved.append(Unresolved(part.name, part.line, part.col, text, f"{typ} has no '{part.name}', its subclass {sub} has"))
                 break
-            if via == "narrowed" and hops == root_hops:  # `if body is CharacterBody3D:` may be a project class's body
+            if via in ROOM_FOR_SUBCLASS and hops == root_hops:  # `if body is CharacterBody3D:` may be a project class's body
                 res.unresolved.append(Unresolved(part.name, part.line, part.col, text,
-                                                 f"{typ} has no '{part.name}'; the `is` test leaves room for a subclass that has"))
+                                                 f"{typ} has no '{part.name}'; {ROOM_FOR_SUBCLASS[via]} leaves room for a subclass that has"))
                 break
             res.unresolved.append(Unresolved(part.name, part.line, part.col, text,
                                              f"{typ} has no member '{part.name}' in Godot 4", missing_on=typ))
@@ -443,7 +450,7 @@ def _follow_chain(ref: ClassReference, res: Resolution, chain, root: tuple[str, 
             break
         typ, hops = nxt, hops + 1
     else:
-        return typ if chain.parts and chain.complete and chain.parts[-1].call and ref.has_class(typ) else None
+        return (typ, hops) if chain.parts and chain.complete and chain.parts[-1].call and ref.has_class(typ) else None
     return None
 
 
