@@ -227,3 +227,12 @@ def test_a_link_to_a_class_page_names_the_member_its_text_names():
     assert prose_mentions("", links, ref, page_class) == [
         "ResourceLoader", "ResourceLoader.load_threaded_request", "ResourceLoader.load_threaded_get", "Timer"]
     assert prose_mentions("", [res], ref, page_class) == ["ResourceLoader"]  # a bare target, as before
+
+
+def test_an_ingest_reruns_when_the_code_that_resolves_a_records_code_changes():
+    """A record's `code_uses` come from the GDScript parser and the resolver: a change to either must re-run an
+    ingest whose pages did not change, not only a change under `ingest/`."""
+    from godot_rag.ingest.state import code_files
+
+    names = {p.as_posix().split("godot_rag/", 1)[1] for p in code_files()}
+    assert {"gdscript.py", "retrieve/resolve.py", "classref.py", "ingest/record_api.py"} <= names

@@ -1,5 +1,6 @@
 """Skip an ingest whose inputs did not change: names, sizes and mtimes of the pages, the renames file,
-the chunk size, the godot-rag version and the ingest code itself."""
+the chunk size, the godot-rag version and the code that makes the records (the whole package: a record's
+`code_uses` come from the GDScript parser and the resolver, not only from `ingest/`)."""
 from __future__ import annotations
 
 import hashlib
@@ -12,9 +13,16 @@ STATE_FILE = ".ingest_state.json"
 OUTPUTS = ("docs_chunks.jsonl", "api_mapping.jsonl", "label_prototypes.jsonl", "ingest_report.jsonl")
 
 
+def code_files() -> list[Path]:
+    """The package's modules, whose code the fingerprint holds."""
+    return sorted(Path(__file__).resolve().parent.parent.rglob("*.py"))
+
+
 def _fingerprint(pages: Path, renames: Path | None, chunk_chars: int) -> str:
     h = hashlib.sha256(f"{__version__}|{chunk_chars}".encode())
-    for src in sorted(Path(__file__).parent.glob("*.py")):  # a change to the ingest code re-runs it
+    package = Path(__file__).resolve().parent.parent
+    for src in code_files():  # a change to the code re-runs it
+        h.update(f"{src.relative_to(package)}\n".encode())
         h.update(src.read_bytes())
     for p in sorted(Path(pages).glob("*.md")):
         st = p.stat()
