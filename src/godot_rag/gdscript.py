@@ -423,9 +423,9 @@ class _Walker:
                 self.facts_kw["local_types"][n] = ctor
             elif value is not None and value.type in LITERAL_TYPES:
                 self.facts_kw["literal_types"][n] = LITERAL_TYPES[value.type]
-            elif value is not None and (value.type in VALUE_CALL_NODES or _cast_type(self, value)):
-                self.bind(name, node, value_start=self.pos(value.start_byte) if value.type in VALUE_CALL_NODES else None,
-                          cast=_cast_type(self, value))
+            elif value is not None and ((called := value.type in VALUE_CALL_NODES) or (cast := _cast_type(self, value))):
+                self.bind(name, node, value_start=self.pos(value.start_byte) if called else None,
+                          cast=None if called else cast)
                 return
         self.bind(name, node)
 
@@ -475,10 +475,7 @@ class _Walker:
                     p.type in ("typed_parameter", "typed_default_parameter") for p in (params.children if params else []))
                 self.declare(name, "static_func" if static else "func", node, typed=typed)
         if params is not None:
-            for p in params.children:
-                ident = p if p.type == "identifier" else next((c for c in p.children if c.type == "identifier"), None)
-                if ident is None or p.type not in PARAM_NODES | {"identifier"}:
-                    continue
+            for p, ident in _param_idents(params):
                 n = self.src(ident)
                 self.facts_kw["declared"].add(n)
                 self.facts_kw["params"].add(n)
@@ -494,10 +491,8 @@ class _Walker:
     def on_constructor_definition(self, node, depth):
         """`func _init(a, b):`: its parameters bind their names in it (for `binding_at`)."""
         params = next((c for c in node.children if c.type == "parameters"), None)
-        for p in params.children if params is not None else []:
-            ident = p if p.type == "identifier" else next((c for c in p.children if c.type == "identifier"), None)
-            if ident is not None and p.type in PARAM_NODES | {"identifier"}:
-                self.bind(ident, node, scope=node)
+        for _, ident in _param_idents(params) if params is not None else []:
+            self.bind(ident, node, scope=node)
 
     def on_for_statement(self, node, depth):
         ident = next((c for c in node.children if c.type == "identifier"), None)
@@ -672,6 +667,16 @@ NOT_VALUE_PARENTS = {"type", "annotation", "pattern_section", "attribute_call", 
                      "extends_statement", "class_name_statement", "signal_statement", "parameters"}
 # Parents whose first identifier child is a name being declared (a parameter, the loop variable), or the callee.
 FIRST_IS_NOT_VALUE = PARAM_NODES | {"for_statement", "call"}
+
+
+def _param_idents(params) -> list:
+    """(parameter node, its name's identifier node) of each parameter of a `parameters` node."""
+    out = []
+    for p in params.children:
+        ident = p if p.type == "identifier" else next((c for c in p.children if c.type == "identifier"), None)
+        if ident is not None and p.type in PARAM_NODES | {"identifier"}:
+            out.append((p, ident))
+    return out
 
 
 def construct_name(node) -> str:

@@ -13,16 +13,18 @@ STATE_FILE = ".ingest_state.json"
 OUTPUTS = ("docs_chunks.jsonl", "api_mapping.jsonl", "label_prototypes.jsonl", "ingest_report.jsonl")
 
 
+PACKAGE = Path(__file__).resolve().parent.parent
+
+
 def code_files() -> list[Path]:
     """The package's modules, whose code the fingerprint holds."""
-    return sorted(Path(__file__).resolve().parent.parent.rglob("*.py"))
+    return sorted(PACKAGE.rglob("*.py"))
 
 
 def _fingerprint(pages: Path, renames: Path | None, chunk_chars: int) -> str:
     h = hashlib.sha256(f"{__version__}|{chunk_chars}".encode())
-    package = Path(__file__).resolve().parent.parent
     for src in code_files():  # a change to the code re-runs it
-        h.update(f"{src.relative_to(package)}\n".encode())
+        h.update(f"{src.relative_to(PACKAGE)}\n".encode())
         h.update(src.read_bytes())
     for p in sorted(Path(pages).glob("*.md")):
         st = p.stat()
