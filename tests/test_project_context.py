@@ -35,7 +35,11 @@ PROJECT = {
     "base.gd": "extends Node2D\nclass_name MyBase\n\nenum Mode {IDLE, RUN}\nconst SPEED = 3\n\n"
                "class Inner extends Sprite2D:\n\tvar w\n\tfunc g():\n\t\tvar local_only = 1\n",
     "child.gd": 'extends "res://base.gd"\n\nfunc f():\n\tpass\n',
+    "ui/hud.gd": "extends Node2D\n\n@onready var score_label: Label = $Score\n@onready var log_box := $Log as RichTextLabel\n"
+                 "var timer := Timer.new()\nvar camera: Camera\nvar speed := 4.0\nvar tween := create_tween()\n"
+                 "var items: Array[int] = []\n",
 }
+GD_FILES = len([k for k in PROJECT if k.endswith(".gd")])
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +101,71 @@ def test_symbol_table_is_cached_by_file_hash(project, tmp_path):
         again = build_project_symbols(read_project(project, "."), cache)
     finally:
         cache.close()
-    assert first.parsed == first.files == len([k for k in PROJECT if k.endswith(".gd")])
+    assert first.parsed == first.files == GD_FILES
     assert again.parsed == 0 and again.digest == first.digest
     assert [s.model_dump() for s in again.symbols] == [s.model_dump() for s in first.symbols]
+
+
+def test_symbol_table_keeps_the_type_a_member_variable_states(table):
+    """Written, constructed or cast; a value left to inference (`:= 4.0`, a call) states none."""
+    types = {s.name: s.type for s in table.symbols if s.file == "ui/hud.gd" and s.kind == "var"}
+    assert types == {"score_label": "Label", "log_box": "RichTextLabel", "timer": "Timer", "camera": "Camera",
+                     "speed": None, "tween": None, "items": "Array"}
+
+
+HUD_CHUNK = ("func show_score(score: int) -> void:\n\tscore_label.text = str(score)\n\tlog_box.add_text(\"x\")\n"
+             "\ttimer.start()\n\tcamera.shake()\n\tcamera.make_current()\n\tscore_label.pulse()\n\titems.clear()\n")
+
+
+def _resolved(ref, chunk, context):
+    facts = parse_chunk(chunk)
+    return resolve_uses(facts, ref, extends_hint(facts, None, context), project=context.index() if context else None,
+                        own_scope=context.own_scope() if context else None)
+
+
+def test_a_member_variable_typed_elsewhere_in_the_file_types_the_chunks_receiver(ref, table):
+    """The chunk uses `score_label` without declaring it; the file declares `@onready var score_label: Label`. With
+    the project around it, the chunk's `score_label.text` is `Label.text`; without, the name is untyped."""
+    res = _resolved(ref, HUD_CHUNK, file_context(table, "ui/hud.gd"))
+    got = {(u.api, u.via) for u in res.uses}
+    assert {("Label.text", "project_var"), ("RichTextLabel.add_text", "project_var"), ("Timer.start", "project_var"),
+            ("Camera2D.make_current", "project_var")} <= got
+    why = {u.name: u.reason for u in res.unresolved}
+    # a project class's own member is the project's; its engine ancestor's resolves there (above)
+    assert why["camera.shake"].startswith("declared by the project at camera/camera.gd:7")
+    # the node may carry a script that declares `pulse`: no missing member, so no Godot 3 evidence
+    assert "room for a subclass" in why["pulse"] and not res.missing()
+    # a value type's members are the language's basics, not an engine feature the chunk uses
+    assert why["items.clear"].endswith("as Array, a value type: not followed")
+    # the guide decision reads the chunk's own resolution: its model was fitted on chunks alone
+    assert all(u.project == (u.via == "project_var") for u in res.uses)
+    assert not [u for u in res.chunk_alone().uses if u.project] and res.chunk_alone().unresolved == res.unresolved
+    alone = _resolved(ref, HUD_CHUNK, None)
+    assert not [u for u in alone.uses if u.via == "project_var"]
+    assert {u.name for u in alone.unresolved if u.reason == "an untyped name"} >= {"score_label.text", "log_box.add_text"}
+    # another file's variable of the same name is not this one's
+    assert not [u for u in _resolved(ref, HUD_CHUNK, file_context(table, "child.gd")).uses if u.via == "project_var"]
+
+
+def test_the_guide_decision_reads_the_chunks_own_resolution(ref, table):
+    """Class-reference entries read every use; a guide's features do not read what only the project typed."""
+    context = file_context(table, "ui/hud.gd")
+    facts = parse_chunk(HUD_CHUNK)
+    res = _resolved(ref, HUD_CHUNK, context)
+    v = ValidationContext(facts=facts, resolution=res, ref=ref, idf=lambda t: 6.0, class_of_page={}, context=context,
+                          version=version_context(facts, res, set(), set(), effective_hint("auto", context)))
+    assert "Label.text" in res.apis and "Label.text" not in v.for_guides.resolution.apis
+    assert v.for_guides.facts is facts and v.for_guides.for_guides.resolution is v.for_guides.resolution
+    plain = _resolved(ref, HUD_CHUNK, None)
+    v_plain = ValidationContext(facts=facts, resolution=plain, ref=ref, idf=lambda t: 6.0, class_of_page={},
+                                version=version_context(facts, plain, set(), set(), effective_hint("auto", None)))
+    assert v_plain.for_guides is v_plain
+
+
+def test_a_name_the_chunk_declares_shadows_the_files_variable(ref, table):
+    chunk = "func relabel(score_label) -> void:\n\tscore_label.text = \"0\"\n\tvar timer = get_node(\"T\")\n\ttimer.start()\n"
+    res = _resolved(ref, chunk, file_context(table, "ui/hud.gd"))
+    assert not [u for u in res.uses if u.via == "project_var"]
 
 
 def _mapping(src, dst, change, terms=None, mid=None):
@@ -297,6 +363,21 @@ def test_context_over_http_is_validated_and_traced(fixture_db):
     assert trace["project_symbols"]["names"] == 1
     bad = client.post("/api/retrieve", json={**body, "context": {"file": "main.gd"}})
     assert bad.status_code == 400 and "unknown context field(s) file; valid: project_symbols" in bad.json()["error"]
+    # A member variable the file types: the chunk's `sprite.play()` is AnimatedSprite2D's, and its class page comes back.
+    typed = {"project_symbols": [{"name": "sprite", "kind": "var", "file": "main.gd", "line": 3, "scope": "res://main.gd",
+                                  "type": "AnimatedSprite2D"}], "file_path": "main.gd", "extends": "Node2D"}
+    chunk = {"chunkText": "func _process(delta):\n\tsprite.play()\n", "strategy": "F"}
+    r = client.post("/api/retrieve", json={**chunk, "context": typed})
+    assert r.status_code == 200, r.text
+    uses = r.json()["trace"]["resolve"]["uses"]
+    assert [(u["api"], u["via"]) for u in uses] == [("AnimatedSprite2D.play", "project_var")]
+    docs = [d for d in r.json()["results"] if d["table"] == "docs_chunks"]
+    assert any(d["id"].startswith("classes/class_animatedsprite2d") for d in docs)
+    alone = client.post("/api/retrieve", json=chunk).json()
+    assert alone["trace"]["resolve"]["uses"] == []
+    typed["project_symbols"][0]["type"] = "Array[int]"
+    bad = client.post("/api/retrieve", json={**chunk, "context": typed})
+    assert bad.status_code == 400 and bad.json()["error"].startswith("context.project_symbols.0.type")
 
 
 def test_context_in_batch_lines(fixture_db, project, tmp_path):
@@ -343,7 +424,7 @@ def test_scan_passes_the_symbol_table_and_an_edit_recomputes_only_its_chunks(fix
 
     first = scan(1)
     table = first.summary["projects"][0]["symbol_table"]
-    assert table["godot_version"] == "4.3" and table["kinds"]["autoload"] == 1 and table["parsed"] == table["files"] == 5
+    assert table["godot_version"] == "4.3" and table["kinds"]["autoload"] == 1 and table["parsed"] == table["files"] == GD_FILES
     rows = [json.loads(l) for l in (tmp_path / "o1" / "chunks.jsonl").read_text().splitlines()]
     assert {r["file"]: r["context"]["extends"] for r in rows}["child.gd"] == "res://base.gd"
     assert all(r["context"]["godot_version"] == "4.3" for r in rows)

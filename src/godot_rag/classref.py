@@ -70,6 +70,12 @@ class ClassReference:
         cache[key] = found
         return found
 
+    def value_type(self, cls: str) -> bool:
+        """Whether `cls` is a built-in value type (`Vector2`, `Array`, `Dictionary`, `String`): a class with no parent
+        that is not `Object` (every engine object class descends from it) nor a global scope."""
+        info = self.classes.get(cls)
+        return info is not None and not info.get("inherits") and cls != "Object" and not cls.startswith("@")
+
     def coordinate(self, api: str) -> bool:
         """Whether `Class.member` is a coordinate of a built-in value type: a one-letter property of a class with no
         parent (`Vector3.x`, `Basis.z`, `Color.r`, `Plane.d`). Every vector and colour has them, so sharing one says

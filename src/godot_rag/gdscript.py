@@ -106,6 +106,9 @@ class Declaration:
     extends: str | None = None  # class: its parent as written (a class name or a "res://" path)
     typed: bool = False  # func: typed parameters or a return type (`-> String`)
     local: bool = False  # inside a function: a local variable, not a member
+    # var / const: the type the declaration states, written (`: Label`), constructed (`Label.new()`) or cast
+    # (`$Name as Label`); None where it leaves the type to inference
+    type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -411,22 +414,26 @@ class _Walker:
         if name is None:
             return
         n = self.src(name)
+        kind = "const" if node.type == "const_statement" else "var"
         self.facts_kw["declared"].add(n)
-        self.declare(name, "const" if node.type == "const_statement" else "var", node)
         typ = next((c for c in node.children if c.type == "type"), None)
         if typ is not None:
             self.facts_kw["local_types"][n] = _base_type(self.src(typ))
-        else:
-            value = node.children[-1] if node.children else None
-            ctor = _constructed_type(self, value)
-            if ctor:
-                self.facts_kw["local_types"][n] = ctor
-            elif value is not None and value.type in LITERAL_TYPES:
-                self.facts_kw["literal_types"][n] = LITERAL_TYPES[value.type]
-            elif value is not None and ((called := value.type in VALUE_CALL_NODES) or (cast := _cast_type(self, value))):
-                self.bind(name, node, value_start=self.pos(value.start_byte) if called else None,
-                          cast=None if called else cast)
-                return
+            self.declare(name, kind, node, type=self.facts_kw["local_types"][n])
+            self.bind(name, node)
+            return
+        value = node.children[-1] if node.children else None
+        ctor = _constructed_type(self, value)
+        called = value is not None and value.type in VALUE_CALL_NODES
+        cast = None if ctor or called else _cast_type(self, value)
+        self.declare(name, kind, node, type=ctor or cast)
+        if ctor:
+            self.facts_kw["local_types"][n] = ctor
+        elif value is not None and value.type in LITERAL_TYPES:
+            self.facts_kw["literal_types"][n] = LITERAL_TYPES[value.type]
+        elif value is not None and (called or cast):
+            self.bind(name, node, value_start=self.pos(value.start_byte) if called else None, cast=cast)
+            return
         self.bind(name, node)
 
     def bind(self, name_node, node, scope=None, **value) -> None:

@@ -343,7 +343,10 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
     symbols = set(c.payload.get("api_symbols") or [])
     if c.payload.get("symbol"):
         symbols.add(c.payload["symbol"])
-    d = DocsCase(v, c, evidence_text(c.payload), symbols, v.class_of_page.get(c.page or ""))
+    page_class = v.class_of_page.get(c.page or "")
+    if page_class is None:
+        v = v.for_guides
+    d = DocsCase(v, c, evidence_text(c.payload), symbols, page_class)
     for rule in EVIDENCE_RULES:
         for literal, weight, line in rule.find(d):  # lazily: a rule sees the items added before
             if literal in d.seen:

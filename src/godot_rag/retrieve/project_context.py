@@ -25,6 +25,7 @@ from .config import ConfigError, clip
 SYMBOL_KINDS = ("script", "class_name", "class", "autoload", "func", "static_func", "signal", "var", "const", "enum",
                 "enum_value")
 CLASS_KINDS = ("script", "class_name", "class", "autoload")
+TYPED_SYMBOL_KINDS = ("var", "const")  # the kinds whose `type` the table keeps
 RES = "res://"
 MAX_CHAIN = 32  # extends hops followed through the project's classes (a cycle stops there)
 
@@ -36,7 +37,8 @@ class ContextError(ConfigError):
 class Symbol(BaseModel):
     """One name the project declares. `scope`: the class it belongs to (`res://path.gd` for a script's
     top level, `res://path.gd::Inner` for an inner class); classes (`script`, `class_name`, `class`,
-    `autoload`) name their own scope in `scope` and their parent as written in `extends`."""
+    `autoload`) name their own scope in `scope` and their parent as written in `extends`; a `var` or `const` may
+    carry its stated `type`."""
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(..., min_length=1, max_length=300)
@@ -46,6 +48,9 @@ class Symbol(BaseModel):
     line: int | None = Field(None, ge=1)
     scope: str | None = Field(None, max_length=1000)
     extends: str | None = Field(None, max_length=1000)
+    # var / const: the type its declaration states (`@onready var label: Label`, `:= Label.new()`, `as Label`), an
+    # engine or a project class; a chunk that uses the name without declaring it reaches that class's members
+    type: str | None = Field(None, max_length=300, pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
     def where(self) -> str:
         return f"{self.file or '?'}:{self.line}" if self.line else (self.file or "the project")
@@ -175,8 +180,9 @@ class ProjectIndex:
         return [x or "" for x in self._chain(name)]
 
     def member(self, cls: str, name: str) -> Symbol | None:
-        """`name` as declared by the project class `cls` or one of its project ancestors."""
-        for scope in list(self._chain(cls))[:-1]:
+        """`name` as declared by the project class `cls` or one of its project ancestors. A scope the symbols name
+        only as their members' (a `var` of `res://main.gd` given without the script's own symbol) holds its own."""
+        for scope in list(self._chain(cls))[:-1] or ([cls] if cls in self.members else []):
             found = self.members.get(scope, {}).get(name)
             if found is not None:
                 return found

@@ -16,7 +16,10 @@ What is resolved (from the parsed facts, nothing guessed from a list):
   a name the chunk does not declare that the own class or an ancestor documents as a property, constant,
   signal or enum (`CharacterBody2D.velocity`); without `extends`, only where the inferred classes agree on
   its owner, as for bare calls. A chain rooted at such a property goes on through the property's documented
-  type (`velocity.x` is `Vector2.x`).
+  type (`velocity.x` is `Vector2.x`);
+- with the project around the chunk (the request's `context`), a member variable the chunk uses but does not
+  declare, typed by its declaration elsewhere in the file (`@onready var label: Label = $Score`): `project_var`,
+  flagged `ApiUse.project`, since the chunk alone does not say it.
 
 Everything else stays unresolved and is listed with the reason. A receiver that resolves to
 a class which does not document the member is a *missing* member: Godot 4 has no such API
@@ -30,6 +33,7 @@ from typing import Any
 
 from ..classref import ClassReference
 from ..gdscript import GDScriptFacts
+from .project_context import TYPED_SYMBOL_KINDS
 from .stage import Stage
 from .trace import RATIO_DIGITS
 
@@ -45,7 +49,8 @@ OWNER_SHARE = 0.95
 # name that is no documented member there is a key, not a missing member. A call still needs a method.
 KEYED_BY_DOT = frozenset({"Dictionary"})
 # Roots whose object may be a project script's (which may declare what its engine class lacks): no *missing* member.
-ROOM_FOR_SUBCLASS = {"narrowed": "the `is` test", "value_type": "a call's value", "cast": "the cast"}
+ROOM_FOR_SUBCLASS = {"narrowed": "the `is` test", "value_type": "a call's value", "cast": "the cast",
+                     "project_var": "the project's declaration"}
 CODE_QUOTED = 80  # characters of the code a use or an unresolved name quotes
 USES_SHOWN, GLOBALS_SHOWN = 60, 30  # resolved and unresolved uses, and global functions, the query trace lists
 
@@ -59,7 +64,10 @@ class ApiUse:
     line: int
     col: int
     text: str  # the code that uses it
-    via: str  # class | constructor | local_type | narrowed | own_class | inferred_own_class | own_class_property | return_type | self | value_type | cast
+    via: str  # class | constructor | local_type | narrowed | own_class | inferred_own_class | own_class_property | return_type | self | value_type | cast | project_var
+    # Resolved only through the project's declarations (a `project_var` root and the hops after it): what the chunk
+    # alone does not say. The class-reference entries read these uses; the guide decision does not (`chunk_alone`).
+    project: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,15 @@ class Resolution:
     @property
     def apis(self) -> list[str]:
         return list(dict.fromkeys(u.api for u in self.uses))
+
+    def chunk_alone(self) -> "Resolution":
+        """The same resolution without the uses only the project's declarations gave (`ApiUse.project`): what the
+        guide model's features read, as they were fitted on chunks alone (its specificities count the uses a chunk
+        resolves by itself; a file's `label: Label` makes `.text` look rare)."""
+        if not any(u.project for u in self.uses):
+            return self
+        return Resolution(self.own_class, self.own_class_from, [u for u in self.uses if not u.project], self.unresolved,
+                          self.globals, self.extends_name)
 
     def missing(self) -> list[Unresolved]:
         return [u for u in self.unresolved if u.missing_on]
@@ -193,7 +210,7 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
     (its own members are no engine API), then through its engine ancestor."""
     own, own_from = _own_class(facts, ref, extends_hint, project)
     res = Resolution(own, own_from, extends_name=own if own_from == "project" else (facts.extends or extends_hint))
-    if project is not None and own_scope not in project.scopes:
+    if project is not None and own_scope not in project.scopes and own_scope not in project.members:
         own_scope = None
     if project is not None and own_scope is None and project.is_class(facts.extends or facts.extends_path):
         own_scope = facts.extends or facts.extends_path  # the chunk's own `extends` names a project class
@@ -211,12 +228,12 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
     members = _own_members(facts, ref, own, candidates, project)
     seen: set[tuple[str, int, int]] = set()
 
-    def add(api_cls: str, member: str, info_kind: str, line: int, col: int, text: str, via: str) -> None:
+    def add(api_cls: str, member: str, info_kind: str, line: int, col: int, text: str, via: str, project: bool = False) -> None:
         key = (f"{api_cls}.{member}", line, col)
         if key in seen:
             return
         seen.add(key)
-        res.uses.append(ApiUse(f"{api_cls}.{member}", api_cls, member, info_kind, line, col, text, via))
+        res.uses.append(ApiUse(f"{api_cls}.{member}", api_cls, member, info_kind, line, col, text, via, project))
 
     scope = ProjectScope(project, own_scope)
     call_types = _resolve_bare_calls(facts, ref, res, own, inferred, add, scope)
@@ -226,7 +243,7 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
     return res
 
 
-AddUse = Callable[[str, str, str, int, int, str, str], None]  # (class, member, kind, line, col, code, via)
+AddUse = Callable[..., None]  # (class, member, kind, line, col, code, via, project=False)
 OwnMembers = dict[str, tuple[str, dict, str]]  # bare name -> (owner class, member info, via)
 
 
@@ -311,13 +328,15 @@ def _resolve_bare_calls(facts: GDScriptFacts, ref: ClassReference, res: Resoluti
     return call_types
 
 
-def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, chain, project,
+def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, chain, scope: ProjectScope,
                      value_types: dict[int, tuple[str, int]]) -> tuple[str, str, int] | None:
     """(class, via, hops) of a chain rooted at a name: a project class (through its engine class), a typed local,
-    a class, a singleton by its global name, a local cast with `as`, or a local whose value is a call the resolver
+    a class, a singleton by its global name, a local cast with `as`, a local whose value is a call the resolver
     typed (`value_types`: the call's or chain's start -> its documented return type and the hops it took, which the
-    local's chain goes on from); None where the chunk does not say (its first part listed as unresolved). The local
-    is the one the use sees (`binding_at`)."""
+    local's chain goes on from), or a member variable of the chunk's own script whose declaration elsewhere in the
+    project states its type (`_project_var_root`); None where neither the chunk nor the project says (its first part
+    listed as unresolved). The local is the one the use sees (`binding_at`)."""
+    project = scope.project
     name = chain.root
     narrowed = facts.narrowed_type(name, chain.root_start)
     local = narrowed or facts.local_types.get(name)
@@ -347,10 +366,51 @@ def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution,
         return bound.cast, "cast", 0
     if bound is not None and bound.value_start is not None and (typed := value_types.get(bound.value_start)) is not None:
         return typed[0], "value_type", typed[1]
+    if name not in facts.declared and first is not None and (var := _project_var(scope, name)) is not None:
+        return _project_var_root(ref, res, chain, scope, var)
     if first is not None:
         why = "a local whose type the chunk does not state" if name in facts.declared else "an untyped name"
         res.unresolved.append(Unresolved(f"{name}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED], why))
     return None
+
+
+def _project_var(scope: ProjectScope, name: str):
+    """The typed `var` or `const` of the chunk's own script (or a project ancestor) named `name`, or None."""
+    if scope.project is None or not scope.own_scope:
+        return None
+    found = scope.project.member(scope.own_scope, name)
+    return found if found is not None and found.kind in TYPED_SYMBOL_KINDS and found.type else None
+
+
+def _project_var_root(ref: ClassReference, res: Resolution, chain, scope: ProjectScope, var) -> tuple[str, str, int] | None:
+    """A chain rooted at a member variable the chunk does not declare, whose declaration in the project states its
+    type (`@onready var label: Label = $Label` elsewhere in the file). The type is an engine object class, or a
+    project class read through to its engine class, its own members first. A value type (`var items: Array[Item]`,
+    `var lookup: Dictionary`, `var offset: Vector2`) is not followed: it says what the file keeps, not which engine
+    feature the chunk uses, and its members are the language's basics (`size`, `clear`, `has`): on the demos' scan,
+    every class-page entry and guide such a type added was graded 1 or 0. Like a cast, it leaves room for a
+    subclass: the node may carry a script, so a member the class lacks is not reported missing."""
+    project, first = scope.project, chain.parts[0]
+    typ = var.type
+    if "." in typ and not ref.has_class(typ) and not project.is_class(typ):
+        typ = typ.rsplit(".", 1)[-1]  # `Outer.Inner`: the project's inner class (an enum type stays unknown)
+    if ref.has_class(typ):
+        if ref.value_type(typ):
+            res.unresolved.append(Unresolved(f"{chain.root}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED],
+                                             f"declared at {var.where()} as {typ}, a value type: not followed"))
+            return None
+        return typ, "project_var", 0
+    if not project.is_class(typ):
+        res.unresolved.append(Unresolved(f"{chain.root}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED],
+                                         f"declared at {var.where()} as {var.type}, a type that neither the project "
+                                         "nor the class reference defines as a class"))
+        return None
+    if why := _declared_by_project(project, typ, first.name):
+        res.unresolved.append(Unresolved(f"{chain.root}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED],
+                                         f"{why} (class {typ}, the type of {chain.root} at {var.where()})"))
+        return None
+    engine = project.engine_class(typ)
+    return (engine, "project_var", 0) if engine and ref.has_class(engine) else None
 
 
 def _own_member_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, scope: ProjectScope, chain,
@@ -376,7 +436,7 @@ def _chain_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, own:
     if chain.root_kind == "identifier" and chain.root in members:
         return _own_member_root(facts, ref, res, scope, chain, members[chain.root], add)
     if chain.root_kind == "identifier":
-        return _identifier_root(facts, ref, res, chain, scope.project, value_types)
+        return _identifier_root(facts, ref, res, chain, scope, value_types)
     if chain.root_kind == "call":
         typ = call_types.get(chain.root_start)
         return (typ, "return_type", 1) if typ is not None and ref.has_class(typ) else None
@@ -404,7 +464,8 @@ def _resolve_chains(facts: GDScriptFacts, ref: ClassReference, res: Resolution, 
         root = _chain_root(facts, ref, res, own, call_types, scope, chain, members, add, value_types)
         end = _follow_chain(ref, res, chain, root, max_hops, add) if root is not None else None
         # A value that starts with a bare call and goes on (`get_tree().create_timer(1)`) is the chain's, not the call's.
-        if end is None:
+        # A value through the project's declarations types no local (`ApiUse.project` would not follow it).
+        if end is None or (root is not None and root[1] == "project_var"):
             value_types.pop(chain.root_start, None)
         else:
             value_types[chain.root_start] = end
@@ -443,7 +504,8 @@ def _follow_chain(ref: ClassReference, res: Resolution, chain, root: tuple[str, 
                                              f"{typ} has no member '{part.name}' in Godot 4", missing_on=typ))
             break
         owner, info = found
-        add(owner, part.name, info["kind"], part.line, part.col, text, via if hops == root_hops else "return_type")
+        add(owner, part.name, info["kind"], part.line, part.col, text, via if hops == root_hops else "return_type",
+            project=root[1] == "project_var")
         # Chains go on only through a call's documented return type (`get_tree().quit()`).
         nxt = ref.type_of(info) if part.call and info["kind"] in TYPED_KINDS else None
         if nxt is None or hops >= max_hops:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal
 
@@ -139,6 +139,13 @@ class ValidationContext(ChunkScope):
     @cached_property
     def long_rare_strings(self) -> tuple[str, ...]:
         return long_rare_names(self, strings=True)
+
+    @cached_property
+    def for_guides(self) -> "ValidationContext":
+        """This context as a guide's decision reads it: the chunk's own resolution (`Resolution.chunk_alone`), the
+        model's features being fitted on chunks alone. The class-reference entries keep every use."""
+        alone = self.resolution.chunk_alone()
+        return self if alone is self.resolution else replace(self, resolution=alone)
 
     @cached_property
     def guide_side(self) -> ChunkSide | None:

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..gdscript import IDENT_RE, parse_script
-from ..retrieve.project_context import RES, Symbol
+from ..retrieve.project_context import RES, TYPED_SYMBOL_KINDS, Symbol
 from ..store.scan_files import read_script, read_small_text
 from .project import VERSION_OF_CONFIG, Project, discover
 
-SYMBOLS_FORMAT = 1  # bump when a file's cached declarations change shape
+SYMBOLS_FORMAT = 2  # bump when a file's cached declarations change shape
 FEATURES_RE = re.compile(r'(?m)^\s*config/features\s*=\s*PackedStringArray\(([^)]*)\)')
 SECTION_RE = re.compile(r"(?m)^\[([^\]]+)\]\s*$")
 AUTOLOAD_RE = re.compile(r'(?m)^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"\*?([^"]+)"')
@@ -83,7 +83,7 @@ def file_declarations(text: str) -> dict:
     """What one script declares (JSON-ready, cached by the file's hash)."""
     facts = parse_script(text)
     return {"extends": facts.extends or facts.extends_path, "path_extends": facts.extends is None and facts.extends_path is not None,
-            "decl": [[d.name, d.kind, d.line, d.scope, d.extends] for d in facts.declarations if not d.local]}
+            "decl": [[d.name, d.kind, d.line, d.scope, d.extends, d.type] for d in facts.declarations if not d.local]}
 
 
 def file_symbols(rel: str, entry: dict) -> list[Symbol]:
@@ -93,7 +93,7 @@ def file_symbols(rel: str, entry: dict) -> list[Symbol]:
     if ext and entry.get("path_extends"):
         ext = _res(ext, rel)
     out = [Symbol(name=own, kind="script", file=rel, line=1, scope=own, extends=ext)]
-    for name, kind, line, scope, extends in entry["decl"]:
+    for name, kind, line, scope, extends, typ in entry["decl"]:
         at = own + ("::" + scope if scope else "")
         if kind == "class":
             inner = f"{at}::{name}" if not scope else f"{own}::{scope}.{name}"
@@ -102,7 +102,7 @@ def file_symbols(rel: str, entry: dict) -> list[Symbol]:
         elif kind == "class_name":
             out.append(Symbol(name=name, kind="class_name", file=rel, line=line, scope=own))
         else:
-            out.append(Symbol(name=name, kind=kind, file=rel, line=line, scope=at))
+            out.append(Symbol(name=name, kind=kind, file=rel, line=line, scope=at, type=typ if kind in TYPED_SYMBOL_KINDS else None))
     return out
 
 
@@ -197,7 +197,7 @@ def chunk_symbols_key(index, text: str, starts: list[str]) -> str:
     names = set(IDENT_RE.findall(text))
     parts: list[str] = []
     for name in sorted(names & index.declared.keys()):
-        parts.extend(f"{s.name}|{s.kind}|{s.file}|{s.scope}|{s.extends}" for s in index.declared[name])
+        parts.extend(f"{s.name}|{s.kind}|{s.file}|{s.scope}|{s.extends}|{s.type}" for s in index.declared[name])
     for name in sorted((names & index.scopes.keys()) | {s for s in starts if s}):
         parts.append(name + ">" + ">".join(index.chain(name)))
     parts.append("engine:" + ",".join(sorted(index.engine_classes)))
