@@ -8,7 +8,13 @@ Each eval chunk (`rc3:<file>#n`) is matched to the scan's chunks of the same fil
 same text, else every scan chunk whose lines overlap the eval chunk's lines in the file. The accepted
 `api_mapping` records of the matched chunks are compared with `relevant_mappings` as `godot-rag eval`
 does (converter tables only); the prose `migration_guide:` and `gdscript_syntax:` records are counted
-apart and judged by the port rule (`godot_rag/eval/port_rule.py`) when the script trees sit beside the set. With `expect_no_mappings` sets (realcode_godot4) it counts the chunks with any accepted mapping."""
+apart and judged by the port rule (`godot_rag/eval/port_rule.py`) when the script trees sit beside the set. With `expect_no_mappings` sets (realcode_godot4) it counts the chunks with any accepted mapping.
+
+The docs figures are the eval's, over the matched chunks, with the project around each chunk (the scan's
+`context`: its file's `extends`, the project's symbols) where `godot-rag eval` gives the chunk alone: the share of
+chunks with no accepted docs record, API page coverage (over chunks with `relevant_api_pages`, the mean share of
+those pages with an accepted record) and class-reference precision (accepted `classes/` records whose page is in
+`relevant_api_pages`). A chunk matched by lines takes the records of every scan chunk it overlaps."""
 from __future__ import annotations
 
 import argparse
@@ -37,6 +43,7 @@ def main() -> None:
     trees = PortTrees.beside(args.queries)
     port_tp = port_fp = 0
     chunks_with_mapping = 0
+    no_docs, coverage, classref, classref_on_gold = 0, [], 0, 0
     rows = [json.loads(line) for line in args.queries.open(encoding="utf-8")]
     for q in rows:
         file = q["id"].split(":", 1)[1].rsplit("#", 1)[0]
@@ -69,6 +76,13 @@ def main() -> None:
                 applied = trees.applied(q["id"], r["payload"])
                 port_tp, port_fp = port_tp + (applied is True), port_fp + (applied is False)
         chunks_with_mapping += bool(accepted)
+        docs = {r["id"] for c in hit for r in c["results"] if r["table"] == "docs_chunks" and r.get("verdict") == "accept"}
+        pages, gold_pages = {d.rsplit("#", 1)[0] for d in docs}, set(q.get("relevant_api_pages") or [])
+        no_docs += not docs
+        if gold_pages:
+            coverage.append(len(gold_pages & pages) / len(gold_pages))
+        classref += sum(1 for d in docs if d.startswith("classes/"))
+        classref_on_gold += sum(1 for d in docs if d.startswith("classes/") and d.rsplit("#", 1)[0] in gold_pages)
         gold = {tuple(m) for m in q.get("relevant_mappings") or []}
         tp += len(accepted & gold)
         fp += len(accepted - gold)
@@ -80,7 +94,10 @@ def main() -> None:
            "chunks_with_accepted_converter_mapping": chunks_with_mapping,
            "accepted_prose_or_syntax_mappings": other_accepted,
            "prose_mapping_precision": round(port_tp / (port_tp + port_fp), 4) if port_tp + port_fp else None,
-           "prose_mappings_judged": port_tp + port_fp}
+           "prose_mappings_judged": port_tp + port_fp,
+           "no_docs_rate": round(no_docs / (exact + overlap), 4) if exact + overlap else None,
+           "api_page_coverage": round(sum(coverage) / len(coverage), 4) if coverage else None,
+           "classref_precision": round(classref_on_gold / classref, 4) if classref else None}
     print(json.dumps(out, indent=2))
 
 
