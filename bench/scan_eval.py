@@ -14,16 +14,27 @@ The docs figures are the eval's, over the matched chunks, with the project aroun
 `context`: its file's `extends`, the project's symbols) where `godot-rag eval` gives the chunk alone: the share of
 chunks with no accepted docs record, API page coverage (over chunks with `relevant_api_pages`, the mean share of
 those pages with an accepted record) and class-reference precision (accepted `classes/` records whose page is in
-`relevant_api_pages`). A chunk matched by lines takes the records of every scan chunk it overlaps."""
+`relevant_api_pages`). A chunk matched by lines takes the records of every scan chunk it overlaps.
+
+`--judged FILE` (repeatable; graded pairs as `godot-rag eval --judged` reads them) adds, over the chunks the first
+file names, the chunks given a grade-2 record and, per group, the accepted docs records graded 2 and 0 (a later file
+fills in pairs the earlier ones do not grade): with the shipped pool first, the pool's coverage figure with the
+project around each chunk."""
 from __future__ import annotations
 
 import argparse
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from godot_rag.eval.port_rule import PortTrees
 from godot_rag.eval.runner import mapping_triple
+
+
+def _shares(c: Counter) -> dict:
+    graded = c[0] + c[1] + c[2]
+    return {"accepted": sum(c.values()), "ungraded": c["ungraded"],
+            "share2": round(c[2] / graded, 3) if graded else None, "share0": round(c[0] / graded, 3) if graded else None}
 
 
 def main() -> None:
@@ -31,7 +42,17 @@ def main() -> None:
     ap.add_argument("chunks", type=Path, help="chunks.jsonl of a scan")
     ap.add_argument("queries", type=Path, help="realcode_godot3.dev.jsonl (or godot4)")
     ap.add_argument("--root", type=Path, required=True, help="the folder that was scanned (the eval ids are relative to it)")
+    ap.add_argument("--judged", type=Path, action="append", default=[], help="graded pairs; the first names the chunks")
     args = ap.parse_args()
+    grades: dict[tuple[str, str], int] = {}
+    judged_chunks: set[str] = set()
+    for i, path in enumerate(args.judged):
+        for line in path.open(encoding="utf-8"):
+            pair = json.loads(line)
+            grades.setdefault((pair["query_id"], pair["record_id"]), pair["grade"])
+            if i == 0:
+                judged_chunks.add(pair["query_id"])
+    judged = {"chunks": 0, "chunks_with_grade2": 0, "guides": Counter(), "api_reference": Counter()}
     by_file: dict[str, list[dict]] = defaultdict(list)
     for line in args.chunks.open(encoding="utf-8"):
         row = json.loads(line)
@@ -79,6 +100,12 @@ def main() -> None:
         docs = {r["id"] for c in hit for r in c["results"] if r["table"] == "docs_chunks" and r.get("verdict") == "accept"}
         pages, gold_pages = {d.rsplit("#", 1)[0] for d in docs}, set(q.get("relevant_api_pages") or [])
         no_docs += not docs
+        if q["id"] in judged_chunks:
+            judged["chunks"] += 1
+            judged["chunks_with_grade2"] += any(grades.get((q["id"], d)) == 2 for d in docs)
+            groups = {r["id"]: r["group"] for c in hit for r in c["results"] if r["table"] == "docs_chunks"}
+            for d in docs:
+                judged["api_reference" if groups.get(d) == "api_reference" else "guides"][grades.get((q["id"], d), "ungraded")] += 1
         if gold_pages:
             coverage.append(len(gold_pages & pages) / len(gold_pages))
         classref += sum(1 for d in docs if d.startswith("classes/"))
@@ -98,6 +125,9 @@ def main() -> None:
            "no_docs_rate": round(no_docs / (exact + overlap), 4) if exact + overlap else None,
            "api_page_coverage": round(sum(coverage) / len(coverage), 4) if coverage else None,
            "classref_precision": round(classref_on_gold / classref, 4) if classref else None}
+    if args.judged:
+        out["judged"] = {"chunks": judged["chunks"], "chunks_with_grade2": judged["chunks_with_grade2"],
+                         **{g: _shares(judged[g]) for g in ("guides", "api_reference")}}
     print(json.dumps(out, indent=2))
 
 
