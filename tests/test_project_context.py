@@ -139,7 +139,8 @@ def test_a_member_variable_typed_elsewhere_in_the_file_types_the_chunks_receiver
     assert why["items.clear"].endswith("as Array, a value type: not followed")
     # the guide decision reads the chunk's own resolution: its model was fitted on chunks alone
     assert all(u.project == (u.via == "project_var") for u in res.uses)
-    assert not [u for u in res.chunk_alone().uses if u.project] and res.chunk_alone().unresolved == res.unresolved
+    alone = res.chunk_alone()
+    assert not [u for u in alone.uses if u.project] and alone.unresolved == [u for u in res.unresolved if not u.project]
     alone = _resolved(ref, HUD_CHUNK, None)
     assert not [u for u in alone.uses if u.via == "project_var"]
     assert {u.name for u in alone.unresolved if u.reason == "an untyped name"} >= {"score_label.text", "log_box.add_text"}
@@ -154,18 +155,64 @@ def test_the_guide_decision_reads_the_chunks_own_resolution(ref, table):
     res = _resolved(ref, HUD_CHUNK, context)
     v = ValidationContext(facts=facts, resolution=res, ref=ref, idf=lambda t: 6.0, class_of_page={}, context=context,
                           version=version_context(facts, res, set(), set(), effective_hint("auto", context)))
-    assert "Label.text" in res.apis and "Label.text" not in v.for_guides.resolution.apis
-    assert v.for_guides.facts is facts and v.for_guides.for_guides.resolution is v.for_guides.resolution
+    assert "Label.text" in res.apis and "Label.text" not in v.alone.resolution.apis
+    assert v.alone.facts is facts and v.alone.alone.resolution is v.alone.resolution
     plain = _resolved(ref, HUD_CHUNK, None)
     v_plain = ValidationContext(facts=facts, resolution=plain, ref=ref, idf=lambda t: 6.0, class_of_page={},
                                 version=version_context(facts, plain, set(), set(), effective_hint("auto", None)))
-    assert v_plain.for_guides is v_plain
+    assert v_plain.alone is v_plain
+
+
+def test_what_the_symbol_table_keeps_of_declared_types(tmp_path):
+    """A setter's or getter's `var` is a local, not a member; a spaced or continued dotted type is one name."""
+    from godot_rag.scan.symbols import chunk_symbols_key, file_declarations, file_symbols
+
+    text = ("var hp: int:\n\tset(v):\n\t\tvar node: Node2D = null\n\t\thp = v\n\tget:\n\t\tvar g: Label = null\n\t\treturn hp\n"
+            "var x: Foo . Bar\nvar y: Foo.\\\n\tBar\n")
+    got = {(s.name, s.type) for s in file_symbols("a.gd", file_declarations(text)) if s.kind == "var"}
+    assert got == {("hp", "int"), ("x", "Foo.Bar"), ("y", "Foo.Bar")}
+    # A chunk's cached result holds the `extends` chain of the project class its variable's type names.
+    main = file_symbols("main.gd", file_declarations("extends Node\nvar cam: Cam\n"))
+    cam2 = file_symbols("cam.gd", file_declarations("class_name Cam\nextends Camera2D\n"))
+    cam3 = file_symbols("cam.gd", file_declarations("class_name Cam\nextends Camera3D\n"))
+    key = [chunk_symbols_key(RequestContext(project_symbols=main + cam).index(), "func f():\n\tcam.make_current()\n",
+                             ["res://main.gd"]) for cam in (cam2, cam3)]
+    assert key[0] != key[1]
+
+
+def _index_of(files: dict[str, str]):
+    from godot_rag.scan.symbols import file_declarations, file_symbols
+
+    return RequestContext(project_symbols=[s for rel, text in files.items()
+                                           for s in file_symbols(rel, file_declarations(text))]).index()
+
+
+def test_a_declared_inner_class_type_is_the_declaring_files(ref):
+    """`var item: Inner` is the file's own inner class, not another file's of the same name."""
+    index = _index_of({"a_first.gd": "extends Node\nclass Inner extends Node2D:\n\tpass\n",
+                       "z_main.gd": "extends Node\nclass Inner extends Node3D:\n\tpass\nvar item: Inner\nvar other: Foo.Inner\n",
+                       "foo.gd": "class_name Foo\nextends Node\nclass Inner extends Sprite2D:\n\tpass\n"})
+    res = resolve_uses(parse_chunk("func f():\n\titem.rotate_y(1.0)\n\tother.flip_h = true\n"), ref, "Node",
+                       project=index, own_scope="res://z_main.gd")
+    assert {(u.api, u.via) for u in res.uses} == {("Node3D.rotate_y", "project_var"), ("Sprite2D.flip_h", "project_var")}
+
+
+def test_the_decisions_but_class_pages_read_the_chunk_alone(ref, table):
+    """A member missing after a hop from a project-typed root is the project's reading: the version, mapping and
+    guide decisions read `chunk_alone`, which drops it."""
+    res = _resolved(ref, "func f():\n\tscore_label.get_tree().change_scene(\"a\")\n", file_context(table, "ui/hud.gd"))
+    assert [u.name for u in res.missing()] == ["change_scene"] and res.missing()[0].project
+    assert res.chunk_alone().missing() == [] and not res.chunk_alone().uses
 
 
 def test_a_name_the_chunk_declares_shadows_the_files_variable(ref, table):
     chunk = "func relabel(score_label) -> void:\n\tscore_label.text = \"0\"\n\tvar timer = get_node(\"T\")\n\ttimer.start()\n"
     res = _resolved(ref, chunk, file_context(table, "ui/hud.gd"))
     assert not [u for u in res.uses if u.via == "project_var"]
+    # a constructor's parameter; and code in an inner class the chunk declares sees that class's members
+    for chunk in ("func _init(score_label):\n\tscore_label.text = \"0\"\n",
+                  "class Row extends HBoxContainer:\n\tfunc f():\n\t\tscore_label.text = \"0\"\n"):
+        assert not [u for u in _resolved(ref, chunk, file_context(table, "ui/hud.gd")).uses if u.via == "project_var"]
 
 
 def _mapping(src, dst, change, terms=None, mid=None):

@@ -348,7 +348,7 @@ class _Walker:
         names = []
         p = node.parent
         while p is not None:
-            if p.type in ("function_definition", "constructor_definition", "lambda"):
+            if p.type in FUNCTION_NODES:
                 return "<local>"
             if p.type == "class_definition":
                 n = next((c for c in p.children if c.type == "name"), None)
@@ -496,10 +496,15 @@ class _Walker:
         return self.on_function_definition(node, depth)
 
     def on_constructor_definition(self, node, depth):
-        """`func _init(a, b):`: its parameters bind their names in it (for `binding_at`)."""
+        """`func _init(a, b):` and a setter's `set(value):`: their parameters are declared, and bind their names in
+        them (for `binding_at`)."""
         params = next((c for c in node.children if c.type == "parameters"), None)
         for _, ident in _param_idents(params) if params is not None else []:
+            self.facts_kw["declared"].add(self.src(ident))
+            self.facts_kw["params"].add(self.src(ident))
             self.bind(ident, node, scope=node)
+
+    on_set_body = on_constructor_definition
 
     def on_for_statement(self, node, depth):
         ident = next((c for c in node.children if c.type == "identifier"), None)
@@ -715,14 +720,17 @@ def _byte_to_char(text: str) -> list[int]:
 
 
 def _base_type(t: str) -> str:
-    """`Array[Node]` -> `Array`; `Dictionary[String, int]` -> `Dictionary`."""
-    return t.split("[", 1)[0].strip()
+    """`Array[Node]` -> `Array`; `Dictionary[String, int]` -> `Dictionary`; `Outer . Inner` (spaces, a line
+    continuation) -> `Outer.Inner`."""
+    return "".join(t.split("[", 1)[0].replace("\\", " ").split())
 
 
 # Literal values whose type is plain from the syntax.
 LITERAL_TYPES = {"array": "Array", "dictionary": "Dictionary", "string": "String"}
 VALUE_CALL_NODES = ("call", "attribute")  # a value that is a bare call or a call chain: its type is a return type
-SCOPE_NODES = ("function_definition", "constructor_definition", "lambda", "class_definition")  # where a `var` lives
+# Bodies whose `var`s are locals: functions, lambdas, and a property's setter and getter (`var hp: int: set(v): ...`).
+FUNCTION_NODES = ("function_definition", "constructor_definition", "lambda", "set_body", "get_body")
+SCOPE_NODES = FUNCTION_NODES + ("class_definition",)  # where a `var` lives
 
 
 def _constructed_type(w: _Walker, value) -> str | None:

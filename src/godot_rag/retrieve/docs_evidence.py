@@ -345,7 +345,7 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
         symbols.add(c.payload["symbol"])
     page_class = v.class_of_page.get(c.page or "")
     if page_class is None:
-        v = v.for_guides
+        v = v.alone  # a guide: the chunk's own resolution (ValidationContext.alone)
     d = DocsCase(v, c, evidence_text(c.payload), symbols, page_class)
     for rule in EVIDENCE_RULES:
         for literal, weight, line in rule.find(d):  # lazily: a rule sees the items added before

@@ -28,7 +28,7 @@ there, which is what the migration validator needs (`get_tree().change_scene(...
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..classref import ClassReference
@@ -66,7 +66,8 @@ class ApiUse:
     text: str  # the code that uses it
     via: str  # class | constructor | local_type | narrowed | own_class | inferred_own_class | own_class_property | return_type | self | value_type | cast | project_var
     # Resolved only through the project's declarations (a `project_var` root and the hops after it): what the chunk
-    # alone does not say. The class-reference entries read these uses; the guide decision does not (`chunk_alone`).
+    # alone does not say. The class-reference entries read these uses; the version, mapping and guide decisions do
+    # not (`Resolution.chunk_alone`).
     project: bool = False
 
 
@@ -78,6 +79,7 @@ class Unresolved:
     text: str
     reason: str
     missing_on: str | None = None  # the class that resolved but lacks the member in Godot 4
+    project: bool = False  # reached only through the project's declarations (as `ApiUse.project`)
 
 
 @dataclass
@@ -98,13 +100,14 @@ class Resolution:
         return list(dict.fromkeys(u.api for u in self.uses))
 
     def chunk_alone(self) -> "Resolution":
-        """The same resolution without the uses only the project's declarations gave (`ApiUse.project`): what the
-        guide model's features read, as they were fitted on chunks alone (its specificities count the uses a chunk
-        resolves by itself; a file's `label: Label` makes `.text` look rare)."""
-        if not any(u.project for u in self.uses):
+        """The same resolution without what only the project's declarations reached (`ApiUse.project`,
+        `Unresolved.project`): what the version, mapping and guide decisions read. A Godot 3 use is the chunk's to
+        show, and the guide model was fitted on chunks alone (its specificities count the uses a chunk resolves by
+        itself; a file's `label: Label` makes `.text` look rare)."""
+        if not any(u.project for u in self.uses) and not any(u.project for u in self.unresolved):
             return self
-        return Resolution(self.own_class, self.own_class_from, [u for u in self.uses if not u.project], self.unresolved,
-                          self.globals, self.extends_name)
+        return Resolution(self.own_class, self.own_class_from, [u for u in self.uses if not u.project],
+                          [u for u in self.unresolved if not u.project], self.globals, self.extends_name)
 
     def missing(self) -> list[Unresolved]:
         return [u for u in self.unresolved if u.missing_on]
@@ -366,7 +369,7 @@ def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution,
         return bound.cast, "cast", 0
     if bound is not None and bound.value_start is not None and (typed := value_types.get(bound.value_start)) is not None:
         return typed[0], "value_type", typed[1]
-    if name not in facts.declared and first is not None and (var := _project_var(scope, name)) is not None:
+    if name not in facts.declared and first is not None and (var := _project_var(facts, scope, name)) is not None:
         return _project_var_root(ref, res, chain, scope, var)
     if first is not None:
         why = "a local whose type the chunk does not state" if name in facts.declared else "an untyped name"
@@ -374,9 +377,10 @@ def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution,
     return None
 
 
-def _project_var(scope: ProjectScope, name: str):
-    """The typed `var` or `const` of the chunk's own script (or a project ancestor) named `name`, or None."""
-    if scope.project is None or not scope.own_scope:
+def _project_var(facts: GDScriptFacts, scope: ProjectScope, name: str):
+    """The typed `var` or `const` of the chunk's own script (or a project ancestor) named `name`, or None. Not in a
+    chunk that declares an inner class: code in it sees that class's members, not the file's."""
+    if scope.project is None or not scope.own_scope or any(d.kind == "class" and not d.scope for d in facts.declarations):
         return None
     found = scope.project.member(scope.own_scope, name)
     return found if found is not None and found.kind in TYPED_SYMBOL_KINDS and found.type else None
@@ -392,25 +396,47 @@ def _project_var_root(ref: ClassReference, res: Resolution, chain, scope: Projec
     subclass: the node may carry a script, so a member the class lacks is not reported missing."""
     project, first = scope.project, chain.parts[0]
     typ = var.type
-    if "." in typ and not ref.has_class(typ) and not project.is_class(typ):
-        typ = typ.rsplit(".", 1)[-1]  # `Outer.Inner`: the project's inner class (an enum type stays unknown)
     if ref.has_class(typ):
         if ref.value_type(typ):
             res.unresolved.append(Unresolved(f"{chain.root}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED],
-                                             f"declared at {var.where()} as {typ}, a value type: not followed"))
+                                             f"declared at {var.where()} as {typ}, a value type: not followed",
+                                             project=True))
             return None
         return typ, "project_var", 0
-    if not project.is_class(typ):
+    typ = _project_type(project, var)
+    if typ is None:
         res.unresolved.append(Unresolved(f"{chain.root}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED],
                                          f"declared at {var.where()} as {var.type}, a type that neither the project "
-                                         "nor the class reference defines as a class"))
+                                         "nor the class reference defines as a class", project=True))
         return None
     if why := _declared_by_project(project, typ, first.name):
         res.unresolved.append(Unresolved(f"{chain.root}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED],
-                                         f"{why} (class {typ}, the type of {chain.root} at {var.where()})"))
+                                         f"{why} (class {var.type}, the type of {chain.root} at {var.where()})",
+                                         project=True))
         return None
     engine = project.engine_class(typ)
     return (engine, "project_var", 0) if engine and ref.has_class(engine) else None
+
+
+def _project_type(project, var) -> str | None:
+    """The project scope a declaration's type names: an inner class of the declaring file (`Inner`, or `Outer.Inner`
+    in it) before a class of that name elsewhere, `Outer.Inner` through the class `Outer` names, else a `class_name`
+    or autoload; None for a type the project does not define as a class (an enum's)."""
+    typ: str = var.type
+    file = (var.scope or "").split("::", 1)[0]
+    outer, _, inner = typ.rpartition(".")
+    candidates = [f"{file}::{typ}"] if file else []
+    if outer and (outer_scope := _global_class(project, outer)):
+        candidates.append(f"{outer_scope}::{inner}")
+    if not outer and (global_scope := _global_class(project, typ)):
+        candidates.append(global_scope)
+    return next((c for c in candidates if c in project.scopes), None)
+
+
+def _global_class(project, name: str) -> str | None:
+    """The scope of a project class any script can name: a `class_name` or an autoload (an inner class is named
+    only through its outer class)."""
+    return next((s.scope for s in project.declares(name) if s.kind in ("class_name", "autoload") and s.scope), None)
 
 
 def _own_member_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, scope: ProjectScope, chain,
@@ -462,7 +488,10 @@ def _resolve_chains(facts: GDScriptFacts, ref: ClassReference, res: Resolution, 
     value_types = {start: (typ, 1) for start, typ in call_types.items() if typ is not None and ref.has_class(typ)}
     for chain in facts.chains:
         root = _chain_root(facts, ref, res, own, call_types, scope, chain, members, add, value_types)
+        before = len(res.unresolved)
         end = _follow_chain(ref, res, chain, root, max_hops, add) if root is not None else None
+        if root is not None and root[1] == "project_var":  # what only the project's declaration reached
+            res.unresolved[before:] = [replace(u, project=True) for u in res.unresolved[before:]]
         # A value that starts with a bare call and goes on (`get_tree().create_timer(1)`) is the chain's, not the call's.
         # A value through the project's declarations types no local (`ApiUse.project` would not follow it).
         if end is None or (root is not None and root[1] == "project_var"):

@@ -141,9 +141,10 @@ class ValidationContext(ChunkScope):
         return long_rare_names(self, strings=True)
 
     @cached_property
-    def for_guides(self) -> "ValidationContext":
-        """This context as a guide's decision reads it: the chunk's own resolution (`Resolution.chunk_alone`), the
-        model's features being fitted on chunks alone. The class-reference entries keep every use."""
+    def alone(self) -> "ValidationContext":
+        """This context with the chunk's own resolution (`Resolution.chunk_alone`): what the mapping, finding and
+        guide decisions read. The guide model's features were fitted on chunks alone, and a Godot 3 use is the
+        chunk's to show; only the class-reference entries read what the project's declarations typed."""
         alone = self.resolution.chunk_alone()
         return self if alone is self.resolution else replace(self, resolution=alone)
 
@@ -310,8 +311,9 @@ def validate(v: ValidationContext, candidates: list[Candidate], occurrences: Occ
     `occurrences`: the version stage's decisions for the api_mapping candidates (`decide_occurrences`)."""
     out = []
     pass1 = {cid: {"occurrences": [o.model_dump() for o in occ]} for cid, occ in occurrences.items()}
-    mappings = {id(c): mapping_evidence(v, c, pass1[c.id]) for c in candidates if c.table == "api_mapping"}
-    v.migrated = migrated_uses(candidates, mappings)
+    alone = v.alone
+    mappings = {id(c): mapping_evidence(alone, c, pass1[c.id]) for c in candidates if c.table == "api_mapping"}
+    v.migrated = alone.migrated = migrated_uses(candidates, mappings)
     docs = [(c, docs_evidence(v, c)) for c in candidates if c.table == "docs_chunks"]
     copied_page_overrules(v, docs)
     other_members_overruled(v, docs)
@@ -331,7 +333,7 @@ def validate(v: ValidationContext, candidates: list[Candidate], occurrences: Occ
     accepted = {c.id: c.info(stage).model_dump() for c in out if c.table == "api_mapping" and c.verdict == "accept"}
     for c in candidates:
         if c.table == "label_prototypes":
-            out.append(_verdict(c, prototype_evidence(v, c, accepted), stage))
+            out.append(_verdict(c, prototype_evidence(alone, c, accepted), stage))
     return out
 
 

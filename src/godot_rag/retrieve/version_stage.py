@@ -34,10 +34,11 @@ def run_version(ctx: QueryContext, pool: Pool) -> Pool:
     """The chunk's Godot 3 / Godot 4 markers and the occurrence decisions of the api_mapping candidates."""
     r = ctx.retriever
     renames = r.renames()
-    version = version_context(ctx.facts, ctx.resolution, renames.new, renames.old,
-                              effective_hint(ctx.cfg.godot_version, ctx.context))
-    scope = ChunkScope(ctx.facts, ctx.resolution, r.class_reference(), renames.classes, version=version,
-                       context=ctx.context)
+    # The chunk's own resolution: a Godot 3 or Godot 4 use is the chunk's to show, not what the project's
+    # declarations typed (`Resolution.chunk_alone`).
+    alone = ctx.resolution.chunk_alone()
+    version = version_context(ctx.facts, alone, renames.new, renames.old, effective_hint(ctx.cfg.godot_version, ctx.context))
+    scope = ChunkScope(ctx.facts, alone, r.class_reference(), renames.classes, version=version, context=ctx.context)
     mappings = ctx.table_lists(pool, "api_mapping")
     ctx.occurrences = decide_occurrences(scope, mappings)
     version.godot3 += mapping_markers(mappings, ctx.occurrences)

@@ -25,6 +25,7 @@ FEATURES_RE = re.compile(r'(?m)^\s*config/features\s*=\s*PackedStringArray\(([^)
 SECTION_RE = re.compile(r"(?m)^\[([^\]]+)\]\s*$")
 AUTOLOAD_RE = re.compile(r'(?m)^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"\*?([^"]+)"')
 VERSION_RE = re.compile(r"^\d+\.\d+$")
+TYPE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")  # a stated type the table keeps
 TSCN_ROOT_RE = re.compile(r'(?m)^\[node name="[^"]*"(?![^\]]*\bparent=)([^\]]*)\]')
 TSCN_TYPE_RE = re.compile(r'\btype="([A-Za-z_][A-Za-z0-9_]*)"')
 TSCN_SCRIPT_RE = re.compile(r'(?m)^script\s*=\s*ExtResource\(\s*"?([^")\s]+)"?\s*\)')
@@ -102,7 +103,8 @@ def file_symbols(rel: str, entry: dict) -> list[Symbol]:
         elif kind == "class_name":
             out.append(Symbol(name=name, kind="class_name", file=rel, line=line, scope=own))
         else:
-            out.append(Symbol(name=name, kind=kind, file=rel, line=line, scope=at, type=typ if kind in TYPED_SYMBOL_KINDS else None))
+            stated = typ if kind in TYPED_SYMBOL_KINDS and typ and TYPE_NAME_RE.match(typ) else None
+            out.append(Symbol(name=name, kind=kind, file=rel, line=line, scope=at, type=stated))
     return out
 
 
@@ -189,16 +191,20 @@ def file_context(table: ProjectSymbols | None, file_rel: str | None, godot_versi
 
 def chunk_symbols_key(index, text: str, starts: list[str]) -> str:
     """What of the project a chunk's decisions can read, as a digest for its cache key: the symbols named
-    in the chunk (name, kind, file, scope, extends; not their lines, so an edit that only moves lines
-    recomputes nothing elsewhere), and the `extends` chains of the project classes it names and of its
-    own file (`starts`), and the engine classes the project's classes end on (what kind of project it is: the
+    in the chunk (name, kind, file, scope, extends, type; not their lines, so an edit that only moves lines
+    recomputes nothing elsewhere), and the `extends` chains of the project classes it names, of its
+    own file (`starts`) and of the project classes its named variables' types name, and the engine classes the project's classes end on (what kind of project it is: the
     validator keeps a feature's guides for a chunk of a project of that feature). An edit elsewhere in the
     project that changes none of these leaves the chunk's cached result valid."""
     names = set(IDENT_RE.findall(text))
     parts: list[str] = []
     for name in sorted(names & index.declared.keys()):
         parts.extend(f"{s.name}|{s.kind}|{s.file}|{s.scope}|{s.extends}|{s.type}" for s in index.declared[name])
-    for name in sorted((names & index.scopes.keys()) | {s for s in starts if s}):
+    # A member variable's stated type reads through the project's classes too (`var cam: Cam`, Cam extends Camera2D).
+    typed = {(s.scope or "").split("::", 1)[0] + "::" + s.type for name in names & index.declared.keys()
+             for s in index.declared[name] if s.type} | {s.type for name in names & index.declared.keys()
+                                                         for s in index.declared[name] if s.type}
+    for name in sorted((names & index.scopes.keys()) | {s for s in starts if s} | (typed & index.scopes.keys())):
         parts.append(name + ">" + ">".join(index.chain(name)))
     parts.append("engine:" + ",".join(sorted(index.engine_classes)))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
