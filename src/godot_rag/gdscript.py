@@ -274,6 +274,11 @@ class GDScriptFacts:
         return frozenset(CHAIN_RE.findall(self.code))
 
     @cached_property
+    def declares_inner_class(self) -> bool:
+        """The chunk declares an inner class at its top level: code in it is that class's, not the file's."""
+        return any(d.kind == "class" and not d.scope for d in self.declarations)
+
+    @cached_property
     def method_calls(self) -> frozenset[str]:
         return frozenset(p.name for ch in self.chains for p in ch.parts if p.call)
 

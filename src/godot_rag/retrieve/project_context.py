@@ -26,6 +26,8 @@ SYMBOL_KINDS = ("script", "class_name", "class", "autoload", "func", "static_fun
                 "enum_value")
 CLASS_KINDS = ("script", "class_name", "class", "autoload")
 TYPED_SYMBOL_KINDS = ("var", "const")  # the kinds whose `type` the table keeps
+TYPE_NAME = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"  # a stated type: `Label`, `Outer.Inner`
+GLOBAL_CLASS_KINDS = ("class_name", "autoload")  # project classes any script can name (an inner class: through its outer)
 RES = "res://"
 MAX_CHAIN = 32  # extends hops followed through the project's classes (a cycle stops there)
 
@@ -50,7 +52,7 @@ class Symbol(BaseModel):
     extends: str | None = Field(None, max_length=1000)
     # var / const: the type its declaration states (`@onready var label: Label`, `:= Label.new()`, `as Label`), an
     # engine or a project class; a chunk that uses the name without declaring it reaches that class's members
-    type: str | None = Field(None, max_length=300, pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
+    type: str | None = Field(None, max_length=300, pattern=TYPE_NAME)
 
     def where(self) -> str:
         return f"{self.file or '?'}:{self.line}" if self.line else (self.file or "the project")
@@ -178,6 +180,24 @@ class ProjectIndex:
     def chain(self, name: str) -> list[str]:
         """`name`'s project scopes up its `extends`, and the name it ends on."""
         return [x or "" for x in self._chain(name)]
+
+    def type_scope(self, var: Symbol) -> str | None:
+        """The project scope a declaration's stated type names: an inner class of the declaring file (`Inner`, or
+        `Outer.Inner` in it) before a class of that name elsewhere, `Outer.Inner` through the class `Outer` names,
+        else a `class_name` or autoload; None for a type the project does not define as a class (an enum's)."""
+        if not var.type:
+            return None
+        file = (var.scope or "").split("::", 1)[0]
+        outer, _, inner = var.type.rpartition(".")
+        candidates = [f"{file}::{var.type}"] if file else []
+        if outer and (outer_scope := self._global_class(outer)):
+            candidates.append(f"{outer_scope}::{inner}")
+        if not outer and (global_scope := self._global_class(var.type)):
+            candidates.append(global_scope)
+        return next((c for c in candidates if c in self.scopes), None)
+
+    def _global_class(self, name: str) -> str | None:
+        return next((s.scope for s in self.declares(name) if s.kind in GLOBAL_CLASS_KINDS and s.scope), None)
 
     def member(self, cls: str, name: str) -> Symbol | None:
         """`name` as declared by the project class `cls` or one of its project ancestors. A scope the symbols name

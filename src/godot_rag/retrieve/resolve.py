@@ -380,7 +380,7 @@ def _identifier_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution,
 def _project_var(facts: GDScriptFacts, scope: ProjectScope, name: str):
     """The typed `var` or `const` of the chunk's own script (or a project ancestor) named `name`, or None. Not in a
     chunk that declares an inner class: code in it sees that class's members, not the file's."""
-    if scope.project is None or not scope.own_scope or any(d.kind == "class" and not d.scope for d in facts.declarations):
+    if scope.project is None or not scope.own_scope or facts.declares_inner_class:
         return None
     found = scope.project.member(scope.own_scope, name)
     return found if found is not None and found.kind in TYPED_SYMBOL_KINDS and found.type else None
@@ -389,54 +389,33 @@ def _project_var(facts: GDScriptFacts, scope: ProjectScope, name: str):
 def _project_var_root(ref: ClassReference, res: Resolution, chain, scope: ProjectScope, var) -> tuple[str, str, int] | None:
     """A chain rooted at a member variable the chunk does not declare, whose declaration in the project states its
     type (`@onready var label: Label = $Label` elsewhere in the file). The type is an engine object class, or a
-    project class read through to its engine class, its own members first. A value type (`var items: Array[Item]`,
-    `var lookup: Dictionary`, `var offset: Vector2`) is not followed: it says what the file keeps, not which engine
-    feature the chunk uses, and its members are the language's basics (`size`, `clear`, `has`): on the demos' scan,
-    every class-page entry and guide such a type added was graded 1 or 0. Like a cast, it leaves room for a
-    subclass: the node may carry a script, so a member the class lacks is not reported missing."""
+    project class read through to its engine class (`ProjectIndex.type_scope`), its own members first. A value type
+    (`var items: Array[Item]`, `var lookup: Dictionary`, `var offset: Vector2`) is not followed: it says what the
+    file keeps, not which engine feature the chunk uses, and its members are the language's basics (`size`,
+    `clear`, `has`): on the demos' scan, every class-page entry and guide such a type added was graded 1 or 0. Like
+    a cast, it leaves room for a subclass: the node may carry a script, so a member the class lacks is not reported
+    missing."""
     project, first = scope.project, chain.parts[0]
-    typ = var.type
-    if ref.has_class(typ):
-        if ref.value_type(typ):
-            res.unresolved.append(Unresolved(f"{chain.root}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED],
-                                             f"declared at {var.where()} as {typ}, a value type: not followed",
-                                             project=True))
-            return None
-        return typ, "project_var", 0
-    typ = _project_type(project, var)
-    if typ is None:
+
+    def unresolved(why: str) -> None:
         res.unresolved.append(Unresolved(f"{chain.root}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED],
-                                         f"declared at {var.where()} as {var.type}, a type that neither the project "
-                                         "nor the class reference defines as a class", project=True))
+                                         why, project=True))
+
+    if ref.has_class(var.type):
+        if ref.value_type(var.type):
+            unresolved(f"declared at {var.where()} as {var.type}, a value type: not followed")
+            return None
+        return var.type, "project_var", 0
+    typ = project.type_scope(var)
+    if typ is None:
+        unresolved(f"declared at {var.where()} as {var.type}, a type that neither the project nor the class "
+                   "reference defines as a class")
         return None
     if why := _declared_by_project(project, typ, first.name):
-        res.unresolved.append(Unresolved(f"{chain.root}.{first.name}", first.line, first.col, chain.text[:CODE_QUOTED],
-                                         f"{why} (class {var.type}, the type of {chain.root} at {var.where()})",
-                                         project=True))
+        unresolved(f"{why} (class {var.type}, the type of {chain.root} at {var.where()})")
         return None
     engine = project.engine_class(typ)
     return (engine, "project_var", 0) if engine and ref.has_class(engine) else None
-
-
-def _project_type(project, var) -> str | None:
-    """The project scope a declaration's type names: an inner class of the declaring file (`Inner`, or `Outer.Inner`
-    in it) before a class of that name elsewhere, `Outer.Inner` through the class `Outer` names, else a `class_name`
-    or autoload; None for a type the project does not define as a class (an enum's)."""
-    typ: str = var.type
-    file = (var.scope or "").split("::", 1)[0]
-    outer, _, inner = typ.rpartition(".")
-    candidates = [f"{file}::{typ}"] if file else []
-    if outer and (outer_scope := _global_class(project, outer)):
-        candidates.append(f"{outer_scope}::{inner}")
-    if not outer and (global_scope := _global_class(project, typ)):
-        candidates.append(global_scope)
-    return next((c for c in candidates if c in project.scopes), None)
-
-
-def _global_class(project, name: str) -> str | None:
-    """The scope of a project class any script can name: a `class_name` or an autoload (an inner class is named
-    only through its outer class)."""
-    return next((s.scope for s in project.declares(name) if s.kind in ("class_name", "autoload") and s.scope), None)
 
 
 def _own_member_root(facts: GDScriptFacts, ref: ClassReference, res: Resolution, scope: ProjectScope, chain,
@@ -549,7 +528,7 @@ def extends_hint(facts: GDScriptFacts, setting: str | None, context) -> str | No
     """The script's class for a chunk without `extends`: the `extends` setting, read through the project's
     classes (the scan passes the file's `extends` as written, maybe a project class), else the context's
     engine class. An inner class is not the file's class: a chunk that declares one gets only the setting."""
-    if context is None or any(d.kind == "class" and not d.scope for d in facts.declarations):
+    if context is None or facts.declares_inner_class:
         return setting
     index = context.index()
     if setting and index is not None and index.is_class(setting):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..gdscript import IDENT_RE, parse_script
-from ..retrieve.project_context import RES, TYPED_SYMBOL_KINDS, Symbol
+from ..retrieve.project_context import RES, TYPE_NAME, TYPED_SYMBOL_KINDS, Symbol
 from ..store.scan_files import read_script, read_small_text
 from .project import VERSION_OF_CONFIG, Project, discover
 
@@ -25,7 +25,7 @@ FEATURES_RE = re.compile(r'(?m)^\s*config/features\s*=\s*PackedStringArray\(([^)
 SECTION_RE = re.compile(r"(?m)^\[([^\]]+)\]\s*$")
 AUTOLOAD_RE = re.compile(r'(?m)^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"\*?([^"]+)"')
 VERSION_RE = re.compile(r"^\d+\.\d+$")
-TYPE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")  # a stated type the table keeps
+TYPE_NAME_RE = re.compile(TYPE_NAME)  # a stated type the table keeps (one `Symbol.type` accepts)
 TSCN_ROOT_RE = re.compile(r'(?m)^\[node name="[^"]*"(?![^\]]*\bparent=)([^\]]*)\]')
 TSCN_TYPE_RE = re.compile(r'\btype="([A-Za-z_][A-Za-z0-9_]*)"')
 TSCN_SCRIPT_RE = re.compile(r'(?m)^script\s*=\s*ExtResource\(\s*"?([^")\s]+)"?\s*\)')
@@ -192,19 +192,18 @@ def file_context(table: ProjectSymbols | None, file_rel: str | None, godot_versi
 def chunk_symbols_key(index, text: str, starts: list[str]) -> str:
     """What of the project a chunk's decisions can read, as a digest for its cache key: the symbols named
     in the chunk (name, kind, file, scope, extends, type; not their lines, so an edit that only moves lines
-    recomputes nothing elsewhere), and the `extends` chains of the project classes it names, of its
-    own file (`starts`) and of the project classes its named variables' types name, and the engine classes the project's classes end on (what kind of project it is: the
-    validator keeps a feature's guides for a chunk of a project of that feature). An edit elsewhere in the
+    recomputes nothing elsewhere), the `extends` chains of the project classes it names, of its own file
+    (`starts`) and of the project classes its named variables' types name (`ProjectIndex.type_scope`), and the
+    engine classes the project's classes end on (what kind of project it is: the validator keeps a feature's
+    guides for a chunk of a project of that feature). An edit elsewhere in the
     project that changes none of these leaves the chunk's cached result valid."""
     names = set(IDENT_RE.findall(text))
     parts: list[str] = []
     for name in sorted(names & index.declared.keys()):
         parts.extend(f"{s.name}|{s.kind}|{s.file}|{s.scope}|{s.extends}|{s.type}" for s in index.declared[name])
     # A member variable's stated type reads through the project's classes too (`var cam: Cam`, Cam extends Camera2D).
-    typed = {(s.scope or "").split("::", 1)[0] + "::" + s.type for name in names & index.declared.keys()
-             for s in index.declared[name] if s.type} | {s.type for name in names & index.declared.keys()
-                                                         for s in index.declared[name] if s.type}
-    for name in sorted((names & index.scopes.keys()) | {s for s in starts if s} | (typed & index.scopes.keys())):
+    typed = {scope for name in names & index.declared.keys() for s in index.declared[name] if (scope := index.type_scope(s))}
+    for name in sorted((names & index.scopes.keys()) | {s for s in starts if s} | typed):
         parts.append(name + ">" + ">".join(index.chain(name)))
     parts.append("engine:" + ",".join(sorted(index.engine_classes)))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
