@@ -9,7 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
-from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.retrieve.engine.config import RetrieveConfig
 from godot_rag.retrieve.pipeline import Retriever
 from godot_rag.store.db import Database
 

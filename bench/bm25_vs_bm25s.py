@@ -14,9 +14,9 @@ import time
 import bm25s
 import numpy as np
 
-from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.gdscript.tokenize import tokenize, tokenizer_of
+from godot_rag.retrieve.engine.config import RetrieveConfig
 from godot_rag.retrieve.pipeline import Retriever
-from godot_rag.retrieve.tokenize import tokenize, tokenizer_of
 from godot_rag.store.db import Database
 
 ap = argparse.ArgumentParser()

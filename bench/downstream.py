@@ -27,7 +27,7 @@ from pathlib import Path
 from godot_rag.eval.downstream import bootstrap, ratio_bootstrap, score_port, score_review
 from godot_rag.evidence_prompt import CHARS_PER_TOKEN, estimate_tokens, render_payloads, render_prompt
 from godot_rag.models.llm import make_llm
-from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.retrieve.engine.config import RetrieveConfig
 from godot_rag.retrieve.pipeline import Retriever
 from godot_rag.store.db import Database
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from godot_rag.eval.metrics import dedupe_pages, all_relevant_at
-from godot_rag.records import search_text
+from godot_rag.eval.metrics import all_relevant_at, dedupe_pages
 from godot_rag.models.embedder import Embedder
+from godot_rag.records import search_text
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--jsonl", default="work/godot_rag/jsonl/docs_chunks.jsonl")

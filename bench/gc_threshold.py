@@ -13,7 +13,6 @@ import gc
 import json
 import time
 
-from godot_rag.retrieve import context
 from godot_rag.retrieve.pipeline import Retriever
 from godot_rag.store.db import Database
 

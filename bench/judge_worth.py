@@ -29,7 +29,7 @@ from godot_rag.eval.metrics import page_of
 from godot_rag.eval.queries import read_queries
 from godot_rag.eval.runner import mapping_triple
 from godot_rag.models.llm import make_llm
-from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.retrieve.engine.config import RetrieveConfig
 from godot_rag.retrieve.pipeline import Retriever
 from godot_rag.store.db import Database
 

@@ -15,7 +15,7 @@ import psutil
 
 from godot_rag.examples import REFERENCE_CHUNK
 from godot_rag.models.llm import make_llm
-from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.retrieve.engine.config import RetrieveConfig
 from godot_rag.retrieve.pipeline import Retriever
 from godot_rag.store.db import Database
 

@@ -75,7 +75,7 @@ def main() -> None:
 def answers_changed(ways) -> dict:
     """On the multi-window realcode_godot4.dev chunks: F's (table, id, verdict) list with each way's vector."""
     from godot_rag.models.embedder import Embedder
-    from godot_rag.retrieve.config import RetrieveConfig
+    from godot_rag.retrieve.engine.config import RetrieveConfig
     from godot_rag.retrieve.pipeline import Retriever
     from godot_rag.store.db import Database
 

@@ -10,9 +10,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from godot_rag.eval.metrics import dedupe_pages, all_relevant_at
+from godot_rag.eval.metrics import all_relevant_at, dedupe_pages
 from godot_rag.models.llm import make_llm
-from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.retrieve.engine.config import RetrieveConfig
 from godot_rag.retrieve.pipeline import Retriever
 from godot_rag.store.db import Database
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from godot_rag.classref import ClassReference
-from godot_rag.gdscript import parse_chunk
-from godot_rag.retrieve.resolve import resolve_uses
+from godot_rag.gdscript.classref import ClassReference
+from godot_rag.gdscript.facts import parse_chunk
+from godot_rag.gdscript.resolve import resolve_uses
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ def projects_under(root: Path) -> list[Path]:
 def verdicts(project_dir: Path, names: list[str]) -> dict[str, str]:
     """The symbol table's word on each name: where the project declares it, or that it does not."""
     try:
-        from godot_rag.retrieve.project_context import RequestContext
+        from godot_rag.gdscript.project import RequestContext
         from godot_rag.scan.project import discover
         from godot_rag.scan.symbols import build_project_symbols
     except ImportError:  # a checkout without the symbol table

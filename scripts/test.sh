@@ -12,4 +12,5 @@ for a in "$@"; do
 done
 .venv/bin/ruff check src        # lint: pyflakes, isort, bugbear (pyproject.toml)
 .venv/bin/mypy src              # types
+PYTHONPATH=src .venv/bin/lint-imports --no-cache | tail -4   # the layers: the import-linter contracts in pyproject.toml
 .venv/bin/python -m pytest -q -p no:cacheprovider tests "${args[@]}"

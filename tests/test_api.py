@@ -1,9 +1,9 @@
 import re
 
 import pytest
-from conftest import ctrl_c_reaches_it
 from fastapi.testclient import TestClient
 
+from conftest import ctrl_c_reaches_it
 from godot_rag.api.app import REFERENCE_CHUNK, create_app
 from godot_rag.retrieve.pipeline import Retriever
 from godot_rag.store.db import Database

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 
 from godot_rag.api.app import create_app
 from godot_rag.batch import BadBatch, run_batch
-from godot_rag.chunk_text import ChunkTextError, check_chunk_text
-from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.gdscript.chunk_text import ChunkTextError, check_chunk_text
+from godot_rag.retrieve.engine.config import RetrieveConfig
 
 GOOD = "func _ready():\n\tprint(\"hello\")\n"
 # case -> (text, problem, status, words of the message)

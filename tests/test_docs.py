@@ -3,8 +3,8 @@ import re
 import subprocess
 import sys
 
-from godot_rag.retrieve.config import RetrieveConfig
 from conftest import ROOT
+from godot_rag.retrieve.engine.config import RetrieveConfig
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 

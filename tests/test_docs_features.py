@@ -1,14 +1,23 @@
 """The guide features (retrieve/docs_features.py), the model's arithmetic, its fit, and the judged metrics."""
 import numpy as np
 
-from godot_rag.classref import ClassReference
 from godot_rag.eval.guide_fit import choose_threshold, curve, fit_logistic, fit_signed
 from godot_rag.eval.judged import judged_metrics
-from godot_rag.gdscript import parse_chunk
-from godot_rag.retrieve.codematch import clone_match
-from godot_rag.retrieve.docs_features import (FEATURES, DocsApiStats, GuideModel, contradictions, copied_share, copied_shares,
-                                              chunk_side, guide_features, untyped_members)
-from godot_rag.retrieve.resolve import resolve_uses
+from godot_rag.gdscript.classref import ClassReference
+from godot_rag.gdscript.facts import parse_chunk
+from godot_rag.gdscript.resolve import resolve_uses
+from godot_rag.retrieve.evidence.docs_features import (
+    FEATURES,
+    DocsApiStats,
+    GuideModel,
+    chunk_side,
+    contradictions,
+    copied_share,
+    copied_shares,
+    guide_features,
+    untyped_members,
+)
+from godot_rag.retrieve.recall.codematch import clone_match
 
 
 def method(t="void"):
@@ -314,9 +323,9 @@ def test_a_copy_of_the_frame_alone_is_left_to_the_model():
     """The verdict on a guide: a page whose code matches the chunk's lines only through their frame is not accepted
     by fact; its trace says so (`copy_unanchored`) and the model decides. The same page's own code, copied with
     its names, is accepted by fact."""
-    from godot_rag.retrieve.codematch import renameable_names
-    from godot_rag.retrieve.docs_features import decide_guide
-    from godot_rag.retrieve.types import Candidate
+    from godot_rag.retrieve.engine.types import Candidate
+    from godot_rag.retrieve.evidence.docs_features import decide_guide
+    from godot_rag.retrieve.recall.codematch import renameable_names
 
     stats = stats_with({})
     never = GuideModel.from_dict({"weights": {f: 0.0 for f in FEATURES}, "bias": -10.0, "threshold": 0.5})
@@ -414,7 +423,7 @@ def test_the_most_specific_foreign_class_is_a_feature():
 def test_a_godot3_class_the_chunk_writes_stands_for_its_godot4_name():
     """Godot 3 code (`KinematicBody2D`) is about the class Godot 4 renamed it to: a guide on `CharacterBody2D`
     is not foreign to it (the converter's class renames, as the validator reads them)."""
-    from godot_rag.retrieve.docs_features import chunk_side
+    from godot_rag.retrieve.evidence.docs_features import chunk_side
 
     docs = {f"r{i}": record(classes=["NavigationAgent2D"]) for i in range(5)} | {"body": record(classes=["CharacterBody2D"])}
     stats = stats_with(docs)
@@ -518,7 +527,7 @@ def test_a_docs_record_only_bm25_found_gets_its_cosine_read(retriever):
     """The guide model reads every docs candidate's cosine: one the embedding list did not bring gets its
     cosine read from the database (not a 0 that weighs against it)."""
     from conftest import REFERENCE_CHUNK
-    from godot_rag.retrieve.config import RetrieveConfig
+    from godot_rag.retrieve.engine.config import RetrieveConfig
     from godot_rag.store import queries
 
     res = retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=10, candidates=2))
@@ -542,9 +551,9 @@ def test_a_guide_that_shares_nothing_with_a_chunk_that_uses_api_is_rejected():
     that uses API, a guide sharing none of it, nor a class or a callback, is about something else: rejected
     (`nothing_shared`) whatever P says. A chunk that uses no API (`#region`, its own names), and Godot 3 code
     (whose API the page that ports it writes under Godot 4 names), are left to the model."""
-    from godot_rag.retrieve.codematch import renameable_names
-    from godot_rag.retrieve.docs_features import decide_guide
-    from godot_rag.retrieve.types import Candidate
+    from godot_rag.retrieve.engine.types import Candidate
+    from godot_rag.retrieve.evidence.docs_features import decide_guide
+    from godot_rag.retrieve.recall.codematch import renameable_names
 
     stats = stats_with({f"r{i}": record() for i in range(3)})
     always = GuideModel.from_dict({"weights": {f: 0.0 for f in FEATURES}, "bias": 10.0, "threshold": 0.5})
@@ -574,9 +583,9 @@ def test_a_guide_that_shares_only_generic_api_is_rejected():
     """What a guide shares is weighed by how specific it is. When even the most specific thing it shares (`_ready`,
     overridden by most scripts) weighs less than `min_specificity`, it shares only generic API: rejected
     (`generic_only`, naming that thing) whatever P says. A guide sharing a specific member stays, and 0 turns it off."""
-    from godot_rag.retrieve.codematch import renameable_names
-    from godot_rag.retrieve.docs_features import decide_guide
-    from godot_rag.retrieve.types import Candidate
+    from godot_rag.retrieve.engine.types import Candidate
+    from godot_rag.retrieve.evidence.docs_features import decide_guide
+    from godot_rag.retrieve.recall.codematch import renameable_names
 
     stats = stats_with({f"r{i}": record() for i in range(3)}, share={"_ready()": 0.2})
     always = GuideModel.from_dict({"weights": {f: 0.0 for f in FEATURES}, "bias": 10.0, "threshold": 0.5})
@@ -607,7 +616,7 @@ def test_the_validator_rejects_a_guide_that_repeats_one_retrieved_before_it(retr
     import dataclasses
 
     from conftest import REFERENCE_CHUNK
-    from godot_rag.retrieve.config import RetrieveConfig
+    from godot_rag.retrieve.engine.config import RetrieveConfig
 
     model, stats = retriever.guide_model()
     lenient = dataclasses.replace(model, threshold=0.2)
@@ -633,8 +642,8 @@ def test_the_validator_rejects_a_guide_that_repeats_one_retrieved_before_it(retr
 def test_codematch_ranks_by_the_clone_bonus_and_shows_the_lines_it_matched():
     """The code-clone stage's info (built only when read) shows the chunk lines a record's code matches up to
     renaming, the share of the chunk's tokens they hold, and the score before and after the bonus."""
-    from godot_rag.retrieve.codematch import apply_codematch
-    from godot_rag.retrieve.types import Candidate
+    from godot_rag.retrieve.engine.types import Candidate
+    from godot_rag.retrieve.recall.codematch import apply_codematch
 
     chunk = "func _ready():\n\tvar timer := Timer.new()\n\ttimer.autostart = true\n\tadd_child(timer)\n"
     copy = {"content": "", "code_blocks": [{"language": "gdscript", "code": "var t = Timer.new()\nt.autostart = true\n"}]}
@@ -655,7 +664,7 @@ def test_godot3_code_shares_with_a_guide_the_api_its_names_become():
     to, resolved like a use: on the receiver's class, as a global, on the own class, or on the one class that has it.
     A guide that writes that member shares it with the Godot 3 chunk (traced as `migrated`); without the renames it
     shares nothing."""
-    from godot_rag.retrieve.docs_features import migrated_api
+    from godot_rag.retrieve.evidence.docs_features import migrated_api
 
     ref = ClassReference({"classes": {
         "Object": {"inherits": None, "page": "classes/class_object", "members": {}},
@@ -701,7 +710,7 @@ def test_a_use_an_is_test_narrows_is_no_guide_evidence():
     features leave such uses out on both sides (`if event is X:` is any input handler's frame): a record that writes
     `timer.start()` about Timer shares nothing with `if t is Timer: t.start()` through it, and a record's stored
     `code_uses` hold no narrowed use."""
-    from godot_rag.ingest.record_api import code_api
+    from godot_rag.gdscript.record_api import code_api
 
     ref = ClassReference({"classes": {
         "Object": {"inherits": None, "page": "classes/class_object", "members": {}},
@@ -726,8 +735,8 @@ def test_a_construct_the_chunk_uses_that_a_guide_teaches_is_shared():
     heading about something else teaches no enums; a construct most chunks use (`function_definition`) weighs 0."""
     from godot_rag.eval.guide_fit import chunk_shares
     from godot_rag.eval.queries import Query
-    from godot_rag.ingest.record_api import code_api
-    from godot_rag.retrieve.docs_features import construct_key, share_rule, taught_constructs
+    from godot_rag.gdscript.record_api import code_api
+    from godot_rag.retrieve.evidence.docs_features import construct_key, share_rule, taught_constructs
 
     ref = reference()
     chunk = "enum State {IDLE, RUN}\nconst SPEED = 3\n\nfunc run(...args: Array) -> void:\n\tpass\n"
@@ -763,8 +772,8 @@ def test_a_construct_the_chunk_uses_that_a_guide_teaches_is_shared():
 def test_a_keyword_construct_is_named_with_what_it_modifies():
     """`static` on a function and on a variable are two constructs: "Static functions" teaches the one a static
     function uses, and "Static variables" (whose code holds a function too) does not."""
-    from godot_rag.ingest.record_api import code_api
-    from godot_rag.retrieve.docs_features import construct_head, taught_constructs
+    from godot_rag.gdscript.record_api import code_api
+    from godot_rag.retrieve.evidence.docs_features import construct_head, taught_constructs
 
     ref = reference()
     facts = parse_chunk("static func lookup(name: String) -> int:\n\tvar n := name.length()\n\treturn n\n")
@@ -788,8 +797,8 @@ def test_a_keyword_construct_is_named_with_what_it_modifies():
 def test_a_guide_the_model_accepts_on_a_construct_or_global_names_it_in_its_reason():
     """A guide shared through a construct or an annotation has no literal of the chunk's to quote: its reason names
     what it shares and the model's P, never an empty "direct evidence = "."""
-    from godot_rag.retrieve.trace import ValidateInfo
-    from godot_rag.retrieve.validate import _reason
+    from godot_rag.retrieve.engine.trace import ValidateInfo
+    from godot_rag.retrieve.evidence.validate import _reason
 
     model = {"p": 0.65, "threshold": 0.4, "shared_api": [], "shared_globals": [{"api": "@GDScript.@tool", "specificity": 0.54}],
              "shared_callbacks": [], "shared_classes": [],
@@ -805,8 +814,8 @@ def test_a_guide_the_model_accepts_on_a_construct_or_global_names_it_in_its_reas
 def test_a_section_about_an_annotation_teaches_its_constructs_with_it():
     """"Abstract classes and methods" shows `class_name` under `@abstract`: a plain named class shares none of its
     constructs, an abstract one does, and "Registering named classes" (no annotation in its heading) teaches it to both."""
-    from godot_rag.ingest.record_api import code_api
-    from godot_rag.retrieve.docs_features import heading_annotations
+    from godot_rag.gdscript.record_api import code_api
+    from godot_rag.retrieve.evidence.docs_features import heading_annotations
 
     annotation = {"kind": "annotation", "type": ""}
     ref = ClassReference({"classes": reference().classes | {

@@ -2,7 +2,7 @@
 on the real fixture database and class reference."""
 from godot_rag.eval.downstream import bootstrap, claims_of, code_of, ratio_bootstrap, score_port, score_review
 from godot_rag.evidence_prompt import estimate_tokens, render_payloads, render_prompt
-from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.retrieve.engine.config import RetrieveConfig
 
 GODOT3 = "extends KinematicBody2D\n\nfunc _process(delta):\n    $AnimatedSprite.play()\n    var n = name.get_len()"
 GOLD = [("class_renames", "KinematicBody2D", "CharacterBody2D"), ("gdscript_function_renames", "get_len", "get_length")]

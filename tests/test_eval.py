@@ -3,11 +3,11 @@ import math
 
 import pytest
 
+from conftest import FIXTURES
 from godot_rag.eval.metrics import all_relevant_at, dedupe_pages, score_queries
 from godot_rag.eval.queries import QueryFileError, read_queries
 from godot_rag.eval.runner import mapping_triple, run_eval
-from godot_rag.retrieve.config import RetrieveConfig
-from conftest import FIXTURES
+from godot_rag.retrieve.engine.config import RetrieveConfig
 
 
 def test_metrics_by_hand():
@@ -185,8 +185,8 @@ def test_failures_name_every_occurrence_a_wrong_mapping_was_accepted_on():
     """A scene node named after a Godot 3 class is evidence too (weak): failures.jsonl shows it."""
     from godot_rag.eval.queries import Query
     from godot_rag.eval.runner import wrong_mapping
-    from godot_rag.retrieve.trace import ValidateInfo
-    from godot_rag.retrieve.types import Candidate
+    from godot_rag.retrieve.engine.trace import ValidateInfo
+    from godot_rag.retrieve.engine.types import Candidate
 
     occ = [{"line": 4, "col": 24, "region": "node_path", "status": "godot3_node", "why": "line 4:24: a scene node ...",
             "start": 60, "end": 67},

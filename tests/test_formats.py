@@ -13,7 +13,7 @@ from conftest import REFERENCE_CHUNK
 from godot_rag.api.app import create_app
 from godot_rag.formats import json_lines, record_rows
 from godot_rag.records import DERIVED_METADATA
-from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.retrieve.engine.config import RetrieveConfig
 
 GODOT3 = "extends KinematicBody2D\n\nfunc _ready():\n\tyield(get_tree(), \"idle_frame\")\n"
 

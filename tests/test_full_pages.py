@@ -4,13 +4,13 @@ getting_started/ are embedded (the dense side of D/F searches those); BM25 cover
 
 import pytest
 
+from conftest import SHARED
 from godot_rag.examples import REFERENCE_CHUNK
 from godot_rag.ingest.pipeline import run_ingest
-from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.retrieve.engine.config import RetrieveConfig
 from godot_rag.retrieve.pipeline import Retriever
 from godot_rag.store.embed import embed_rows
 from godot_rag.store.load import load_jsonl
-from conftest import SHARED
 
 pytestmark = pytest.mark.slow
 CODING = "getting_started/first_2d_game/03.coding_the_player#"

@@ -6,18 +6,32 @@ import json
 
 import pytest
 
-from godot_rag.classref import ClassReference
-from godot_rag.gdscript import parse_chunk
-from godot_rag.retrieve.codematch import clone_match, renameable_names
-from godot_rag.retrieve.resolve import resolve_uses
-from godot_rag.retrieve.types import Candidate
-from godot_rag.retrieve.validate import ChunkScope, ValidationContext, validate
-from godot_rag.retrieve.version_stage import decide_occurrences, mapping_markers
-from godot_rag.retrieve.version import (WEAK_OVERRULES, VersionContext, comment_reference_overruled, decide_ambiguous,
-                                        ConverterRenames, converter_renames, version_context, version_names)
-from godot_rag.retrieve.version_rules import (GODOT3_OVERRULES, OCCURRENCE_RULES, VERSION_RULES, classify_in_context,
-                                              classify_occurrence)
 from conftest import REFERENCE_CHUNK, SHARED
+from godot_rag.gdscript.classref import ClassReference
+from godot_rag.gdscript.facts import parse_chunk
+from godot_rag.gdscript.resolve import resolve_uses
+from godot_rag.retrieve.engine.types import Candidate
+from godot_rag.retrieve.evidence.validate import ValidationContext, validate
+from godot_rag.retrieve.migration.occurrences import ChunkScope
+from godot_rag.retrieve.migration.version import (
+    WEAK_OVERRULES,
+    ConverterRenames,
+    VersionContext,
+    comment_reference_overruled,
+    converter_renames,
+    decide_ambiguous,
+    version_context,
+    version_names,
+)
+from godot_rag.retrieve.migration.version_rules import (
+    GODOT3_OVERRULES,
+    OCCURRENCE_RULES,
+    VERSION_RULES,
+    classify_in_context,
+    classify_occurrence,
+)
+from godot_rag.retrieve.migration.version_stage import decide_occurrences, mapping_markers
+from godot_rag.retrieve.recall.codematch import clone_match, renameable_names
 
 
 @pytest.fixture(scope="module")
@@ -544,8 +558,8 @@ def test_a_declared_name_is_no_member_of_the_own_class(ref):
 
 
 def test_a_name_the_project_declares_is_no_engine_property(ref, tmp_path):
-    from godot_rag.retrieve.project_context import RequestContext
-    from godot_rag.retrieve.resolve import extends_hint
+    from godot_rag.gdscript.project import RequestContext
+    from godot_rag.gdscript.resolve import extends_hint
     from godot_rag.scan.project import read_project
     from godot_rag.scan.symbols import build_project_symbols, file_context
 

@@ -1,11 +1,11 @@
-import os
 import json
+import os
 import shutil
 
 import pytest
 
-from godot_rag.ingest.pipeline import IngestError, run_ingest
 from conftest import FIXTURES, SHARED
+from godot_rag.ingest.pipeline import IngestError, run_ingest
 
 
 def read(path):
@@ -151,8 +151,8 @@ def test_prototype_patterns_do_not_depend_on_the_hash_seed():
 def test_records_resolve_their_code_like_a_chunk(out):
     """Each docs record stores what its code uses (resolved through the class reference), what it declares,
     and what its prose names; metadata.links does not survive into the file."""
-    from godot_rag.ingest.record_api import code_api, prose_mentions
-    from godot_rag.classref import ClassReference
+    from godot_rag.gdscript.classref import ClassReference
+    from godot_rag.gdscript.record_api import code_api, prose_mentions
 
     chunks = read(out / "docs_chunks.jsonl")
     rec = next(c for c in chunks if c["metadata"]["page_path"] == "tutorials/demo3d/player_movement" and "move_and_slide" in c["content"])
@@ -185,7 +185,7 @@ def test_each_gdscript_block_of_a_record_resolves_on_its_own():
     """A record's GDScript blocks resolve one by one (a shell or C++ block beside them no longer breaks their
     parse), a later block against the page's `extends`, bare names of the own class as its members; an
     unlabelled block counts only where it parses as GDScript."""
-    from godot_rag.ingest.record_api import add_record_api
+    from godot_rag.gdscript.record_api import add_record_api
 
     classes = {"Node": {"inherits": None, "page": "classes/class_node", "members": {}},
                "CharacterBody2D": {"inherits": "Node", "page": "classes/class_characterbody2d",
@@ -207,9 +207,9 @@ def test_a_link_to_a_class_page_names_the_member_its_text_names():
     link's text with its target, and the record's `mentions` get the member the text names on the linked class
     (`Class.member`, `member` or `member()`); the class's own name, another class's member or a link elsewhere
     names no member."""
-    from godot_rag.classref import ClassReference
+    from godot_rag.gdscript.classref import ClassReference
+    from godot_rag.gdscript.record_api import prose_mentions
     from godot_rag.ingest.markdown import strip_links_with_text
-    from godot_rag.ingest.record_api import prose_mentions
 
     text, links = strip_links_with_text("Queue it with [ResourceLoader.load_threaded_request](classes__class_resourceloader__d2a76b2f.md).")
     assert text == "Queue it with ResourceLoader.load_threaded_request."

@@ -4,13 +4,26 @@ import json
 
 import pytest
 
-from godot_rag.eval.judge_calibration import (JudgeSetError, choose_threshold, confidence_band, decide,
-                                              read_judge_set, roc_auc)
-from godot_rag.records import focused_text, model_text
-from godot_rag.retrieve.config import ConfigError, RetrieveConfig
-from godot_rag.retrieve.judge import asked_occurrence, numbered, occurrence_question, prompt_id, table_calibration
-from godot_rag.retrieve.trace import ValidateInfo
-from godot_rag.retrieve.types import Candidate
+from godot_rag.eval.judge_calibration import (
+    JudgeSetError,
+    choose_threshold,
+    confidence_band,
+    decide,
+    read_judge_set,
+    roc_auc,
+)
+from godot_rag.records import model_text
+from godot_rag.retrieve.evidence.judge import focused_text
+from godot_rag.retrieve.engine.config import ConfigError, RetrieveConfig
+from godot_rag.retrieve.engine.trace import ValidateInfo
+from godot_rag.retrieve.engine.types import Candidate
+from godot_rag.retrieve.evidence.judge import (
+    asked_occurrence,
+    numbered,
+    occurrence_question,
+    prompt_id,
+    table_calibration,
+)
 from godot_rag.store import calibration
 
 
@@ -156,10 +169,10 @@ def test_judge_set_errors_name_file_line_and_field(tmp_path):
 def test_a_finding_follows_the_mapping_the_judge_rejected():
     from types import SimpleNamespace
 
-    from godot_rag.gdscript import parse_chunk
-    from godot_rag.retrieve.context import QueryContext
-    from godot_rag.retrieve.trace import JudgeInfo
-    from godot_rag.retrieve.validate import follow_mappings
+    from godot_rag.gdscript.facts import parse_chunk
+    from godot_rag.retrieve.engine.state import QueryContext
+    from godot_rag.retrieve.engine.trace import JudgeInfo
+    from godot_rag.retrieve.evidence.validate import follow_mappings
 
     chunk = "export var speed = 1\nfunc _ready():\n\tvar v = Viewport.new()"
     start = chunk.index("Viewport")
@@ -170,7 +183,7 @@ def test_a_finding_follows_the_mapping_the_judge_rejected():
                                "validator_rules": {"must_match": [r"\bViewport\b"]}})
     proto.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=1.0, evidence=[], contradictions=[],
                                              reasons=[]))
-    ctx = QueryContext(chunk=chunk, strategy="F", cfg=RetrieveConfig(), retriever=None)
+    ctx = QueryContext(chunk=chunk, strategy="F", cfg=RetrieveConfig(), resources=None)
     ctx.validation = SimpleNamespace(facts=parse_chunk(chunk))
     kept = follow_mappings(ctx, {"api_mapping": [[mapping]], "label_prototypes": [[proto]]})
     assert kept[0].verdict == "accept" and kept[0] is proto  # the mapping still stands: nothing changes
@@ -203,7 +216,7 @@ def test_cli_bad_judge_files_are_one_line_errors(tmp_path):
 
 
 def test_an_annotation_changes_no_verdict_and_no_score_a_decision_does():
-    from godot_rag.retrieve.judge import _judged
+    from godot_rag.retrieve.evidence.judge import _judged
 
     occ = {"line": 2, "col": 9, "region": "code", "status": "godot3", "why": "", "start": 20, "end": 28, "ambiguous": True}
     answer = {"model": "m", "raw": '{"answer": "no", "evidence": []}', "answer": "no", "p_yes": 0.2,
@@ -232,8 +245,8 @@ def test_an_annotation_changes_no_verdict_and_no_score_a_decision_does():
 def test_the_judge_is_not_asked_about_the_page_the_chunk_copies():
     """Guides that show nothing more than the copied page were rejected for it; a judge's reject of that
     page would leave the chunk without a guide, so its records are kept out of the docs questions."""
-    from godot_rag.retrieve.context import QueryContext
-    from godot_rag.retrieve.judge import docs_targets
+    from godot_rag.retrieve.engine.state import QueryContext
+    from godot_rag.retrieve.evidence.judge import docs_targets
 
     def doc(cid, copy_source):
         c = Candidate(table="docs_chunks", id=cid, payload={}, verdict="accept", score=1.0)
@@ -241,6 +254,6 @@ def test_the_judge_is_not_asked_about_the_page_the_chunk_copies():
                                              reasons=[], copy_source=copy_source))
         return c
 
-    ctx = QueryContext(chunk="x", strategy="F", cfg=RetrieveConfig(), retriever=None)
+    ctx = QueryContext(chunk="x", strategy="F", cfg=RetrieveConfig(), resources=None)
     asked = docs_targets(ctx, [doc("tutorials/copied#000", True), doc("classes/class_node#001", None)], {"mode": "decide"})
     assert [c.id for c in asked] == ["classes/class_node#001"]

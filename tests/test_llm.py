@@ -1,21 +1,20 @@
 """Real Qwen 0.5B (bundled GGUF) in process and behind a real llama.cpp OpenAI-compatible server."""
+import json
 import subprocess
 import sys
 
 import pytest
 
-from godot_rag.models.llm import LLMError, OpenAICompatLLM, assemble_bundled, make_llm, verify_gguf
-from godot_rag.retrieve.config import RetrieveConfig
-import json
-
-from godot_rag.retrieve.judge import check_cited
-from godot_rag.retrieve.context import QueryContext
-from godot_rag.store import calibration
-from godot_rag.retrieve.lexical import BM25
-from godot_rag.retrieve.pipeline import Retriever, run_stages
-from godot_rag.retrieve.tokenize import TOKENIZE
-from godot_rag.retrieve.profile import check_profile, parse_profile, profile_queries
 from conftest import REFERENCE_CHUNK, free_port, start_http_server
+from godot_rag.models.llm import LLMError, OpenAICompatLLM, assemble_bundled, make_llm, verify_gguf
+from godot_rag.retrieve.engine.config import RetrieveConfig
+from godot_rag.retrieve.engine.state import QueryContext
+from godot_rag.retrieve.evidence.judge import check_cited
+from godot_rag.retrieve.pipeline import Retriever, run_stages
+from godot_rag.retrieve.query.segment import TOKENIZE
+from godot_rag.retrieve.recall.lexical import BM25
+from godot_rag.retrieve.recall.profile import check_profile, parse_profile, profile_queries
+from godot_rag.store import calibration
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 llama_cpp = pytest.importorskip("llama_cpp", reason="needs the 'llm' extra (llama-cpp-python)")
@@ -81,7 +80,7 @@ def test_profile_hallucinations_are_caught_and_their_danger_is_visible(retriever
     def mapping_scores(keep):
         chk = check_profile(profile, REFERENCE_CHUNK, keep_hallucinated=keep)
         lexical, dense = profile_queries(profile, chk)
-        ctx = QueryContext(chunk=REFERENCE_CHUNK, strategy="E", cfg=cfg, retriever=retriever, texts=[lexical or dense])
+        ctx = QueryContext(chunk=REFERENCE_CHUNK, strategy="E", cfg=cfg, resources=retriever, texts=[lexical or dense])
         run_stages(ctx, [TOKENIZE, BM25])  # E's own lexical stages, on the checked profile
         return {c.id: c.score for c in ctx.lists["api_mapping"][0]["bm25"]}, lexical
 
@@ -109,7 +108,7 @@ def test_strategy_e_with_real_qwen(with_qwen):
 
 
 def test_judge_answers_json_with_p_yes_and_reuses_the_prefix(qwen):
-    from godot_rag.retrieve.judge import SYSTEM, prefix
+    from godot_rag.retrieve.evidence.judge import SYSTEM, prefix
 
     head = prefix(REFERENCE_CHUNK)
     res = qwen.judge_answer(SYSTEM, head + "Question: does SOURCE_CODE read player input? RECORD: Input.is_action_pressed",

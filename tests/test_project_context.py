@@ -10,15 +10,15 @@ import sys
 import pytest
 
 from conftest import ROOT, SHARED
-from godot_rag.classref import ClassReference
-from godot_rag.gdscript import parse_chunk
-from godot_rag.retrieve.config import ConfigError
-from godot_rag.retrieve.project_context import ContextError, RequestContext
-from godot_rag.retrieve.resolve import extends_hint, resolve_uses
-from godot_rag.retrieve.types import Candidate
-from godot_rag.retrieve.version_stage import decide_occurrences
-from godot_rag.retrieve.validate import ValidationContext, validate
-from godot_rag.retrieve.version import effective_hint, version_context, version_names
+from godot_rag.gdscript.classref import ClassReference
+from godot_rag.gdscript.facts import parse_chunk
+from godot_rag.gdscript.project import ContextError, RequestContext
+from godot_rag.gdscript.resolve import extends_hint, resolve_uses
+from godot_rag.retrieve.engine.config import ConfigError
+from godot_rag.retrieve.engine.types import Candidate
+from godot_rag.retrieve.evidence.validate import ValidationContext, validate
+from godot_rag.retrieve.migration.version import effective_hint, version_context, version_names
+from godot_rag.retrieve.migration.version_stage import decide_occurrences
 from godot_rag.scan.project import read_project
 from godot_rag.scan.symbols import build_project_symbols, file_context
 

@@ -1,21 +1,26 @@
 import numpy as np
 import pytest
 
-from godot_rag.retrieve.codematch import clone_match
-from godot_rag.retrieve.config import ConfigError, RetrieveConfig
-from godot_rag.chunk_text import ChunkTextError
-from godot_rag.retrieve.segment import split_segments
-from godot_rag.retrieve.types import Candidate
-from godot_rag.classref import ClassReference
-from godot_rag.gdscript import parse_chunk
-from godot_rag.retrieve.codematch import renameable_names
-from godot_rag.retrieve.resolve import resolve_uses
-from godot_rag.retrieve.validate import (ValidationContext, copied_page_overrules, docs_evidence, mapping_evidence,
-                                         mapping_occurrences, other_members_overruled)
-from godot_rag.retrieve.version import VersionContext
-from godot_rag.retrieve.prefilter import dropped_ids
-from godot_rag.retrieve.why import why
 from conftest import REFERENCE_CHUNK
+from godot_rag.gdscript.chunk_text import ChunkTextError
+from godot_rag.gdscript.classref import ClassReference
+from godot_rag.gdscript.facts import parse_chunk
+from godot_rag.gdscript.resolve import resolve_uses
+from godot_rag.retrieve.engine.config import ConfigError, RetrieveConfig
+from godot_rag.retrieve.engine.types import Candidate
+from godot_rag.retrieve.evidence.validate import (
+    ValidationContext,
+    copied_page_overrules,
+    docs_evidence,
+    mapping_evidence,
+    mapping_occurrences,
+    other_members_overruled,
+)
+from godot_rag.retrieve.explain.why import why
+from godot_rag.retrieve.migration.version import VersionContext
+from godot_rag.retrieve.query.segment import split_segments
+from godot_rag.retrieve.recall.codematch import clone_match, renameable_names
+from godot_rag.retrieve.recall.prefilter import dropped_ids
 
 GODOT3 = "extends KinematicBody2D\n\nfunc _process(delta):\n    $AnimatedSprite.play()\n    var n = name.get_len()"
 GODOT4 = "extends CharacterBody2D\n\nfunc _process(delta):\n    $AnimatedSprite2D.play()\n    var n = name.get_length()"
@@ -130,7 +135,7 @@ def test_f_trace_and_json_name_the_version_rule_of_each_occurrence(retriever):
     import json
 
     from godot_rag.formats import result_json
-    from godot_rag.retrieve.version_rules import OCCURRENCE_RULES
+    from godot_rag.retrieve.migration.version_rules import OCCURRENCE_RULES
 
     res = retriever.retrieve(GODOT3, "F", RetrieveConfig(k=10, reranker="none"))
     kinematic = next(c for c in res.results if c.id == "class_renames:KinematicBody2D->CharacterBody2D")
@@ -180,7 +185,7 @@ def _decisions(res):
 def test_f_prefilter_changes_no_decision(retriever, monkeypatch):
     """The api_mapping prefilter only saves work: with it off, F returns the same records, scores and reasons
     (the fusion normalises over the full lists), and the validator rejects each dropped mapping for not occurring."""
-    from godot_rag.retrieve import prefilter
+    from godot_rag.retrieve.recall import prefilter
 
     cfg = RetrieveConfig(k=10, reranker="none")
     on = {chunk: retriever.retrieve(chunk, "F", cfg) for chunk in (GODOT3, GODOT4, REFERENCE_CHUNK)}
@@ -200,7 +205,7 @@ def test_f_prefilter_changes_no_decision(retriever, monkeypatch):
 def test_the_prefilter_reads_each_mappings_source_name_once(retriever, monkeypatch):
     """The prefilter keeps each mapping's source name with the records (`records.derived`): a second query reads
     no payload for it, and drops what `source_absent` drops."""
-    from godot_rag.retrieve import prefilter
+    from godot_rag.retrieve.recall import prefilter
 
     cfg = RetrieveConfig(k=10, reranker="none")
     first = retriever.retrieve(GODOT4, "F", cfg)
@@ -218,7 +223,7 @@ def test_the_prefilter_reads_each_mappings_source_name_once(retriever, monkeypat
 def test_the_union_and_the_fusion_share_the_lists_entries(retriever, monkeypatch):
     """Each text's list entries (rank and score per list) are worked out once a query, for the union and the
     fusion both; the answer is the one of working them out twice."""
-    from godot_rag.retrieve import fuse
+    from godot_rag.retrieve.recall import fuse
 
     cfg = RetrieveConfig(k=10, reranker="none")
     before = retriever.retrieve(REFERENCE_CHUNK, "D", cfg, explain=True)
@@ -235,7 +240,7 @@ def test_the_union_and_the_fusion_share_the_lists_entries(retriever, monkeypatch
 @pytest.mark.parametrize("method", ["maxnorm", "minmax", "zscore", "rrf"])
 def test_fusion_of_prefiltered_lists_equals_the_full_lists(method):
     """A list the prefilter thinned is normalised over its full scores: the kept candidates fuse as before."""
-    from godot_rag.retrieve.fuse import fused_inputs, fused_scores, union
+    from godot_rag.retrieve.recall.fuse import fused_inputs, fused_scores, union
 
     def cands(scores, source):
         return [Candidate.of_record("api_mapping", f"m{i}", {}, s, rank, source)
@@ -351,7 +356,7 @@ def _guide(page: str, api: list[str], lines: list[int], classes: list[str] = (),
 
 
 def test_a_guide_that_shows_nothing_new_is_the_same_evidence_again():
-    from godot_rag.retrieve.docs_evidence import same_evidence_overrules
+    from godot_rag.retrieve.evidence.docs_evidence import same_evidence_overrules
 
     move = ["Input.is_action_pressed", "CharacterBody3D.move_and_slide"]
     # A tutorial's step pages repeat its script: the page retrieved first stays, a later one showing no more goes,
@@ -458,10 +463,10 @@ def test_loaded_records_are_kept_out_of_the_garbage_collectors_walks(retriever):
     assert gc.is_tracked(payload) and gc.get_freeze_count() > 0
     assert not any(o is payload for o in gc.get_objects())
     # a model loaded as a trace step (`load:<label>`) is frozen the same way
-    from godot_rag.retrieve.context import QueryContext
+    from godot_rag.retrieve.engine.state import QueryContext
 
     model = {}
-    ctx = QueryContext(chunk=GODOT3, strategy="F", cfg=RetrieveConfig(), retriever=retriever)
+    ctx = QueryContext(chunk=GODOT3, strategy="F", cfg=RetrieveConfig(), resources=retriever)
     ctx.load_step("model", False, lambda: model.setdefault("weights", {"layer": [0.5]}))
     assert model["weights"] is not None and not any(o is model["weights"] for o in gc.get_objects())
     assert [s.stage for s in ctx.trace.stages] == ["load:model"]
@@ -473,7 +478,7 @@ def test_a_query_s_own_objects_do_not_set_off_the_garbage_collector(retriever):
     the older generations (under the default threshold, 700, an F query met several)."""
     import gc
 
-    from godot_rag.retrieve.context import YOUNG_GC_THRESHOLD
+    from godot_rag.retrieve.engine.state import YOUNG_GC_THRESHOLD
 
     retriever.retrieve(GODOT3, "F", RetrieveConfig())
     assert gc.get_threshold()[0] >= YOUNG_GC_THRESHOLD
@@ -491,7 +496,7 @@ def test_a_query_s_own_objects_do_not_set_off_the_garbage_collector(retriever):
         gc.callbacks.remove(count)
     assert len(seen) <= 1, seen
     # an application that turned automatic collection off (threshold 0) keeps it off
-    from godot_rag.retrieve.context import freeze_loaded
+    from godot_rag.retrieve.engine.state import freeze_loaded
 
     kept = gc.get_threshold()
     gc.set_threshold(0, *kept[1:])
@@ -503,18 +508,17 @@ def test_a_query_s_own_objects_do_not_set_off_the_garbage_collector(retriever):
 
 
 def test_a_stage_list_whose_contracts_do_not_fit_is_refused_when_the_strategy_is_built():
-    from godot_rag.retrieve.context import MissingPart, QueryContext
-    from godot_rag.retrieve.fuse import UNION
-    from godot_rag.retrieve.final import CUT
-    from godot_rag.retrieve.lexical import BM25
-    from godot_rag.retrieve.parse import PARSE
-    from godot_rag.retrieve.resolve import RESOLVE
-    from godot_rag.retrieve.stage import ContractError, Stage, run_stages
+    from godot_rag.retrieve.engine.stage import ContractError, Stage, run_stages
+    from godot_rag.retrieve.engine.state import MissingPart, QueryContext
+    from godot_rag.retrieve.evidence.final import CUT
+    from godot_rag.retrieve.evidence.validate import VALIDATE
+    from godot_rag.retrieve.migration.version_stage import VERSION
+    from godot_rag.retrieve.query.parse import FACTS, PARSE, RESOLVE
+    from godot_rag.retrieve.query.segment import TOKENIZE
+    from godot_rag.retrieve.recall.fuse import UNION
+    from godot_rag.retrieve.recall.lexical import BM25
+    from godot_rag.retrieve.recall.tsquery import TSQUERY
     from godot_rag.retrieve.strategies import STRATEGIES, Strategy
-    from godot_rag.retrieve.tokenize import TOKENIZE
-    from godot_rag.retrieve.tsquery import TSQUERY
-    from godot_rag.retrieve.validate import VALIDATE
-    from godot_rag.retrieve.version_stage import VERSION
 
     # F without its version stage: the validator would read markers nobody wrote.
     with pytest.raises(ContractError, match="strategy X: stage 'validate' requires 'version', which no earlier stage provides"):
@@ -528,11 +532,53 @@ def test_a_stage_list_whose_contracts_do_not_fit_is_refused_when_the_strategy_is
         Strategy("X", "a typo", [Stage("odd", lambda ctx, pool: pool, "", requires=("vibes",))])
     assert [s.stage_names[-1] for s in STRATEGIES.values()] == ["cut", "explain", "cut", "explain", "profile_diff", "explain"]
     # At run time: a stage that does not set a part it declares, and a read of a part nobody set, are errors.
-    ctx = QueryContext(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), retriever=None)
+    ctx = QueryContext(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
     with pytest.raises(MissingPart, match="the query state has no 'facts'"):
-        ctx.facts
+        ctx[FACTS]
     with pytest.raises(MissingPart, match="stage 'lazy' declares it provides facts but did not set it"):
-        run_stages(ctx, [Stage("lazy", lambda ctx, pool: pool, "", provides=("facts",))])
+        run_stages(ctx, [Stage("lazy", lambda ctx, pool: pool, "", provides=(FACTS,))])
+
+
+def test_a_stage_that_reads_or_sets_a_part_it_did_not_declare_fails_when_it_runs():
+    """The contract holds at run time: a stage sees only the parts it names (required, provided or optional)."""
+    from godot_rag.gdscript.facts import parse_chunk
+    from godot_rag.retrieve.engine.stage import Stage, run_stages
+    from godot_rag.retrieve.engine.state import QueryContext, UndeclaredPart
+    from godot_rag.retrieve.query.parse import FACTS, PARSE, RESOLUTION
+
+    def sneaky(ctx, pool):
+        ctx[RESOLUTION]  # reads what it never declared
+        return pool
+
+    ctx = QueryContext(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
+    with pytest.raises(UndeclaredPart, match="stage 'sneaky' reads the part 'resolution', which its contract does not name"):
+        run_stages(ctx, [PARSE, Stage("sneaky", sneaky, "", requires=(FACTS,))])
+
+    def writer(ctx, pool):
+        ctx[FACTS] = parse_chunk(ctx.chunk)
+        return pool
+
+    ctx = QueryContext(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
+    with pytest.raises(UndeclaredPart, match="stage 'writer' sets the part 'facts'"):
+        run_stages(ctx, [Stage("writer", writer, "")])
+    # An optional part is read as None when no earlier stage provided it.
+    seen = []
+    ctx = QueryContext(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
+    run_stages(ctx, [Stage("maybe", lambda ctx, pool: seen.append(ctx.get(FACTS)) or pool, "", optional=(FACTS,))])
+    assert seen == [None]
+
+
+def test_two_stages_that_disagree_on_a_parts_type_are_refused_when_the_strategy_is_built():
+    """A typed part is read with the key (so the type) of the stage that provides it; another key of the same name
+    is another type, refused when the strategy is built, before any query."""
+    from godot_rag.retrieve.engine.stage import ContractError, Stage
+    from godot_rag.retrieve.engine.state import PartKey
+    from godot_rag.retrieve.query.parse import PARSE
+    from godot_rag.retrieve.strategies import Strategy
+
+    facts_as_text = PartKey[str]("facts", "the chunk's facts as one string")
+    with pytest.raises(ContractError, match="stage 'reader' reads 'facts' as .* but 'parse' provides it as .*disagree"):
+        Strategy("X", "mismatch", [PARSE, Stage("reader", lambda ctx, pool: pool, "", requires=(facts_as_text,))])
 
 
 def test_candidates_made_without_validation_equal_validated_ones():
@@ -553,7 +599,7 @@ def test_f_guides_are_decided_by_the_fitted_model_with_readable_arithmetic(retri
     and the bias, compared with the stored threshold; without the model the rules decide and no model is traced."""
     import math
 
-    from godot_rag.retrieve.docs_features import FEATURES
+    from godot_rag.retrieve.evidence.docs_features import FEATURES
 
     res = retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=10))
     guides = [c for c in res.results + res.rejected if c.table == "docs_chunks" and not c.id.startswith("classes/")]
@@ -663,7 +709,7 @@ def test_min_api_specificity_rejects_the_entry_of_a_generic_member_and_keeps_the
     `min_api_specificity` (a member most docs records and real chunks use: `Node.add_child`): then it is rejected as
     generic, named with its specificity; the entry of a member few use (`Timer.start`) stays. Another section of the
     generic member's page, which names it only in another member's entry, does not stand in for it."""
-    from godot_rag.retrieve.docs_features import DocsApiStats, GuideModel
+    from godot_rag.retrieve.evidence.docs_features import DocsApiStats, GuideModel
 
     ref = ClassReference({"classes": {
         "Node": {"inherits": None, "page": "classes/class_node", "members": {"add_child": {"kind": "method", "type": "void"}}},
@@ -708,7 +754,7 @@ def test_min_api_specificity_rejects_the_entry_of_a_generic_member_and_keeps_the
 def test_a_stage_info_given_for_later_is_built_when_read_and_in_every_result(retriever):
     """Infos most candidates never show (they stop at the shortlist) are built only when read, or when the
     candidate leaves in a result: a result's JSON holds every info, built, as before."""
-    from godot_rag.retrieve.trace import Bm25Info, Pending, later
+    from godot_rag.retrieve.engine.trace import Bm25Info, Pending, later
 
     c = Candidate.of_record("docs_chunks", "x", {"content": "c"}, 1.5, 1, "bm25")
     c.add_stage("bm25", later(Bm25Info, score=1.5, rank=1))
@@ -733,7 +779,7 @@ def test_the_class_a_chunk_extends_is_a_use_whose_description_is_evidence(retrie
     """`extends CharacterBody2D` in the chunk itself: the class's description joins the `api` source and is accepted
     (its evidence `extends CharacterBody2D`), though the chunk calls nothing of the class. Not from the `extends`
     setting (a hint, as a scan gives every chunk of a file), and `--set api_extends=false` turns it off."""
-    from godot_rag.retrieve.config import RetrieveConfig
+    from godot_rag.retrieve.engine.config import RetrieveConfig
 
     desc = "classes/class_characterbody2d#000"
     chunk = "extends CharacterBody2D\n\nconst SPEED = 300.0\nvar jumps := 0\n"
@@ -754,7 +800,7 @@ def test_a_class_the_chunk_writes_as_a_type_is_a_use_whose_description_is_eviden
     """With `--set api_typed=true`, `var sprite: AnimatedSprite2D` in a chunk that calls nothing of it: the class's
     description joins the `api` source, its evidence the declaration. A value type written as a type (`Vector2`)
     gets none, and the default (off) adds nothing."""
-    from godot_rag.retrieve.config import RetrieveConfig
+    from godot_rag.retrieve.engine.config import RetrieveConfig
 
     desc = "classes/class_animatedsprite2d#000"
     chunk = "var sprite: AnimatedSprite2D\nvar aim: Vector2\n"

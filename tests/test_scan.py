@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ctrl_c_reaches_it, launch_chromium, ROOT, SHARED, free_port, wait_job
+from conftest import ROOT, SHARED, ctrl_c_reaches_it, free_port, launch_chromium, wait_job
 from godot_rag.scan.chunking import chunk_text
 from godot_rag.scan.project import discover
 from godot_rag.scan.run import ScanError, ScanInterrupted, ScanOptions, run_scan
@@ -603,7 +603,7 @@ def test_scan_page_files_chunks_and_open_in_the_debugger(app, browser, tmp_path)
 
 def test_the_cache_key_changes_with_any_rule_of_the_verdicts(tmp_path, monkeypatch):
     """No number to bump by hand: the key holds a digest of the code that decides verdicts."""
-    from godot_rag.retrieve import fingerprint
+    from godot_rag.retrieve.engine import fingerprint
     from godot_rag.scan import run as scan_run
 
     copy = tmp_path / "godot_rag"

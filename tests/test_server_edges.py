@@ -19,8 +19,8 @@ from fastapi.testclient import TestClient
 from conftest import ROOT, free_port, wait_job
 from godot_rag.api.app import create_app
 from godot_rag.api.scan_routes import MAX_JSON, MAX_UPLOAD, OUTPUT_FILES
-from godot_rag.scan.allowed import MALFORMED_PATH
 from godot_rag.retrieve.pipeline import Retriever
+from godot_rag.scan.allowed import MALFORMED_PATH
 from godot_rag.scan.project import discover
 from godot_rag.scan.run import ScanOptions, hide_server_paths, run_scan
 from godot_rag.store.db import Database

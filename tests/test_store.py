@@ -192,10 +192,10 @@ def test_embedded_server_survives_a_killed_cli(make_database, fixture_jsonl):
 
 
 def test_bm25_index_is_persisted_and_rebuilt_only_on_change(fixture_db, tmp_path):
-    from godot_rag.retrieve.config import RetrieveConfig
-    from godot_rag.retrieve.indexes import BM25_PARAM_SLOTS
+    from godot_rag.gdscript.tokenize import TokenizerConfig
+    from godot_rag.retrieve.engine.config import RetrieveConfig
     from godot_rag.retrieve.pipeline import Retriever
-    from godot_rag.retrieve.tokenize import TokenizerConfig
+    from godot_rag.retrieve.recall.indexes import BM25_PARAM_SLOTS
     from godot_rag.store.bm25_cache import load_counts
 
     r = Retriever(fixture_db, cache_dir=tmp_path)
@@ -420,7 +420,7 @@ def test_model_loading_is_its_own_trace_step_and_b_never_imports_torch(fixture_d
     import sys
 
     from godot_rag.models.embedder import Embedder
-    from godot_rag.retrieve.config import RetrieveConfig
+    from godot_rag.retrieve.engine.config import RetrieveConfig
     from godot_rag.retrieve.pipeline import Retriever
 
     r = Retriever(fixture_db, embedder=Embedder(), cache_dir=tmp_path / "cache")
@@ -429,7 +429,7 @@ def test_model_loading_is_its_own_trace_step_and_b_never_imports_torch(fixture_d
     again = [s.stage for s in r.retrieve("func g():\n\thide()", "D", RetrieveConfig()).trace.stages]
     assert not [s for s in again if s.startswith("load:")]
     code = ("import sys; from godot_rag.store.db import Database; from godot_rag.retrieve.pipeline import Retriever; "
-            "from godot_rag.retrieve.config import RetrieveConfig; "
+            "from godot_rag.retrieve.engine.config import RetrieveConfig; "
             f"res = Retriever(Database(data_dir={str(fixture_db.data_dir)!r}), cache_dir={str(tmp_path / 'c2')!r})"
             ".retrieve('func f():\\n\\tqueue_free()', 'B', RetrieveConfig()); "
             "assert res.results, 'no results'; print('torch' in sys.modules)")
@@ -612,6 +612,7 @@ def test_vector_searches_are_each_tables_nearest_in_order_in_one_statement(fixtu
     tables are small enough for an ef_search that makes HNSW exact); the search width holds for the session
     of an autocommit connection, and inside a transaction only for that transaction."""
     import numpy as np
+
     from godot_rag.records import SCHEMA
 
     vector = embedder.encode(["func _ready():\n\t$Timer.start()"])[0]

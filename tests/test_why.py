@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from conftest import REFERENCE_CHUNK, ROOT
-from godot_rag.retrieve.config import RetrieveConfig
+from godot_rag.retrieve.engine.config import RetrieveConfig
+from godot_rag.retrieve.explain.why import why
 from godot_rag.retrieve.strategies import describe
-from godot_rag.retrieve.why import why
 
 STATIC = ROOT / "src" / "godot_rag" / "web" / "static"
 RUNNER = """

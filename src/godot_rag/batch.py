@@ -17,11 +17,11 @@ from typing import Any, Iterable, Iterator
 
 from tqdm import tqdm
 
-from .chunk_text import ChunkTextError, check_chunk_text
 from .formats import check_chunk_id, error_line, json_lines
+from .gdscript.chunk_text import ChunkTextError, check_chunk_text
+from .gdscript.project import RequestContext
 from .jsonlines import STDIN, read_jsonl_lines
-from .retrieve.config import ConfigError
-from .retrieve.project_context import RequestContext
+from .retrieve.engine.config import ConfigError
 from .store.db import database_workers
 
 
@@ -102,7 +102,7 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
                  prompt_budget=None, context=None):
     """Each process has its own Retriever: the GIL-bound stages then run on both cores."""
     from .models.llm import make_llm
-    from .retrieve.config import RetrieveConfig
+    from .retrieve.engine.config import RetrieveConfig
     from .retrieve.pipeline import Retriever
     from .store.db import Database
 

@@ -231,9 +231,9 @@ def open_llm(llm, needed: bool, why: str):
 def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budget, project_dir, file_path, output, rargs, llm,
              dsn, data_dir):
     """Retrieve evidence for a raw GDScript chunk (FILE, or - for stdin)."""
-    from .chunk_text import ChunkTextError
+    from .gdscript.chunk_text import ChunkTextError
     from .render import render_table
-    from .retrieve.config import ConfigError
+    from .retrieve.engine.config import ConfigError
     from .retrieve.pipeline import Retriever
     from .retrieve.strategies import check_strategy, llm_user
     from .store.db import StoreError
@@ -285,7 +285,7 @@ def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budg
 
 def cli_context(project_dir: Path | None, file_path: Path | None, cache_dir: Path):
     """`--project DIR` / `--file PATH` as the request's context."""
-    from .gdscript import parse_script
+    from .gdscript.facts import parse_script
     from .scan.symbols import file_context, load_project_symbols
     from .store.scan_cache import CACHE_FILE, ScanCache
     from .store.scan_files import read_script
@@ -348,7 +348,7 @@ def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_remo
     from .eval.judge_calibration import JudgeSetError, read_judge_set
     from .eval.judge_calibration import calibrate as run_calibration
     from .models.llm import LLMError
-    from .retrieve.judge import prompt_id
+    from .retrieve.evidence.judge import prompt_id
     from .retrieve.pipeline import Retriever
     from .store import calibration as cal_store
 
@@ -545,7 +545,7 @@ def serve(host, port, allow_hosts, no_warm, cross_encoder, allow_paths, llm, dsn
 def mcp(http, host, port, allow_paths, no_warm, rargs, llm, dsn, data_dir):
     """Model Context Protocol server for coding agents: tools evidence, explain, lookup, scan, strategies
     and the resource godot-rag://record/{table}/{id}. stdio by default (the agent starts it)."""
-    from .retrieve.config import ConfigError
+    from .retrieve.engine.config import ConfigError
     from .retrieve.pipeline import Retriever
 
     try:
@@ -607,7 +607,7 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, judged, outpu
     """Compare strategies on the same queries: recall@k, MRR, nDCG@10, mapping P/R, latency."""
     from .eval.queries import QueryFileError
     from .eval.runner import run_eval
-    from .retrieve.config import ConfigError
+    from .retrieve.engine.config import ConfigError
     from .retrieve.pipeline import Retriever
     from .retrieve.strategies import check_strategy, llm_user
     from .store.db import StoreError
@@ -664,7 +664,7 @@ def scan(project_dir, files, out, strategy, godot_version, workers, formats, cha
     writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md. FILES, when given,
     limit the scan to those scripts of the project (what a pre-commit hook passes).
     Exit 0: no finding at --fail-on or above; 1: there is one; 2: usage or database error."""
-    from .retrieve.config import ConfigError
+    from .retrieve.engine.config import ConfigError
     from .scan.run import ScanError, ScanInterrupted, ScanOptions, run_scan
     from .scan.summary import summary_text
 

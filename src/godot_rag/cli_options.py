@@ -113,7 +113,7 @@ class RetrieveArgs:
 
     def config(self, llm: LlmArgs | None = None):
         """Flags, `--set` and `--config` through the one settings model (an unknown name lists the valid ones)."""
-        from .retrieve.config import ConfigError, RetrieveConfig
+        from .retrieve.engine.config import ConfigError, RetrieveConfig
 
         overrides = {}
         for item in self.settings:

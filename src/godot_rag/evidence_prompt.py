@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from .retrieve.types import Candidate, RetrieveResult
+from .retrieve.engine.types import Candidate, RetrieveResult
 
 # A token is about four characters of English or GDScript for Qwen's tokenizer; the budget is an estimate.
 CHARS_PER_TOKEN = 4

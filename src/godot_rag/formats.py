@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .records import DERIVED_METADATA
 
 if TYPE_CHECKING:  # the CLI reads FORMATS without loading the result model
-    from .retrieve.types import Candidate, RetrieveResult
+    from .retrieve.engine.types import Candidate, RetrieveResult
 
 FORMATS = ("records", "result", "full", "prompt")
 # Rejected and cut records keep their id, scores, verdict, reason and trace; the payload is the stored record.

@@ -81,41 +81,6 @@ def model_text(table: str, rec: dict, limit: int = 1500) -> str:
     return f"{rec['label']}: {rec['expected_finding']} {rec['recommended_action']}"[:limit]
 
 
-EXCERPT_LINE_CHARS = 160
-
-
-def focused_text(table: str, rec: dict, literals: list[str], limit: int = 300) -> str:
-    """The record as the Qwen judge reads it next to the chunk: a docs chunk's section path and the lines
-    of its content that hold the most of the literals it shares with the chunk, in their order ("..."
-    marks a gap), within `limit` characters (a cut at the head would often miss them, and every
-    character costs prompt time). Without a shared name that fits, the head; other tables: their model text."""
-    from .gdscript import IDENT_RE, KEYWORDS
-
-    names = {n for lit in literals for n in IDENT_RE.findall(lit) if len(n) > 2 and n not in KEYWORDS}
-    if table != "docs_chunks" or not names:
-        return model_text(table, rec, limit)
-    head = " / ".join(rec.get("section_path") or [])
-    lines = [line.strip()[:EXCERPT_LINE_CHARS] for line in (rec.get("content") or "").splitlines()]
-    ranked = sorted((-len(names & set(IDENT_RE.findall(line))), i) for i, line in enumerate(lines))
-    keep: list[int] = []
-    for score, i in ranked:
-        if score == 0:
-            break
-        trial = sorted(keep + [i])
-        if len(_excerpt(head, lines, trial)) <= limit:
-            keep = trial
-    return _excerpt(head, lines, keep) if keep else model_text(table, rec, limit)
-
-
-def _excerpt(head: str, lines: list[str], keep: list[int]) -> str:
-    out = [head] if head else []
-    for n, i in enumerate(keep):
-        if n and i > keep[n - 1] + 1:
-            out.append("...")
-        out.append(lines[i])
-    return "\n".join(out)
-
-
 class RecordError(ValueError):
     """A bad JSONL line: names the file, the line and the field."""
 

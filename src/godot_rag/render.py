@@ -1,7 +1,7 @@
 """A readable trace table for the terminal, from the shared result model."""
 from __future__ import annotations
 
-from .retrieve.types import Candidate, RetrieveResult
+from .retrieve.engine.types import Candidate, RetrieveResult
 
 
 def _label(c: Candidate) -> str:

@@ -6,14 +6,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from ..chunk_text import ChunkTextError, check_chunk_text
 from ..examples import EXAMPLES, REFERENCE_CHUNK  # noqa: F401  (re-exported for callers)
+from ..gdscript.chunk_text import MAX_CHUNK_CHARS, ChunkTextError, check_chunk_text
+from ..gdscript.project import RequestContext
 from ..models.llm import LLMError
-from ..retrieve.config import MAX_CHUNK_CHARS, ConfigError, RetrieveConfig, clip
+from ..retrieve.engine.config import ConfigError, RetrieveConfig, clip
+from ..retrieve.engine.types import RetrieveResult
 from ..retrieve.pipeline import Retriever
-from ..retrieve.project_context import RequestContext
 from ..retrieve.strategies import STRATEGIES, check_strategy, describe
-from ..retrieve.types import RetrieveResult
 from ..store.db import StoreError, StoreUnavailable
 
 try:

@@ -18,16 +18,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..chunk_text import ChunkTextError, check_chunk_text
 from ..formats import one_line, record_rows
+from ..gdscript.chunk_text import ChunkTextError, check_chunk_text
+from ..gdscript.project import RequestContext
 from ..models.llm import LLMError
-from ..retrieve.config import ConfigError, RetrieveConfig
-from ..retrieve.lookup import LookupResult, SymbolError
-from ..retrieve.lookup import lookup as lookup_symbol
+from ..retrieve.engine.config import ConfigError, RetrieveConfig
+from ..retrieve.explain.lookup import LookupResult, SymbolError
+from ..retrieve.explain.lookup import lookup as lookup_symbol
+from ..retrieve.explain.why import WhyRecord, unseen_reason, why
 from ..retrieve.pipeline import Retriever
-from ..retrieve.project_context import RequestContext
 from ..retrieve.strategies import STRATEGIES, describe
-from ..retrieve.why import WhyRecord, unseen_reason, why
 from ..scan.allowed import PathNotAllowed, allowed_folder
 from ..store.db import StoreError
 

@@ -12,9 +12,9 @@ import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-from ..classref import ClassReference
-from ..gdscript import bounded, parse_chunk
-from ..retrieve.resolve import resolve_uses
+from ..gdscript.classref import ClassReference
+from ..gdscript.facts import bounded, parse_chunk
+from ..gdscript.resolve import resolve_uses
 
 CODE_BLOCK_RE = re.compile(r"```[a-zA-Z0-9_]*\n(.*?)(?:```|$)", re.S)
 PROBLEMS_HEAD_RE = re.compile(r'\{\s*"problems"\s*:\s*\[')

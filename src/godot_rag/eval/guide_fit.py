@@ -20,10 +20,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ..gdscript import parse_chunk
-from ..ingest.record_api import global_uses
-from ..retrieve.config import RetrieveConfig
-from ..retrieve.docs_features import (
+from ..gdscript.facts import parse_chunk
+from ..gdscript.record_api import global_uses
+from ..gdscript.resolve import resolve_uses
+from ..retrieve.engine.config import RetrieveConfig
+from ..retrieve.evidence.docs_features import (
     FEATURES,
     DocsApiStats,
     callback_key,
@@ -34,7 +35,6 @@ from ..retrieve.docs_features import (
     contradictions,
     guide_features,
 )
-from ..retrieve.resolve import resolve_uses
 from .judged import grades_of
 from .queries import read_queries
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..records import TABLES
-from ..retrieve.judge import ask, prompt_id, question_of
-from ..retrieve.types import Candidate
+from ..retrieve.engine.types import Candidate
+from ..retrieve.evidence.judge import ask, prompt_id, question_of
 
 FIELDS: dict[str, type | tuple[type, ...]] = {"id": str, "chunk_text": str, "table": str, "record": str, "label": int, "det_confidence": (int, float)}
 

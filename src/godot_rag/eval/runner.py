@@ -11,8 +11,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from ..retrieve.migration.version import EVIDENCE_STATUSES
 from ..retrieve.pipeline import Retriever
-from ..retrieve.version import EVIDENCE_STATUSES
 from .judged import JUDGED_GLOB, grades_of, is_judged_file, judged_metrics
 from .metrics import dedupe_pages, mapping_counts, page_of, percentile, score_queries
 from .port_rule import PortTrees

@@ -17,7 +17,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from ..retrieve.tokenize import tokenize
+from ..gdscript.tokenize import tokenize
 from .markdown import Block, Page, strip_links, strip_links_with_text
 from .symbols import ApiVocabulary, extract_api_symbols, is_class_page
 

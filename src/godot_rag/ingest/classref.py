@@ -1,4 +1,4 @@
-"""Build the class reference (see `godot_rag.classref`) from the `classes/class_*` pages:
+"""Build the class reference (see `godot_rag.gdscript.classref`) from the `classes/class_*` pages:
 inheritance from the **Inherits:** line, members and types from the Properties, Methods
 and other tables, from the member entries of the Signals, Enumerations, Constants
 and Annotations sections, and each property's setter and getter from the Property
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ..classref import ClassReference
+from ..gdscript.classref import ClassReference
 from .markdown import Page, strip_links
 from .symbols import is_class_page
 

@@ -8,8 +8,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..classref import ClassReference
-from ..gdscript import IDENT_RE
+from ..gdscript.classref import ClassReference
+from ..gdscript.facts import IDENT_RE
 from ..jsonlines import iter_jsonl
 
 CHANGE_TYPES = {

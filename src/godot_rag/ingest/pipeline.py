@@ -10,13 +10,13 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..classref import ClassReference
+from ..gdscript.classref import ClassReference
+from ..gdscript.record_api import add_record_api
 from .chunker import chunk_page
 from .classref import build_class_reference
 from .mappings import build_mappings, read_renames
 from .markdown import PAGE_NAME_RE, Page, parse_page
 from .prototypes import build_prototypes
-from .record_api import add_record_api
 from .symbols import build_vocabulary
 
 CLASS_REFERENCE_FILE = "class_reference.json"  # the Godot 4 API, for the resolve stage and the validator

@@ -12,28 +12,28 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
-from ..chunk_text import check_chunk_text
-from ..classref import ClassReference
+from ..gdscript.chunk_text import check_chunk_text
+from ..gdscript.classref import ClassReference
+from ..gdscript.project import RequestContext
+from ..gdscript.tokenize import tokenizer_of
 from ..records import TABLES
 from ..store import derived_cache, queries, records_cache
 from ..store.db import Database, StoreUnavailable
 from ..store.schema import get_meta
-from .api_source import build_api_index
-from .config import RetrieveConfig
-from .context import Fallback, QueryContext, freeze_loaded
-from .indexes import Bm25Indexes
-from .preload import preload, start_embedder
-from .project_context import RequestContext
-from .rerank import open_reranker
-from .stage import run_stages
+from .engine.config import RetrieveConfig
+from .engine.stage import run_stages
+from .engine.state import Fallback, QueryContext, freeze_loaded
+from .engine.trace import MS_DIGITS
+from .engine.types import RetrieveResult
+from .evidence.api_source import build_api_index
+from .migration.version import ConverterRenames, converter_renames
+from .recall.indexes import Bm25Indexes
+from .recall.preload import preload, start_embedder
+from .recall.rerank import open_reranker
 from .strategies import STRATEGIES, check_strategy
-from .tokenize import tokenizer_of
-from .trace import MS_DIGITS
-from .types import RetrieveResult
-from .version import ConverterRenames, converter_renames
 
 if TYPE_CHECKING:
-    from .docs_features import DocsApiStats, GuideModel
+    from .evidence.docs_features import DocsApiStats, GuideModel
 
 T = TypeVar("T")
 FREEZE_AFTER_ROWS = 2000  # record payloads unpacked since the last gc.freeze that make a query end with one
@@ -157,7 +157,7 @@ class Retriever:
         """(the fitted guide model, the corpus's API use counts), or None without a model file."""
         def build() -> tuple[GuideModel, DocsApiStats] | None:
             from ..store.guide_model import read
-            from .docs_features import DocsApiStats, GuideModel
+            from .evidence.docs_features import DocsApiStats, GuideModel
 
             data = read()
             if not data:
@@ -228,7 +228,7 @@ class Retriever:
                   context: RequestContext | None = None) -> RetrieveResult:
         self.require_records()
         t0 = time.perf_counter()
-        ctx = QueryContext(chunk=chunk, strategy=strategy, cfg=cfg, retriever=self, explain=explain, context=context)
+        ctx = QueryContext(chunk=chunk, strategy=strategy, cfg=cfg, resources=self, explain=explain, context=context)
         ctx.trace.chunk_chars = len(chunk)
         ctx.trace.context = context.to_trace() if context is not None else None
         try:
@@ -236,7 +236,7 @@ class Retriever:
             pool = run_stages(ctx, STRATEGIES[strategy].stages)
         except Fallback as fb:
             ctx.trace.llm_fallback = fb.reason
-            ctx = QueryContext(chunk=chunk, strategy=strategy, cfg=cfg, retriever=self, explain=explain, trace=ctx.trace,
+            ctx = QueryContext(chunk=chunk, strategy=strategy, cfg=cfg, resources=self, explain=explain, trace=ctx.trace,
                                context=context)
             pool = run_stages(ctx, STRATEGIES[fb.strategy].stages)
         results = [c for t in cfg.tables for c in ctx.table_lists(pool, t)]

@@ -6,31 +6,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .api_source import API, SHORTLIST
-from .codematch import CODEMATCH
-from .config import ConfigError, RetrieveConfig, clip
-from .embedding import EMBED_QUERY, EMBEDDING
-from .final import CUT, CUT_VALIDATED, SCORE
-from .fuse import FUSE, MERGE, UNION
-from .judge import JUDGE
-from .lexical import BM25, EXPLAIN
-from .parse import PARSE
-from .profile import PROFILE, PROFILE_DIFF
-from .rerank import RERANK
-from .resolve import RESOLVE
-from .segment import SEGMENT
-from .stage import Stage, check_contract
-from .tokenize import TOKENIZE
-from .trace import STAGE_COLUMNS
-from .tsquery import DIAGNOSE, TSQUERY
-from .validate import VALIDATE
-from .version_stage import VERSION
+from .engine.config import ConfigError, RetrieveConfig, clip
+from .engine.stage import Stage, check_contract
+from .engine.trace import STAGE_COLUMNS
+from .evidence.api_source import API, SHORTLIST
+from .evidence.final import CUT, CUT_VALIDATED, SCORE
+from .evidence.judge import JUDGE
+from .evidence.validate import VALIDATE
+from .migration.version_stage import VERSION
+from .query.parse import FACTS, PARSE, RESOLVE
+from .query.segment import SEGMENT, TOKENIZE
+from .recall.codematch import CODEMATCH
+from .recall.embedding import EMBED_QUERY, EMBEDDING
+from .recall.fuse import FUSE, MERGE, UNION
+from .recall.lexical import BM25, EXPLAIN
+from .recall.profile import PROFILE, PROFILE_DIFF
+from .recall.rerank import RERANK
+from .recall.tsquery import DIAGNOSE, TSQUERY
 
 # F reads more api_mapping candidates from both lists: a chunk can use several renamed names, each with its own record;
 # the mappings whose source the chunk does not hold are dropped before any candidate is built (prefilter.py).
 F_MIN_CANDIDATES = {"api_mapping": 200}
-BM25_WIDE = BM25.with_options(min_candidates=F_MIN_CANDIDATES, prefilter=True).requiring("facts")
-EMBEDDING_WIDE = EMBEDDING.with_options(min_candidates=F_MIN_CANDIDATES, prefilter=True).requiring("facts")
+BM25_WIDE = BM25.with_options(min_candidates=F_MIN_CANDIDATES, prefilter=True).requiring(FACTS)
+EMBEDDING_WIDE = EMBEDDING.with_options(min_candidates=F_MIN_CANDIDATES, prefilter=True).requiring(FACTS)
 
 
 @dataclass(frozen=True)
@@ -102,6 +100,6 @@ def describe() -> dict[str, dict]:
     """Each strategy's description and stage list, for `godot-rag strategies` and GET /api/strategies: each
     stage with its contract and, for a stage that says something about each record, the page's column."""
     return {name: {"about": s.about, "needs": s.needs,
-                   "stages": [{"name": st.name, "about": st.about, "requires": list(st.requires),
-                               "provides": list(st.provides), "column": _column(st.name)} for st in s.stages]}
+                   "stages": [{"name": st.name, "about": st.about, "requires": st.requires_names,
+                               "provides": st.provides_names, "column": _column(st.name)} for st in s.stages]}
             for name, s in STRATEGIES.items()}

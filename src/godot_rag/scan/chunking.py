@@ -1,6 +1,6 @@
 """Cut a `.gd` file into the chunks the retriever is asked about.
 
-With the GDScript parser (`godot_rag.gdscript`'s tree-sitter parser): the header (`extends`,
+With the GDScript parser (`godot_rag.gdscript.facts`'s tree-sitter parser): the header (`extends`,
 `class_name`, signals, variables, ... up to the first function) is one chunk; each `func` or inner
 `class` is one chunk, with the comments and annotations directly above it; declarations that sit
 between two functions form their own chunk. A comment block that belongs to nothing (separated by a
@@ -167,7 +167,7 @@ def chunk_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> FileChunks:
     m = EXTENDS_RE.search(text)
     extends = m.group(1) if m else None
     try:
-        from ..gdscript import _parser  # the one tree-sitter-gdscript setup of the project
+        from ..gdscript.facts import _parser  # the one tree-sitter-gdscript setup of the project
 
         data = text.encode("utf-8")
         tree = _parser().parse(data)

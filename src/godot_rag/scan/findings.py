@@ -58,7 +58,7 @@ def _migration_occurrences(text: str, p: dict, mappings: dict[str, dict]) -> lis
     finding's group (Godot 3 use, in code; from the mapping's `validate.occurrences`) that one of the
     finding's `must_match` rules overlaps. The validator's own evidence list stops at 10 items and
     may pair a rule match with a later occurrence; this pass places each occurrence itself."""
-    from ..gdscript import parse_chunk
+    from ..gdscript.facts import parse_chunk
 
     ids = set(p.get("evidence_mapping_ids") or [])
     spans = [(mid, o) for mid, m in mappings.items() if mid in ids

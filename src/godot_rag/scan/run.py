@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from tqdm import tqdm
 
-from ..retrieve.fingerprint import results_version
+from ..retrieve.engine.fingerprint import results_version
 from ..store.db import database_workers
 from ..store.scan_files import (
     check_out_dir,
@@ -122,8 +122,8 @@ def compact_result(d: dict) -> dict:
 
 
 def retrieve_compact(retriever, text: str, strategy: str, cfg_dict: dict, context=None) -> dict:
-    from ..chunk_text import ChunkTextError
-    from ..retrieve.config import RetrieveConfig
+    from ..gdscript.chunk_text import ChunkTextError
+    from ..retrieve.engine.config import RetrieveConfig
     from ..store.db import StoreError
 
     try:
@@ -146,7 +146,7 @@ def chunk_context(tables: dict, ref: tuple | None, memo: dict):
     symbol tables; one validated context (and its lookups) per project, copied per file."""
     if ref is None:
         return None
-    from ..retrieve.project_context import RequestContext
+    from ..gdscript.project import RequestContext
 
     project, file_rel, extends, godot_version = ref
     base = memo.get(project)
@@ -169,7 +169,7 @@ def _init_worker(dsn, data_dir, strategy, quiet, tables=None, tables_file=None):
     if quiet:
         _quiet_models()
     try:
-        from ..retrieve.config import RetrieveConfig
+        from ..retrieve.engine.config import RetrieveConfig
         from ..retrieve.pipeline import Retriever
         from ..store.db import Database
 
@@ -207,7 +207,7 @@ def _quiet_models() -> None:
 
 # -- the scan -------------------------------------------------------------------------------------
 def check_options(opts: ScanOptions) -> tuple[str, dict]:
-    from ..retrieve.config import ConfigError, RetrieveConfig
+    from ..retrieve.engine.config import ConfigError, RetrieveConfig
     from ..retrieve.strategies import check_strategy, llm_user
 
     try:
@@ -434,7 +434,7 @@ def _early_pool(stack: ExitStack, opts, db, strategy: str, files: list[dict], ca
 def _symbol_tables(opts, disc, files, cache) -> dict:
     """Each project's symbol table (through the cache), and each chunk's context reference
     (project, file, extends, Godot version): the scan passes them with every chunk."""
-    from ..retrieve.project_context import RES, RequestContext
+    from ..gdscript.project import RES, RequestContext
     from .symbols import build_project_symbols, chunk_symbols_key
 
     if not opts.project_symbols:
@@ -477,7 +477,7 @@ def _run_pool(pool, items, done, cancelled) -> None:
 
 def _run_inline(db, retriever, strategy, items, done, cancelled, quiet, symbols: dict) -> None:
     """`symbols`: each project's symbol table's symbols, as the workers get them."""
-    from ..retrieve.config import RetrieveConfig
+    from ..retrieve.engine.config import RetrieveConfig
     from ..retrieve.pipeline import Retriever
 
     if quiet:

@@ -1,6 +1,6 @@
 """The project's symbol table: every name its scripts declare, with kind, file and line.
 
-Each script is read once and parsed once (`godot_rag.gdscript`): `class_name`, inner `class`, `func`
+Each script is read once and parsed once (`godot_rag.gdscript.facts`): `class_name`, inner `class`, `func`
 (static ones too), `signal`, member `var` and `const`, `enum` and its values; each script's and inner
 class's `extends` as written (a class name or a `res://` path), so a project class resolves through
 the project's classes down to its engine class. `project.godot` adds the `[autoload]` names and the
@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..gdscript import IDENT_RE, parse_script
-from ..retrieve.project_context import RES, TYPE_NAME, TYPED_SYMBOL_KINDS, Symbol
+from ..gdscript.facts import IDENT_RE, parse_script
+from ..gdscript.project import RES, TYPE_NAME, TYPED_SYMBOL_KINDS, Symbol
 from ..store.scan_files import read_script, read_small_text
 from .project import VERSION_OF_CONFIG, Project, discover
 
@@ -179,7 +179,7 @@ def file_context(table: ProjectSymbols | None, file_rel: str | None, godot_versi
                  extends: str | None = None):
     """The request context of a chunk of `file_rel` (relative to the project): the project's symbols,
     the file, the file's `extends` as the table has it, and the project's Godot version."""
-    from ..retrieve.project_context import RequestContext
+    from ..gdscript.project import RequestContext
 
     if extends is None and table is not None and file_rel:
         script = next((s for s in table.symbols if s.kind == "script" and s.file == file_rel), None)

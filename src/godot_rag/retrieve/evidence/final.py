@@ -1,0 +1,89 @@
+"""The last stages: F's final score (the validator's confidence scales the score), and the cut at k."""
+from __future__ import annotations
+
+from typing import Literal
+
+from ..engine.stage import Stage
+from ..engine.state import Pool, QueryContext
+from ..engine.trace import SCORE_DIGITS, CutInfo, ScoreInfo
+from ..engine.types import Candidate
+
+SCORE_FLOOR = 0.5  # decided: the share of its score a record of confidence 0 keeps
+
+
+def run_score(ctx: QueryContext, pool: Pool) -> Pool:
+    """score x (floor + (1 - floor) x confidence), floor SCORE_FLOOR = 0.5: a sure accept keeps its score, a
+    doubtful one loses up to half."""
+    out: Pool = {}
+    for table in ctx.tables:
+        scored = []
+        for c in ctx.table_lists(pool, table):
+            judge, validate = c.info("judge"), c.info("validate")
+            source: Literal["judge", "validate"] = "judge" if judge is not None else "validate"
+            conf = judge.confidence if judge is not None else validate.confidence
+            c = c.derive()
+            before = c.score
+            c.score = float(before) * (SCORE_FLOOR + (1 - SCORE_FLOOR) * float(conf))
+            c.add_stage("score", ScoreInfo(score_before=round(before, SCORE_DIGITS), confidence=conf, confidence_from=source,
+                                           score=round(c.score, SCORE_DIGITS)))
+            scored.append(c)
+        out[table] = [scored]
+    return out
+
+
+def _keep(cands: list[Candidate], k: int, group: str | None, rank_from: int = 0) -> list[Candidate]:
+    kept = []
+    for i, c in enumerate(cands):
+        c.add_stage("cut", CutInfo(kept=i < k, rank=rank_from + i + 1 if i < k else None, group=group, k=k, position=i + 1))
+        if i < k:
+            kept.append(c)
+    return kept
+
+
+def run_cut(ctx: QueryContext, pool: Pool) -> Pool:
+    """The first k of each table, in the order of the last stage that ranked them."""
+    out: Pool = {}
+    for table in ctx.tables:
+        out[table] = [_keep(ctx.table_lists(pool, table), ctx.cfg.k, None)]
+        ctx.record_ids(table, "cut", out[table][0])
+    ctx.note(k=ctx.cfg.k)
+    return out
+
+
+def run_cut_validated(ctx: QueryContext, pool: Pool) -> Pool:
+    """F: accepted records by score, k per table; the docs in two groups, each with its own k: the best
+    guides, then the member entries of the API the chunk calls that the guides did not already hold."""
+    cfg = ctx.cfg
+    out: Pool = {}
+    for table in ctx.tables:
+        mine = ctx.table_lists(pool, table)
+        acc = sorted([c for c in mine if c.verdict == "accept"], key=lambda c: (-c.score, c.id))
+        rej = sorted([c for c in mine if c.verdict != "accept"], key=lambda c: (-c.score, c.id))
+        if table == "docs_chunks":
+            guides = [c for c in acc if c.group != "api_reference"]
+            api_acc = [c for c in acc if c.group == "api_reference"]
+            # Highest score first (found by BM25/embedding too), then in the order the chunk uses them.
+            api_acc.sort(key=lambda c: (-round(c.score, SCORE_DIGITS), min(u.line for u in c.info("api").uses), c.id))
+            for c in guides:
+                c.group = "guides"
+            kept_guides = _keep(guides, cfg.k, "guides")
+            kept = kept_guides + _keep(api_acc, cfg.k_api, "api_reference", len(kept_guides))
+            every = guides + api_acc
+        else:
+            kept = _keep(acc, cfg.k, None)
+            every = acc
+        for i, c in enumerate(kept):
+            c.rank = i + 1
+        ctx.cut += [c for c in every if not c.info("cut").kept]
+        ctx.rejected += rej[: cfg.k]
+        out[table] = [kept]
+        ctx.record_ids(table, "cut", kept)
+    ctx.note(k=cfg.k, k_api=cfg.k_api, cut_after_accept=len(ctx.cut))
+    return out
+
+
+SCORE = Stage("score", run_score, "final score = fused score x (0.5 + 0.5 x validator or judge confidence)",
+              requires=("verdicts",))
+CUT = Stage("cut", run_cut, "the first k of each table", requires=("pool",), provides=("cut",))
+CUT_VALIDATED = Stage("cut", run_cut_validated, "accepted records by final score: k per table, docs as k guides + k_api API entries",
+                      requires=("verdicts",), provides=("cut",))

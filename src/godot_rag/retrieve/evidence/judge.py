@@ -1,0 +1,385 @@
+"""The optional Qwen judge: the second layer of F's validator, aimed where the deterministic layer is unsure.
+
+What it sees:
+- deterministic accepts whose confidence lies in the band where the calibration shows the judge
+  separates right from wrong. Uncalibrated, the mappings asked about are the weak accepts (confidence
+  0.6 or less): on an ambiguous occurrence (a name valid in both versions, accepted on the chunk's other
+  Godot 3 markers) or a node name. An accept that rests only on a comment is never asked about: the
+  question is about code;
+- `api_mapping`: a focused question about the occurrence's line ("is `Viewport` on line 12 the
+  Godot 3 `Viewport` that became `SubViewport`, or valid Godot 4 code?");
+- `docs_chunks`: does the record document the API or technique the chunk uses (at most `validate_top`;
+  the record shown as its section path and the lines holding the literals it shares with the chunk).
+
+What it may do depends on the calibration stored for the model (store/calibration.py):
+- `decide`: P(yes) >= the calibrated threshold keeps the accept; below it rejects. The judge never
+  accepts what the deterministic layer rejected;
+- `annotate`: the calibration found that the model separates nothing; P(yes) is recorded, the
+  verdict is left alone. An uncalibrated model only annotates unless the request sets a threshold.
+
+Answers are JSON under a schema (`{"answer": "yes"|"no", "evidence": [...]}`); cited evidence (asked
+for only with `judge_citations`) that is not literally in both texts is dropped and logged as
+hallucinated. Migration findings follow the mappings the judge leaves accepted.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from ...gdscript.facts import IDENT_RE, KEYWORDS
+from ...records import evidence_text, model_text
+from ...store import calibration
+from ..engine.stage import Stage
+from ..engine.state import Pool, QueryContext
+from ..engine.trace import RATIO_DIGITS, JudgeInfo, Occurrence
+from ..engine.types import Candidate
+from ..migration.version import EVIDENCE_STATUSES, evidence_rank
+from ..migration.version_stage import VERSION_MARKERS
+from .validation_context import VALIDATION
+
+SYSTEM = ("You review Godot game code written in GDScript. You get SOURCE_CODE and then one question about it. "
+          "Answer with JSON: {\"answer\": \"yes\" or \"no\", \"evidence\": [up to 3 exact strings found in both "
+          "SOURCE_CODE and the record]}.")
+MAX_CHUNK_CHARS = 1200  # about 350 tokens: the shared prefix costs ~2.5 s with the 1.5B on 2 cores
+RECORD_CHARS = 300
+NUMBERING_CHARS = 6  # what numbering adds to a line: `NNN| ` and its newline
+LITERALS_ASKED = 10  # shared literals whose record lines a docs question shows
+NOTES_CHARS, LINE_CHARS = 300, 200  # of a mapping's notes and of the chunk's line, in an occurrence question
+STALE_SHOWN = 3  # skipped calibrations the trace names
+CACHE_SIZE = 4096  # judged questions kept per process (a long-running `serve` stays bounded)
+_cache: "OrderedDict[tuple, dict]" = OrderedDict()
+_cache_lock = threading.Lock()  # questions to a server are asked from several threads
+
+
+def numbered(chunk: str) -> str:
+    """The chunk with line numbers, so a question can point at a line; the shared prefix of every question."""
+    out, size = [], 0
+    for i, line in enumerate(chunk.splitlines(), 1):
+        size += len(line) + NUMBERING_CHARS
+        if size > MAX_CHUNK_CHARS:
+            out.append("... (cut)")
+            break
+        out.append(f"{i:>3}| {line}")
+    return "\n".join(out)
+
+
+def prefix(chunk: str) -> str:
+    return f"SOURCE_CODE (line numbers added):\n{numbered(chunk)}\n\n"
+
+
+def docs_question(c: Candidate, evidence: list[str]) -> str:
+    """The record's lines that hold the shared literals, then the question: about 70 tokens, 0.64 s with
+    the 1.5B on 2 cores (the first 500 characters and a literal list were 162 tokens, 1.35 s)."""
+    rec = focused_text(c.table, c.payload, evidence[:LITERALS_ASKED], limit=RECORD_CHARS)  # as the judge set keeps them
+    return (f"RECORD (Godot 4 documentation):\n{rec}\n\n"
+            "Question: does RECORD document the Godot API or the technique that SOURCE_CODE uses?")
+
+
+def occurrence_question(c: Candidate, line: int, line_text: str) -> str:
+    p = c.payload
+    src, dst, change = p["source_api"], p["target_api"], p["change_type"].replace("_", " ")
+    notes = (p.get("notes") or p.get("description") or "")[:NOTES_CHARS]
+    return (f"MIGRATION RECORD: Godot 3 `{src}` became `{dst}` in Godot 4 ({change}). {notes}\n\n"
+            f"Line {line}: {line_text.strip()[:LINE_CHARS]}\n\n"
+            f"Question: is `{src}` on line {line} the Godot 3 `{src}` that became `{dst}` (yes), "
+            f"or valid Godot 4 code as it stands (no)?")
+
+
+def question_of(c: Candidate, chunk: str, at: tuple[int, int] | None, evidence: list[str]) -> tuple[str, str, bool]:
+    """(cache key, question, whether to ask for cited evidence): the same for F and for calibration. `at`:
+    the (line, column) of the occurrence a mapping's question is about; None for a docs question."""
+    if at is not None:
+        line_no, col = at
+        lines = chunk.splitlines()
+        line = lines[line_no - 1] if 0 < line_no <= len(lines) else ""
+        return f"{c.table}:{c.id}@{line_no}:{col}", occurrence_question(c, line_no, line), False
+    return f"{c.table}:{c.id}", docs_question(c, evidence), True
+
+
+@lru_cache(maxsize=1)
+def prompt_id() -> str:
+    """A fingerprint of the questions as asked (chat template, system prompt, layout, record excerpt,
+    answer prefix): a calibration holds only for the prompt it was measured with. Rendered from an
+    example longer than every cut, so a change to a template or a limit changes it."""
+    from ...models.llm import ANSWER_PREFIX, _chatml
+
+    chunk = "extends Node2D\n\nfunc _ready():\n" + "".join(f"\tvar v{i} = Viewport.new()  # {'x' * 40}\n" for i in range(40))
+    line = "\tvar v = Viewport.new()" + " " * 250 + "# end"
+    doc = Candidate(table="docs_chunks", id="p#0", payload={
+        "section_path": ["Page", "Section"],
+        "content": "Viewport.new() and play() " + "long " * 60 + "\n" + "".join(f"Line {i} about Viewport.new() and play(){' and more' * i}.\n" for i in range(30))})
+    rename = Candidate(table="api_mapping", id="m", payload={"source_api": "Viewport", "target_api": "SubViewport",
+                                                             "change_type": "class_rename", "notes": "Renamed. " * 60})
+    literals = [f"Viewport.new{i}" for i in range(12)] + ["play"]
+    text = "\x00".join([_chatml(SYSTEM, prefix(chunk) + docs_question(doc, literals)),
+                        occurrence_question(rename, 4, line), ANSWER_PREFIX])
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def check_cited(cited: list[str], chunk: str, record_text: str) -> tuple[list[str], list[str]]:
+    ok: list[str] = []
+    bad: list[str] = []
+    for s in cited:
+        s = s.strip()
+        (ok if s and s in chunk and s in record_text else bad).append(s)
+    return ok, bad
+
+
+def ask(llm, chunk: str, key: str, question: str, evidence: bool) -> dict:
+    """One judged question, cached per (model, chunk, question)."""
+    ident = llm.identity()
+    ck = (ident["model"], ident.get("sha256"), hashlib.sha256(chunk.encode()).hexdigest(), key, evidence,
+          hashlib.sha256(question.encode()).hexdigest())
+    with _cache_lock:
+        if ck in _cache:
+            _cache.move_to_end(ck)
+            return dict(_cache[ck], cached=True)
+    res = llm.judge_answer(SYSTEM, prefix(chunk) + question, evidence=evidence)
+    out = {**res, "cached": False}
+    with _cache_lock:
+        _cache[ck] = out
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return out
+
+
+def table_calibration(cal: dict | None, table: str, override: float | None) -> dict:
+    """mode (decide | annotate), threshold and band for one table, from the calibration and the request."""
+    tables = (cal or {}).get("tables") or {}
+    t = dict(tables.get(table) or {}, calibrated=table in tables)
+    if override is not None:
+        return {**t, "mode": "decide", "threshold": override, "threshold_from": "request"}
+    if table not in tables:
+        return {"mode": "annotate", "calibrated": False, "threshold": None, "why": "no calibration for this model and table: annotate only "
+                                                              "(run `godot-rag judge calibrate`, or set judge_thresholds)"}
+    if t.get("mode") != "decide" or t.get("threshold") is None:
+        return {**t, "mode": "annotate", "why": t.get("why") or "the calibration separates nothing: annotate only"}
+    return {**t, "threshold_from": "calibration"}
+
+
+def asked_occurrence(c: Candidate) -> Occurrence | None:
+    """The occurrence a mapping's question is about: the strongest Godot 3 use (a sure use in code, else
+    an ambiguous one, else a node name). None for a rejected mapping (the judge never accepts what the
+    deterministic layer rejected), and for one that rests only on comments (the question is about code)."""
+    if c.verdict != "accept":
+        return None
+    occ = [d for d in c.info("validate").occurrences or [] if d.status in EVIDENCE_STATUSES and d.region != "comment"]
+    return min(occ, key=lambda d: evidence_rank({"status": d.status, "ambiguous": d.ambiguous}), default=None)
+
+
+def asks_mappings(hint: str, lean: str | None) -> bool:
+    """The request's hint, or the chunk's own Godot 4 markers, already decide the ambiguous cases."""
+    return hint == "auto" and lean != "4"
+
+
+def band_of(tcal: dict, uncalibrated: tuple[float, float]) -> tuple[float, float] | None:
+    """The range of deterministic confidence the judge is asked about: the calibrated band; None when the
+    calibration found no range where the judge separates (a request's threshold asks anyway); without a
+    calibration for the table, `uncalibrated`."""
+    if tcal.get("band"):
+        return tuple(tcal["band"])
+    if tcal.get("calibrated") and tcal.get("threshold_from") != "request":
+        return None
+    return uncalibrated
+
+
+def _inside(cands: list[Candidate], band: tuple[float, float] | None) -> list[Candidate]:
+    return [] if band is None else [c for c in cands if band[0] <= c.info("validate").confidence <= band[1]]
+
+
+def mapping_targets(ctx: QueryContext, mappings: list[Candidate], tcal: dict) -> list[tuple[Candidate, Occurrence]]:
+    """Accepted mappings inside the calibrated band of deterministic confidence (uncalibrated: the ambiguous ones)."""
+    if not asks_mappings(ctx[VERSION_MARKERS].hint, ctx[VERSION_MARKERS].lean()):
+        return []
+    # Uncalibrated: the accepts that rest on weak or ambiguous occurrences (their confidence is capped at these settings).
+    weak = (0.0, max(ctx.cfg.mapping_confidence_ambiguous, ctx.cfg.mapping_confidence_weak))
+    return [(c, occ) for c in _inside(mappings, band_of(tcal, weak))
+            if (occ := asked_occurrence(c)) is not None]
+
+
+def docs_targets(ctx: QueryContext, docs: list[Candidate], tcal: dict) -> list[Candidate]:
+    """Deterministic accepts inside the calibrated band (uncalibrated: the top ones, to annotate). The
+    records of a page the chunk copies are not asked about: the other guides were rejected for showing
+    nothing more than they do (`copied_page_overrules`), and a judge's reject would leave no guide."""
+    asked = [c for c in docs if c.verdict == "accept" and not c.info("validate").copy_source]
+    inside = _inside(asked, band_of(tcal, (0.0, 1.0)))
+    return sorted(inside, key=lambda c: -c.score)[: ctx.cfg.validate_top]
+
+
+def _judged(c: Candidate, j: dict, tcal: dict, question: Literal["occurrence", "docs"], occ: Occurrence | dict | None, chunk: str,
+            cited_asked: bool) -> Candidate:
+    det = c.info("validate")
+    # Citations are checked against the whole record, not only the lines shown.
+    whole = evidence_text(c.payload) if c.table == "docs_chunks" else model_text(c.table, c.payload)
+    rec = whole + "\n" + json.dumps(c.payload, ensure_ascii=False)
+    ok, bad = check_cited(j.get("evidence") or [], chunk, rec)
+    p, thr = j["p_yes"], tcal.get("threshold")
+    before = c.verdict
+    c = c.derive()
+    if tcal["mode"] == "decide":
+        said_yes = p is not None and p >= thr
+        # Asked to cite, the judge must back its yes with a verified literal unless the deterministic layer has one.
+        accepted = before == "accept" and said_yes and (not cited_asked or len(det.evidence) + len(ok) > 0)
+        c.verdict = "accept" if accepted else "reject"
+        rule = f"P(yes) {p} {'>=' if said_yes else '<'} threshold {thr} ({tcal.get('threshold_from')})"
+        c.reason = f"{c.reason}; judge: {rule}" if accepted else f"judge: {rule}"
+    else:
+        accepted = before == "accept"
+        rule = tcal.get("why") or "annotate only"
+    if tcal["mode"] != "decide":
+        conf = det.confidence  # an annotation changes no score
+    elif question == "occurrence":
+        conf = round(p, RATIO_DIGITS) if accepted else 0.0
+    else:
+        conf = round(det.confidence * p, RATIO_DIGITS) if accepted else 0.0
+    occurrence = Occurrence.model_validate(occ) if isinstance(occ, dict) else occ
+    c.add_stage("judge", JudgeInfo(model=j["model"], question=question, occurrence=occurrence, raw_answer=j["raw"],
+                                   answer=j["answer"], p_yes=p, p_yes_source=j["p_yes_source"], mode=tcal["mode"],
+                                   threshold=thr, rule=rule, verdict_before=before, cited_verified=ok,
+                                   cited_hallucinated=bad, cached=j["cached"], accepted=accepted, confidence=conf))
+    return c
+
+
+@dataclass(frozen=True)
+class JudgeJob:
+    """One question for the judge: about a mapping's occurrence, or about a docs record."""
+    candidate: Candidate
+    question: Literal["occurrence", "docs"]
+    occurrence: Occurrence | None
+    key: str  # the cache key of the question
+    text: str
+    cite: bool  # ask for cited evidence
+
+
+def judge_jobs(ctx: QueryContext, occ_targets: list[tuple[Candidate, Occurrence]], doc_targets: list[Candidate],
+               tcal: dict) -> list[JudgeJob]:
+    """The questions, in order. Cited evidence only on request (judge_citations), and only where the judge decides:
+    generating it costs about 2 s per yes with the 1.5B on 2 cores, and the bundled models mostly make it up."""
+    def cite(c: Candidate, asks: bool) -> bool:
+        return asks and ctx.cfg.judge_citations and tcal[c.table]["mode"] == "decide"
+
+    jobs = []
+    for c, occ in occ_targets:
+        key, text, asks = question_of(c, ctx.chunk, (occ.line, occ.col), [])
+        jobs.append(JudgeJob(c, "occurrence", occ, key, text, cite(c, asks)))
+    for c in doc_targets:
+        key, text, asks = question_of(c, ctx.chunk, None, [e.literal for e in c.info("validate").evidence])
+        jobs.append(JudgeJob(c, "docs", None, key, text, cite(c, asks)))
+    return jobs
+
+
+def ask_all(llm, chunk: str, jobs: list[JudgeJob]) -> list[dict]:
+    """The answers, in the jobs' order; asked in parallel where the LLM serves several at once (a server)."""
+    def one(job: JudgeJob) -> dict:
+        return ask(llm, chunk, job.key, job.text, job.cite)
+
+    if getattr(llm, "parallel", 1) > 1 and len(jobs) > 1:
+        with ThreadPoolExecutor(min(llm.parallel, len(jobs))) as pool_ex:
+            return list(pool_ex.map(one, jobs))
+    return [one(j) for j in jobs]
+
+
+def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
+    """The Qwen judge (validator_llm) over ambiguous mapping occurrences and docs accepts in the calibrated band."""
+    from ...models.llm import LLMError
+
+    cfg = ctx.cfg
+    if not cfg.validator_llm:
+        ctx.note(skipped="validator_llm is off")
+        return pool
+    llm = ctx.resources.llm
+
+    def fallback(why: str) -> Pool:
+        if not cfg.llm_optional:
+            raise LLMError(why)
+        ctx.trace.llm_fallback = f"{why}; deterministic validator only"
+        return pool
+
+    if llm is None:
+        # No LLM is a missing service (HTTP 503), like a server that is down, not a bad setting.
+        return fallback("validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
+    ident = llm.identity()
+    try:
+        cal, cal_file, stale = calibration.find(ident, ctx.resources.judge_calibration, prompt_id())
+    except calibration.CalibrationError as e:
+        return fallback(f"judge calibration unreadable: {e}")
+    over = cfg.judge_thresholds or {}
+    tcal = {t: table_calibration(cal, t, over.get(t)) for t in ("api_mapping", "docs_chunks")}
+    mappings = ctx.table_lists(pool, "api_mapping") if "api_mapping" in ctx.tables else []
+    docs = ctx.table_lists(pool, "docs_chunks") if "docs_chunks" in ctx.tables else []
+    occ_targets = mapping_targets(ctx, mappings, tcal["api_mapping"])
+    doc_targets = docs_targets(ctx, docs, tcal["docs_chunks"])
+    ctx.note(model=ident["model"], sha256=ident.get("sha256"), calibration=cal_file or "none",
+             modes={t: v["mode"] for t, v in tcal.items()}, thresholds={t: v.get("threshold") for t, v in tcal.items()},
+             bands={t: v.get("band") for t, v in tcal.items()}, asked_occurrences=len(occ_targets), asked_docs=len(doc_targets))
+    if stale:  # after the summary: an --explain line is cut, and the summary matters most
+        ctx.note(calibration_skipped=stale[:STALE_SHOWN])
+    if not occ_targets and not doc_targets:
+        return pool
+    try:
+        ctx.ensure_loaded("llm", llm, model=ident["model"])
+    except LLMError as e:
+        return fallback(f"LLM unavailable ({e})")
+    jobs = judge_jobs(ctx, occ_targets, doc_targets, tcal)
+    try:
+        answers = ask_all(llm, ctx.chunk, jobs)
+    except LLMError as e:
+        return fallback(f"LLM unavailable ({e})")
+    judged = {}
+    for job, j in zip(jobs, answers):
+        c = job.candidate
+        judged[(c.table, c.id)] = _judged(c, dict(j, model=ident["model"]), tcal[c.table], job.question, job.occurrence,
+                                          ctx.chunk, job.cite)
+    changed = sum(judged[k].verdict != c.verdict for c in mappings + docs if (k := (c.table, c.id)) in judged)
+    ctx.note(changed=changed)
+    out = {t: [[judged.get((c.table, c.id), c) for c in ctx.table_lists(pool, t)]] for t in ctx.tables}
+    if "label_prototypes" in ctx.tables and any(judged[(c.table, c.id)].verdict != c.verdict for c, _ in occ_targets):
+        from .validate import follow_mappings
+
+        out["label_prototypes"] = [follow_mappings(ctx, out)]
+    return out
+
+
+JUDGE = Stage("judge", run_judge,
+              "optional Qwen judge (validator_llm): ambiguous migration occurrences and docs accepts in the calibrated "
+              "band; P(yes) against the model's calibrated threshold, JSON answers, cited literals checked",
+              requires=("verdicts", VALIDATION, VERSION_MARKERS))
+
+
+EXCERPT_LINE_CHARS = 160
+
+
+def focused_text(table: str, rec: dict, literals: list[str], limit: int = 300) -> str:
+    """The record as the Qwen judge reads it next to the chunk: a docs chunk's section path and the lines
+    of its content that hold the most of the literals it shares with the chunk, in their order ("..."
+    marks a gap), within `limit` characters (a cut at the head would often miss them, and every
+    character costs prompt time). Without a shared name that fits, the head; other tables: their model text."""
+    names = {n for lit in literals for n in IDENT_RE.findall(lit) if len(n) > 2 and n not in KEYWORDS}
+    if table != "docs_chunks" or not names:
+        return model_text(table, rec, limit)
+    head = " / ".join(rec.get("section_path") or [])
+    lines = [line.strip()[:EXCERPT_LINE_CHARS] for line in (rec.get("content") or "").splitlines()]
+    ranked = sorted((-len(names & set(IDENT_RE.findall(line))), i) for i, line in enumerate(lines))
+    keep: list[int] = []
+    for score, i in ranked:
+        if score == 0:
+            break
+        trial = sorted(keep + [i])
+        if len(_excerpt(head, lines, trial)) <= limit:
+            keep = trial
+    return _excerpt(head, lines, keep) if keep else model_text(table, rec, limit)
+
+
+def _excerpt(head: str, lines: list[str], keep: list[int]) -> str:
+    out = [head] if head else []
+    for n, i in enumerate(keep):
+        if n and i > keep[n - 1] + 1:
+            out.append("...")
+        out.append(lines[i])
+    return "\n".join(out)

@@ -1,0 +1,57 @@
+"""The version stage (F): which Godot version the chunk is written for, and what each occurrence of
+an api_mapping candidate's source name is (`version_rules.classify_in_context`). Both are final here: the
+validator reads them and changes neither.
+
+The chunk's markers (`version.version_context`) gain the mappings' unambiguous Godot 3 uses: one
+mapping's sure Godot 3 use is a marker for the ambiguous occurrences of the others."""
+from __future__ import annotations
+
+from ..engine.stage import Stage
+from ..engine.state import PartKey, Pool, QueryContext
+from ..engine.trace import Occurrence
+from ..engine.types import Candidate
+from ..query.parse import FACTS, RESOLUTION
+from .occurrences import ChunkScope, Occurrences, mapping_occurrences
+from .version import VersionContext, effective_hint, version_context
+
+VERSION_MARKERS = PartKey[VersionContext]("version", "the chunk's version markers, the mappings' Godot 3 uses included")
+OCCURRENCES = PartKey[Occurrences]("occurrences", "each api_mapping candidate's occurrences, decided")
+
+
+def decide_occurrences(scope: ChunkScope, mappings: list[Candidate]) -> Occurrences:
+    """Each mapping's occurrences with their version decision (before the markers weigh the ambiguous ones)."""
+    return {c.id: [Occurrence(**d) for d in mapping_occurrences(scope, c)["occurrences"]] for c in mappings}
+
+
+def mapping_markers(mappings: list[Candidate], occurrences: Occurrences) -> list[str]:
+    """A marker for each mapping with an unambiguous Godot 3 use in the chunk (C#-only changes say nothing
+    of GDScript)."""
+    out = []
+    for c in mappings:
+        hits = [d for d in occurrences[c.id] if d.status == "godot3"]
+        if hits and not c.payload["change_type"].startswith("csharp"):
+            out.append(f"line {hits[0].line}: {c.payload['source_api']} ({hits[0].why.split(': ', 1)[-1]})")
+    return out
+
+
+def run_version(ctx: QueryContext, pool: Pool) -> Pool:
+    """The chunk's Godot 3 / Godot 4 markers and the occurrence decisions of the api_mapping candidates."""
+    r = ctx.resources
+    renames = r.renames()
+    # The chunk's own resolution: a Godot 3 or Godot 4 use is the chunk's to show, not what the project's
+    # declarations typed (`Resolution.chunk_alone`).
+    alone = ctx[RESOLUTION].chunk_alone()
+    version = version_context(ctx[FACTS], alone, renames.new, renames.old, effective_hint(ctx.cfg.godot_version, ctx.context))
+    scope = ChunkScope(ctx[FACTS], alone, r.class_reference(), renames.classes, version=version, context=ctx.context)
+    mappings = ctx.table_lists(pool, "api_mapping")
+    ctx[OCCURRENCES] = decide_occurrences(scope, mappings)
+    version.godot3 += mapping_markers(mappings, ctx[OCCURRENCES])
+    ctx[VERSION_MARKERS] = version
+    ctx.trace.version = version.to_trace()
+    ctx.note(**ctx.trace.version)
+    return pool
+
+
+VERSION = Stage("version", run_version, "Godot 3 / Godot 4 markers of the chunk (its own, and the candidate mappings' "
+                "sure Godot 3 uses); the godot_version hint decides only ambiguous cases",
+                requires=("pool", FACTS, RESOLUTION), provides=(VERSION_MARKERS, OCCURRENCES))

@@ -1,0 +1,150 @@
+"""Strategy E: Qwen writes a search profile of the chunk, then BM25 searches its literals and
+the embedding searches its intent. Every literal and migration signal is checked against the
+chunk; those not found are logged as hallucinated and dropped (unless the config keeps them)."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ...gdscript.facts import IDENT_RE
+from ..engine.stage import Stage
+from ..engine.state import Fallback, Pool, QueryContext
+
+PROFILE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "search_intent": {"type": "string"},
+        "important_literals": {"type": "array", "items": {"type": "string"}},
+        "likely_doc_topics": {"type": "array", "items": {"type": "string"}},
+        "migration_signals": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["search_intent", "important_literals", "likely_doc_topics", "migration_signals"],
+}
+SYSTEM = ("You write search profiles for Godot documentation retrieval. Reply with one JSON object with the keys "
+          "search_intent, important_literals, likely_doc_topics, migration_signals. important_literals must be "
+          "copied exactly from the code. migration_signals lists Godot 3 API names that the code itself uses; "
+          "leave it empty for Godot 4 code.")
+
+
+def parse_profile(text: str) -> tuple[dict, list[str]]:
+    """Robust parse: the first JSON object in the text, with missing keys filled in. Returns (profile, problems)."""
+    problems = []
+    start = text.find("{")
+    obj = None
+    while start >= 0 and obj is None:
+        depth = 0
+        for i in range(start, len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    try:
+                        obj = json.loads(text[start:i + 1])
+                    except json.JSONDecodeError:
+                        pass
+                    break
+        if obj is None:
+            start = text.find("{", start + 1)
+    if not isinstance(obj, dict):
+        problems.append("no JSON object in the answer")
+        obj = {}
+    profile: dict[str, Any] = {  # str search_intent, the rest lists of str
+        "search_intent": obj.get("search_intent") if isinstance(obj.get("search_intent"), str) else "",
+        "important_literals": [x for x in obj.get("important_literals", []) if isinstance(x, str)] if isinstance(obj.get("important_literals"), list) else [],
+        "likely_doc_topics": [x for x in obj.get("likely_doc_topics", []) if isinstance(x, str)] if isinstance(obj.get("likely_doc_topics"), list) else [],
+        "migration_signals": [x for x in obj.get("migration_signals", []) if isinstance(x, str)] if isinstance(obj.get("migration_signals"), list) else [],
+    }
+    for key in PROFILE_SCHEMA["required"]:
+        if key not in obj:
+            problems.append(f"missing key {key}")
+    # Other spellings a small model uses for the same idea are kept visible, not silently merged.
+    for key in obj:
+        if key not in profile:
+            problems.append(f"unexpected key {key}")
+            if isinstance(obj[key], list):
+                profile["migration_signals" if "migration" in key else "important_literals"] += [x for x in obj[key] if isinstance(x, str)]
+            elif isinstance(obj[key], str) and "migration" in key:
+                profile["migration_signals"].append(obj[key])
+    return profile, problems
+
+
+def occurs(literal: str, chunk: str) -> bool:
+    """A literal is in the chunk when every identifier in it occurs there at identifier boundaries."""
+    idents = IDENT_RE.findall(literal)
+    if not idents:
+        return literal.strip() != "" and literal in chunk
+    return all(re.search(r"(?<![A-Za-z0-9_])" + re.escape(i) + r"(?![A-Za-z0-9_])", chunk) for i in idents)
+
+
+def check_profile(profile: dict, chunk: str, keep_hallucinated: bool = False) -> dict:
+    checks = {}
+    for key in ("important_literals", "migration_signals"):
+        found = [x for x in profile[key] if occurs(x, chunk)]
+        missing = [x for x in profile[key] if not occurs(x, chunk)]
+        checks[key] = {"found": found, "hallucinated": missing}
+    used = {
+        "literals": checks["important_literals"]["found"] + (checks["important_literals"]["hallucinated"] if keep_hallucinated else []),
+        "migration_signals": checks["migration_signals"]["found"] + (checks["migration_signals"]["hallucinated"] if keep_hallucinated else []),
+    }
+    return {"checks": checks, "used": used, "kept_hallucinated": keep_hallucinated}
+
+
+def profile_queries(profile: dict, checked: dict) -> tuple[str, str]:
+    """(BM25 text, embedding text) built from the checked profile."""
+    lexical = " ".join(checked["used"]["literals"] + checked["used"]["migration_signals"])
+    dense = (profile["search_intent"] + ". " + "; ".join(profile["likely_doc_topics"])).strip(". ")
+    return lexical, dense
+
+
+def request_profile(llm, chunk: str) -> tuple[dict, dict]:
+    res = llm.chat(SYSTEM, "SOURCE_CODE:\n" + chunk[:4000], max_tokens=300, json_schema=PROFILE_SCHEMA)
+    profile, problems = parse_profile(res["text"])
+    return profile, {"raw_answer": res["text"], "parse_problems": problems, "model": getattr(llm, "name", "llm")}
+
+
+def run_profile(ctx: QueryContext, pool: Pool) -> Pool:
+    """Qwen writes the search profile; its literals must occur in the chunk. BM25 then reads the
+    literals and the embedding reads the intent, instead of the raw chunk."""
+    from ...models.llm import LLMError
+
+    llm = ctx.resources.llm
+    if llm is None:
+        if ctx.cfg.llm_optional:
+            raise Fallback("D", "no LLM configured; E fell back to the raw chunk (strategy D)")
+        raise LLMError("strategy E needs an LLM: start the server or CLI with --llm-bundled 0.5b, --llm-gguf FILE "
+                       "or --llm-url URL (or set llm_optional to fall back to D)")
+    try:
+        ctx.ensure_loaded("llm", llm, model=getattr(llm, "name", "llm"))
+        profile, meta = request_profile(llm, ctx.chunk)
+    except LLMError as e:
+        if not ctx.cfg.llm_optional:
+            raise
+        raise Fallback("D", f"LLM unavailable ({e}); E fell back to the raw chunk (strategy D)") from None
+    ctx.note(**meta)
+    checked = check_profile(profile, ctx.chunk, ctx.cfg.profile_keep_hallucinated)
+    lexical, dense = profile_queries(profile, checked)
+    ctx.trace.profile, ctx.trace.profile_checks = profile, checked
+    ctx.trace.profile_queries = {"bm25": lexical, "embedding": dense}
+    ctx.texts = [lexical or dense or ctx.chunk]
+    ctx.dense_texts = [dense or lexical or ctx.chunk]
+    ctx.source_prefix = "profile:"
+    return pool
+
+
+def run_profile_diff(ctx: QueryContext, pool: Pool) -> Pool:
+    """What the profile changed against D on the raw chunk (D's own stages, run again)."""
+    raw = ctx.resources.retrieve(ctx.chunk, "D", ctx.cfg, explain=False)
+    raw_ids = {(c.table, c.id) for c in raw.results}
+    new_ids = {(t, c.id) for t, lists in pool.items() for c in lists[0]}
+    ctx.trace.profile_diff = {"appeared": sorted(f"{t}:{i}" for t, i in new_ids - raw_ids),
+                              "vanished": sorted(f"{t}:{i}" for t, i in raw_ids - new_ids)}
+    ctx.note(appeared=len(ctx.trace.profile_diff["appeared"]), vanished=len(ctx.trace.profile_diff["vanished"]))
+    return pool
+
+
+PROFILE = Stage("profile", run_profile, "Qwen search profile: intent, literals (checked against the chunk), doc topics, migration signals",
+                provides=("texts",))
+PROFILE_DIFF = Stage("profile_diff", run_profile_diff, "records that appeared or vanished against D on the raw chunk",
+                     requires=("pool",))
