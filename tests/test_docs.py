@@ -11,9 +11,9 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
+from conftest import ROOT
 from godot_rag.cli import main, rules_markdown
 from godot_rag.retrieve.config import RetrieveConfig
-from conftest import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 DOCS = ROOT / "docs"
