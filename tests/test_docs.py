@@ -1,8 +1,8 @@
 """The docs stay true, both ways.
 
 docs -> code: every command in the README's Commands block has --help, and every setting it names exists.
-code -> docs: every CLI command and option, every RetrieveConfig setting, every named rule and every module is
-documented (the lists are computed from the code here, so something new and undocumented fails a test)."""
+code -> docs: every CLI command and option, every RetrieveConfig setting, every record field, every named rule and
+every module is documented (the lists are computed from the code here, so something new and undocumented fails a test)."""
 import re
 import subprocess
 import sys
@@ -82,6 +82,15 @@ def test_every_cli_command_and_option_is_in_the_readme():
 def test_every_retrieve_setting_is_in_the_readme():
     missing = [name for name in RetrieveConfig.model_fields if not re.search(rf"`{name}`", README)]
     assert not missing, "RetrieveConfig settings not in README.md: " + ", ".join(missing)
+
+
+def test_every_record_field_is_in_the_readme():
+    from godot_rag.records import SCHEMA
+
+    missing = [f"{table}.{name}" for table, spec in SCHEMA.items()
+               for name in [spec["file"], spec["key"], *(field for field, _ in spec["fields"])]
+               if f"`{name}`" not in README and f"`{name.removesuffix('.jsonl')}`" not in README]
+    assert not missing, "record fields not in README.md: " + ", ".join(missing)
 
 
 def test_docs_rules_md_is_the_rules_command_output():
