@@ -235,4 +235,4 @@ def test_an_ingest_reruns_when_the_code_that_resolves_a_records_code_changes():
     from godot_rag.ingest.state import code_files
 
     names = {p.as_posix().split("godot_rag/", 1)[1] for p in code_files()}
-    assert {"gdscript.py", "retrieve/resolve.py", "classref.py", "ingest/record_api.py"} <= names
+    assert {"gdscript/facts.py", "gdscript/resolve.py", "gdscript/classref.py", "gdscript/record_api.py"} <= names

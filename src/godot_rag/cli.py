@@ -466,6 +466,19 @@ def strategies(as_json):
 
 
 @main.command()
+@click.option("--markdown", is_flag=True, help="A Markdown table per rule table (docs/rules.md is this output).")
+def rules(markdown):
+    """Every named rule of the version and evidence rule tables, in order."""
+    from .retrieve.explain.rules import rule_rows, rules_markdown
+
+    if markdown:
+        click.echo(rules_markdown(), nl=False)
+        return
+    for r in rule_rows():
+        click.echo(f"{r['table']:18} {r['rule']:32} {r['outcome']:14} {r['doc']}")
+
+
+@main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default="8000", show_default=True,  # text: a bad value gets the one-line error of listen_socket
               help="0 to 65535 (0: a free one; the ready line names it).")
