@@ -16,16 +16,19 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from godot_rag.gdscript.classref import ClassReference
 from godot_rag.gdscript.facts import GDScriptFacts, parse_chunk
 from godot_rag.gdscript.project import RequestContext
-from godot_rag.gdscript.resolve import Resolution, extends_hint, resolve_uses
+from godot_rag.gdscript.resolve import extends_hint, resolve_uses
 from godot_rag.ingest.classref import build_class_reference
 from godot_rag.ingest.markdown import parse_page
 from godot_rag.scan.chunking import chunk_text
 from godot_rag.scan.symbols import ProjectSymbols, file_context, load_project_symbols
+
+if TYPE_CHECKING:  # a type only: the script runs on the package before its split too
+    from godot_rag.gdscript.resolution import Resolution
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DEMOS = ROOT.parent / "shared" / "realcode" / "godot-demo-projects"

@@ -21,7 +21,8 @@ import re
 from ..records import DERIVED_METADATA as API_FIELDS
 from ..records import record_gdscript
 from .classref import ClassReference
-from .facts import IDENT, parse_chunk
+from .facts import parse_chunk
+from .lexicon import IDENT
 
 INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
 MENTION_RE = re.compile(rf"(?<![A-Za-z0-9_.])({IDENT})(?:\.({IDENT}))?")

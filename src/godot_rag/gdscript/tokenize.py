@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .facts import CHAIN_RE, IDENT, IDENT_RE
+from .lexicon import CHAIN_RE, IDENT, IDENT_RE
 
 CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+[A-Za-z]*")
 

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ...gdscript.classref import ClassReference
 from ...gdscript.facts import GDScriptFacts
-from ...gdscript.resolve import Resolution
+from ...gdscript.resolution import Resolution
 from ..engine.trace import OccurrenceStatus
 from .version import CLASS_TYPES, CONVERTER_TYPES, METHOD_TYPES, SIGNAL_TYPES, STRING_TYPES, VersionContext
 
