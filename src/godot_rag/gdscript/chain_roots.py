@@ -99,7 +99,8 @@ def _project_class_root(run: ResolveRun, chain: Chain, project: ProjectIndex, pr
     engine = project.engine_class(project_class)
     if engine and run.ref.has_class(engine):
         return engine, f"project_class ({project_class} extends {engine})", 0
-    run.unresolved(f"{chain.root}.{first.name}", where, f"the project class {project_class} has no engine class the reference knows")
+    run.unresolved(f"{chain.root}.{first.name}", where,
+                   f"the project class {project_class} has no engine class the reference knows")
     return None
 
 

@@ -24,7 +24,7 @@ from .text_lines import TextLines, blank_regions
 from .tree_uses import tree_sitter_fields
 
 
-class Occurrence(TypedDict):
+class NameOccurrence(TypedDict):
     """Where a name occurs in the chunk, and in which region (`GDScriptFacts.region`)."""
     start: int
     end: int
@@ -143,9 +143,9 @@ class GDScriptFacts:
                 commas += 1
         return None
 
-    def occurrences(self, name: str) -> list[Occurrence]:
+    def occurrences(self, name: str) -> list[NameOccurrence]:
         """Every occurrence of `name` at identifier boundaries, with line, column and region."""
-        return [Occurrence(start=m.start(), end=m.end(), line=self.line_of_offset(m.start()),
+        return [NameOccurrence(start=m.start(), end=m.end(), line=self.line_of_offset(m.start()),
                            col=self.col_of_offset(m.start()), region=self.region(m.start()))
                 for m in bounded(name).finditer(self.text)]
 
@@ -208,7 +208,7 @@ def parse_script(text: str) -> GDScriptFacts:
     """The facts of a text, not cached: a whole file, read once (the project's symbol table)."""
     try:
         facts = _facts(text, "tree-sitter", tree_sitter_fields(text))
-    except Exception:  # noqa: BLE001 - a missing or broken parser must not stop retrieval
+    except Exception:  # any failure: a missing or broken parser must not stop retrieval
         return _facts(text, "regex-fallback", regex_fields(text, []))
     if facts.parse_errors:
         # Error recovery keeps most of the tree, but a chunk that is mostly errors is better read by regex.

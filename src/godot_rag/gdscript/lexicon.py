@@ -16,9 +16,12 @@ DIGITS_RE = re.compile(r"\d+")
 FILE_NAME_RE = re.compile(r"\.(?:gd|tscn|tres|scn|res|gdshader|shader|cs|import|godot|cfg|json|png|svg|jpg|jpeg|webp|"
                           r"ogg|wav|mp3|glb|gltf|obj|ttf|otf)(?![A-Za-z0-9_])")
 # GDScript's reserved words (3 and 4): never an author's name (clone match), and no pointer to any one line.
-KEYWORDS = frozenset("""if elif else for while match break continue pass return class class_name extends is in as
-self signal func static const enum var onready export setget tool breakpoint preload await yield assert void
-true false null and or not super remote master puppet remotesync mastersync puppetsync""".split())
+KEYWORDS = frozenset({
+    "if", "elif", "else", "for", "while", "match", "break", "continue", "pass", "return", "class", "class_name",
+    "extends", "is", "in", "as", "self", "signal", "func", "static", "const", "enum", "var", "onready", "export",
+    "setget", "tool", "breakpoint", "preload", "await", "yield", "assert", "void", "true", "false", "null", "and",
+    "or", "not", "super", "remote", "master", "puppet", "remotesync", "mastersync", "puppetsync",
+})
 
 
 def bounded(name: str) -> re.Pattern[str]:

@@ -13,7 +13,9 @@ FUNC_RE = re.compile(r"\bfunc\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(([^)]*)\)")
 PARAM_RE = re.compile(r"(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::\s*([A-Za-z_][A-Za-z0-9_]*))?")
 TYPED_VAR_RE = re.compile(r"\bvar\s+([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([A-Za-z_][A-Za-z0-9_]*)")
 NEW_VAR_RE = re.compile(r"\bvar\s+([A-Za-z_][A-Za-z0-9_]*)\s*:?=\s*([A-Z][A-Za-z0-9_]*)\.new\s*\(")
-ACCESS_RE = re.compile(r"(\$[A-Za-z0-9_/]+|[A-Za-z_][A-Za-z0-9_]*(?:\s*\([^()\n]*\))?)((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*(?:\s*\()?)+)")
+# A receiver (`$Node`, a bare call, a name), then its links (`.name`, `.name(`).
+ACCESS_RE = re.compile(r"(\$[A-Za-z0-9_/]+|[A-Za-z_][A-Za-z0-9_]*(?:\s*\([^()\n]*\))?)"
+                       r"((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*(?:\s*\()?)+)")
 ACCESS_PART_RE = re.compile(r"\.\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?")
 BARE_CALL_RE = re.compile(r"(?<![A-Za-z0-9_.$])([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 NOT_CALLS = ("func", "if", "elif", "while", "for", "match", "return", "and", "or", "not")  # keywords before a `(`

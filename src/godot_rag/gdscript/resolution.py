@@ -22,7 +22,9 @@ class ApiUse:
     line: int
     col: int
     text: str  # the code that uses it
-    via: str  # class | constructor | local_type | narrowed | own_class | inferred_own_class | own_class_property | return_type | self | value_type | cast | project_var
+    # class | constructor | local_type | narrowed | own_class | inferred_own_class | own_class_property | return_type |
+    # self | value_type | cast | project_var
+    via: str
     # Resolved only through the project's declarations (a `project_var` root and the hops after it): what the chunk
     # alone does not say. The class-reference entries read these uses; the version, mapping and guide decisions do
     # not (`Resolution.chunk_alone`).

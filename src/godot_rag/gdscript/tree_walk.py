@@ -3,7 +3,7 @@
 The handlers live in `tree_declarations` (what the script declares) and `tree_uses` (regions and uses)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from .elements import Binding, Declaration, ScriptFields, empty_fields
 from .tree_nodes import FUNCTION_NODES, SCOPE_NODES, byte_to_char, child_of_type, construct_name
@@ -12,6 +12,14 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 
 LOCAL_SCOPE = "<local>"  # `scope()` of a node inside a function: a local, in no class
+
+
+class DeclarationDetails(TypedDict, total=False):
+    """What one kind of declaration states (see `Declaration`): a class its parent, a function whether it is
+    typed, a var or const its type."""
+    extends: str | None
+    typed: bool
+    type: str | None
 
 
 class TreeWalk:
@@ -52,12 +60,12 @@ class TreeWalk:
             p = p.parent
         return ".".join(reversed(names))
 
-    def declare(self, name_node: Node, kind: str, node: Node, *, extends: str | None = None, typed: bool = False,
-                type: str | None = None) -> None:
+    def declare(self, name_node: Node, kind: str, node: Node, **details: Unpack[DeclarationDetails]) -> None:
+        """The declaration of the name at `name_node`, in the scope around `node`."""
         scope = self.scope(node)
         local = scope == LOCAL_SCOPE
         self.fields["declarations"].append(Declaration(self.src(name_node), kind, self.line(name_node), "" if local else scope,
-                                                       extends=extends, typed=typed, local=local, type=type))
+                                                       local=local, **details))
 
     def bind(self, name_node: Node, node: Node, scope: Node | None = None, *, value_start: int | None = None,
              cast: str | None = None) -> None:
