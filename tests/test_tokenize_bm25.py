@@ -65,7 +65,7 @@ def test_a_chain_starts_where_a_name_starts():
     but tries a chain only where a name starts (the look-behind that keeps it linear in a long name)."""
     import re
 
-    from godot_rag.gdscript.facts import CHAIN_RE, IDENT
+    from godot_rag.gdscript.lexicon import CHAIN_RE, IDENT
 
     every_position = re.compile(rf"{IDENT}(?:\.{IDENT})+")
     for text in ["Vector2.ZERO.x", "9abc.def", "x9abc.def", "_a.b", "12_x.y", "a.b c", "name_without_dot " * 3 + "p.q",

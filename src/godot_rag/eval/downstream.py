@@ -13,7 +13,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from ..gdscript.classref import ClassReference
-from ..gdscript.facts import bounded, parse_chunk
+from ..gdscript.facts import parse_chunk
+from ..gdscript.lexicon import bounded
 from ..gdscript.resolve import resolve_uses
 
 CODE_BLOCK_RE = re.compile(r"```[a-zA-Z0-9_]*\n(.*?)(?:```|$)", re.S)

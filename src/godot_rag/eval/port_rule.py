@@ -19,7 +19,8 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Callable
 
-from ..gdscript.facts import IDENT, bounded, parse_chunk
+from ..gdscript.facts import parse_chunk
+from ..gdscript.lexicon import IDENT, bounded
 
 TREES = Path("realcode") / "godot-demo-projects"
 RENAMES = Path("godot_docs") / "renames_3_to_4.jsonl"

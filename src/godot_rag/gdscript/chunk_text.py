@@ -17,7 +17,7 @@ class ChunkTextError(ValueError):
         self.problem = problem
         self.status = STATUS[problem]
 
-    def __reduce__(self):  # survives the trip back from a --batch worker process
+    def __reduce__(self) -> tuple[type[ChunkTextError], tuple[str, str]]:  # survives the trip back from a --batch worker process
         return (ChunkTextError, (str(self), self.problem))
 
 
@@ -26,7 +26,7 @@ def _where(text: str, at: int) -> str:
     return f"line {line}, column {at - (text.rfind(chr(10), 0, at) + 1) + 1}"
 
 
-def check_chunk_text(text) -> str:
+def check_chunk_text(text: object) -> str:
     """`text` unchanged when it is a usable chunk; otherwise ChunkTextError with one clear message."""
     if not isinstance(text, str):
         raise ChunkTextError(f"chunkText must be a string, not {type(text).__name__}", "type")

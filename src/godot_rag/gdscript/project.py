@@ -15,6 +15,7 @@ valid ones), and the trace shows what was given:
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cached_property
 from typing import Literal
 
@@ -65,10 +66,10 @@ class RequestContext(BaseModel):
     file_path: str | None = Field(None, max_length=1000, description="the chunk's file, relative to the project")
     extends: str | None = Field(None, max_length=1000, description="the file's `extends` as written")
     godot_version: str | None = Field(None, pattern=r"^[34](\.\d+){0,2}$", description='the project\'s Godot version, e.g. "4.3"')
-    _index: "ProjectIndex | None" = PrivateAttr(None)
+    _index: ProjectIndex | None = PrivateAttr(None)
 
     @classmethod
-    def parse(cls, data) -> "RequestContext | None":
+    def parse(cls, data: object) -> RequestContext | None:
         """The context from a request's JSON object (None for none); a ContextError names the bad field."""
         if data is None or isinstance(data, RequestContext):
             return data
@@ -90,7 +91,7 @@ class RequestContext(BaseModel):
         """'3' or '4' when the context states the Godot version."""
         return self.godot_version[0] if self.godot_version else None
 
-    def index(self) -> "ProjectIndex | None":
+    def index(self) -> ProjectIndex | None:
         if self.project_symbols is None:
             return None
         if self._index is None:
@@ -150,7 +151,7 @@ class ProjectIndex:
     def is_class(self, name: str | None) -> bool:
         return bool(name) and name in self.scopes
 
-    def _chain(self, name: str):
+    def _chain(self, name: str) -> Iterator[str | None]:
         """The project scopes from `name` up its `extends`, then the first name that is not the project's."""
         seen: set[str] = set()
         cur: str | None = name
@@ -203,6 +204,8 @@ class ProjectIndex:
         """`name` as declared by the project class `cls` or one of its project ancestors. A scope the symbols name
         only as their members' (a `var` of `res://main.gd` given without the script's own symbol) holds its own."""
         for scope in list(self._chain(cls))[:-1] or ([cls] if cls in self.members else []):
+            if scope is None:  # only a chain's end is ever None, and the end is left out
+                continue
             found = self.members.get(scope, {}).get(name)
             if found is not None:
                 return found

@@ -21,7 +21,9 @@ import re
 from ..records import DERIVED_METADATA as API_FIELDS
 from ..records import record_gdscript
 from .classref import ClassReference
-from .facts import IDENT, parse_chunk
+from .facts import GDScriptFacts, parse_chunk
+from .lexicon import IDENT
+from .resolution import Resolution
 
 INLINE_CODE_RE = re.compile(r"`([^`\n]+)`")
 MENTION_RE = re.compile(rf"(?<![A-Za-z0-9_.])({IDENT})(?:\.({IDENT}))?")
@@ -59,7 +61,7 @@ def code_api(code: str, ref: ClassReference, extends_hint: str | None = None) ->
             "code_declares": declares, "code_globals": global_uses(facts, res, ref), "code_constructs": sorted(facts.constructs)}
 
 
-def global_uses(facts, resolution, ref: ClassReference) -> list[str]:
+def global_uses(facts: GDScriptFacts, resolution: Resolution, ref: ClassReference) -> list[str]:
     """The global functions and annotations the code uses, as the class reference names them
     (`@GlobalScope.randf`, `@GDScript.@rpc`): API too, though no class owns it."""
     out = set()

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import pairwise
+from typing import Protocol
 
-from .facts import CHAIN_RE, IDENT, IDENT_RE
+from .lexicon import CHAIN_RE, IDENT, IDENT_RE
 
 CAMEL_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+[A-Za-z]*")
 
@@ -54,7 +56,7 @@ def tokenize(text: str, config: TokenizerConfig = DEFAULT) -> list[str]:
     if config.dotted:
         for m in CHAIN_RE.finditer(text):
             names = m.group(0).lower().split(".")
-            out.extend(f"{a}.{b}" for a, b in zip(names, names[1:]))
+            out.extend(f"{a}.{b}" for a, b in pairwise(names))
     return out
 
 
@@ -92,5 +94,11 @@ def local_weights(chunk: str, local_weight: float) -> dict[str, float] | None:
     return {n: local_weight for n in local_names(chunk)}
 
 
-def tokenizer_of(cfg) -> TokenizerConfig:
+class TokenizerSettings(Protocol):
+    """The settings a tokenizer is made from (a retrieve config has them; this package does not import it)."""
+    tokenizer_parts: bool
+    tokenizer_dotted: bool
+
+
+def tokenizer_of(cfg: TokenizerSettings) -> TokenizerConfig:
     return TokenizerConfig(parts=cfg.tokenizer_parts, dotted=cfg.tokenizer_dotted)

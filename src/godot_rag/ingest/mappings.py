@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..gdscript.classref import ClassReference
-from ..gdscript.facts import IDENT_RE
+from ..gdscript.lexicon import IDENT_RE
 from ..jsonlines import iter_jsonl
 
 CHANGE_TYPES = {

@@ -9,7 +9,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..gdscript.facts import IDENT
+from ..gdscript.lexicon import IDENT
 from .markdown import Page, strip_links
 
 BOLD_MEMBER_RE = re.compile(r"\*\*(@?" + IDENT + r")\*\*")

@@ -167,10 +167,10 @@ def chunk_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> FileChunks:
     m = EXTENDS_RE.search(text)
     extends = m.group(1) if m else None
     try:
-        from ..gdscript.facts import _parser  # the one tree-sitter-gdscript setup of the project
+        from ..gdscript.tree_nodes import gdscript_parser  # the one tree-sitter-gdscript setup of the project
 
         data = text.encode("utf-8")
-        tree = _parser().parse(data)
+        tree = gdscript_parser().parse(data)
     except Exception:  # noqa: BLE001 - no parser: cut by lines
         return FileChunks(_line_chunks(lines, max_chars), "line-fallback", [], extends)
     root = tree.root_node

@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..gdscript.facts import IDENT_RE, parse_script
+from ..gdscript.facts import parse_script
+from ..gdscript.lexicon import IDENT_RE
 from ..gdscript.project import RES, TYPE_NAME, TYPED_SYMBOL_KINDS, Symbol
 from ..store.scan_files import read_script, read_small_text
 from .project import VERSION_OF_CONFIG, Project, discover

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ...gdscript.facts import CHAIN_RE, DIGITS_RE, IDENT, IDENT_RE, shape
+from ...gdscript.lexicon import CHAIN_RE, DIGITS_RE, IDENT, IDENT_RE, shape
 from ...records import evidence_text, record_code
 from ..engine.trace import Contradiction, DocsEvidence, DocsEvidenceKind
 from ..engine.types import Candidate

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ...gdscript.classref import NO_TYPE, ClassReference
-from ...gdscript.facts import IDENT, KEYWORDS
+from ...gdscript.lexicon import IDENT, KEYWORDS
 from ...gdscript.record_api import global_uses, record_api
 from ...records import record_code
 from ...store import queries

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from ...gdscript.facts import IDENT_RE, KEYWORDS
+from ...gdscript.lexicon import IDENT_RE, KEYWORDS
 from ...records import evidence_text, model_text
 from ...store import calibration
 from ..engine.stage import Stage

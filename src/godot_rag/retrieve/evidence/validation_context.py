@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from ...gdscript.facts import IDENT_RE, GDScriptFacts
+from ...gdscript.facts import GDScriptFacts
+from ...gdscript.lexicon import IDENT_RE
 from ..engine.config import RetrieveConfig
 from ..engine.state import PartKey
 from ..migration.occurrences import ChunkScope

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ...gdscript.classref import ClassReference
 from ...gdscript.facts import GDScriptFacts
 from ...gdscript.project import RequestContext
-from ...gdscript.resolve import Resolution
+from ...gdscript.resolution import Resolution
 from ..engine.trace import Occurrence
 from ..engine.types import Candidate
 from ..recall.prefilter import source_absent

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ...gdscript.classref import ClassReference
 from ...gdscript.facts import GDScriptFacts
-from ...gdscript.resolve import Resolution
+from ...gdscript.resolution import Resolution
 
 # Change types whose Godot 3 use is a string literal (a setting path, an action, a theme key, a signal name).
 STRING_TYPES = {"project_setting_rename", "input_map_rename", "theme_override_rename", "signal_rename",

@@ -41,8 +41,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Callable
 
 from ...gdscript.classref import ClassReference
-from ...gdscript.facts import GDScriptFacts
-from ...gdscript.resolve import Resolution
+from ...gdscript.facts import GDScriptFacts, NameOccurrence
+from ...gdscript.resolution import Resolution
 from ..engine.trace import OccurrenceStatus
 from .version import CLASS_TYPES, CONVERTER_TYPES, METHOD_TYPES, SIGNAL_TYPES, STRING_TYPES, VersionContext
 
@@ -238,7 +238,7 @@ class Occurrence:
     res: Resolution
     ref: ClassReference
     mapping: dict
-    occ: dict
+    occ: NameOccurrence
     renamed: dict[str, str]
     version: VersionContext | None
     context: RequestContext | None
@@ -713,7 +713,7 @@ def decide_occurrence(o: Occurrence) -> tuple[OccurrenceStatus, str, str]:
     return fired[0].outcome, fired[1], fired[0].name
 
 
-def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict,
+def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: NameOccurrence,
                         renamed: dict[str, str] | None = None) -> tuple[OccurrenceStatus, str]:
     """(status, why) for one literal occurrence of the mapping's source, from the chunk alone. `renamed`: the
     converter's class renames (Godot 3 name -> Godot 4 name), to read a receiver written with its Godot 3 class name.
@@ -728,7 +728,7 @@ def _classes(mapping: dict) -> list[str]:
     return [t.split(".", 1)[0] for t in mapping.get("match_terms") or [] if "." in t and not t.startswith("re:")]
 
 
-def classify_in_context(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: dict,
+def classify_in_context(facts: GDScriptFacts, res: Resolution, ref: ClassReference, mapping: dict, occ: NameOccurrence,
                         renamed: dict[str, str] | None = None, version: VersionContext | None = None,
                         context=None) -> tuple[OccurrenceStatus, str, str]:
     """(status, why, rule): the rules that read the project and the Godot 4-only syntax (`VERSION_RULES`), then the

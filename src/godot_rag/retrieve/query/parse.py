@@ -3,7 +3,8 @@ API uses resolved through the class reference (`gdscript.resolve`)."""
 from __future__ import annotations
 
 from ...gdscript.facts import GDScriptFacts, parse_chunk
-from ...gdscript.resolve import Resolution, extends_hint, resolve_uses
+from ...gdscript.resolution import Resolution
+from ...gdscript.resolve import extends_hint, resolve_uses
 from ..engine.stage import Stage
 from ..engine.state import PartKey, Pool, QueryContext
 

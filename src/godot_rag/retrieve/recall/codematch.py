@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
-from ...gdscript.facts import IDENT, KEYWORDS, parse_chunk
+from ...gdscript.facts import parse_chunk
+from ...gdscript.lexicon import IDENT, KEYWORDS
 from ...records import record_code
 from ..engine.stage import Stage
 from ..engine.state import Pool, QueryContext

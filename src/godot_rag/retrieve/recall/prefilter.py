@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...gdscript.facts import IDENT_RE, GDScriptFacts
+from ...gdscript.facts import GDScriptFacts
+from ...gdscript.lexicon import IDENT_RE
 from ..query.parse import FACTS
 
 if TYPE_CHECKING:

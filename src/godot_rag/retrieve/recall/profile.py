@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from ...gdscript.facts import IDENT_RE
+from ...gdscript.lexicon import IDENT_RE
 from ..engine.stage import Stage
 from ..engine.state import Fallback, Pool, QueryContext
 
