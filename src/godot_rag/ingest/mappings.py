@@ -249,9 +249,9 @@ def _prose_change(m: re.Match[str], subject: re.Match[str] | None, section: str 
     kind = section or ("method" if m.group("paren") or m.group("call_src") else None)
     name = src.split(".")[-1]
     new = dst.split(".")[-1].split("(")[0]
-    renamed = IDENT_RE.fullmatch(new) is not None  # not where the change is no rename (`mat * vec`)
+    renamed = IDENT_RE.fullmatch(new) is not None  # false where the change is no rename (`mat * vec`)
     note, warning = "", None
-    if renamed and new and cls and _documents(ref, cls, name, kind, own_only=True) and not _documents(ref, cls, new, kind):
+    if renamed and cls and _documents(ref, cls, name, kind, own_only=True) and not _documents(ref, cls, new, kind):
         # Godot 4 documents the "old" name and not the "new" one: the sentence is reversed.
         name, dst = new, name
         note = f" The page states it the other way round; Godot 4's class reference documents {cls}.{dst}."
