@@ -171,7 +171,8 @@ def test_eval_reports_the_port_removed_figure_and_marks_its_accepts(retriever, t
 
 
 def test_mapping_precision_per_converter_table():
-    from godot_rag.eval.runner import _precision_by_table, table_counts
+    from godot_rag.eval.query_row import table_counts
+    from godot_rag.eval.summary import _precision_by_table
 
     gold = {("class_renames", "Spatial", "Node3D"), ("enum_renames", "BUTTON_LEFT", "MOUSE_BUTTON_LEFT")}
     row1 = table_counts({("class_renames", "Spatial", "Node3D"), ("class_renames", "Camera", "Camera3D")}, gold)
@@ -184,7 +185,7 @@ def test_mapping_precision_per_converter_table():
 def test_failures_name_every_occurrence_a_wrong_mapping_was_accepted_on():
     """A scene node named after a Godot 3 class is evidence too (weak): failures.jsonl shows it."""
     from godot_rag.eval.queries import Query
-    from godot_rag.eval.runner import wrong_mapping
+    from godot_rag.eval.diagnose import wrong_mapping
     from godot_rag.retrieve.engine.trace import ValidateInfo
     from godot_rag.retrieve.engine.types import Candidate
 

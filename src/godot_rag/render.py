@@ -1,6 +1,8 @@
 """A readable trace table for the terminal, from the shared result model."""
 from __future__ import annotations
 
+from typing import Any
+
 from .retrieve.engine.types import Candidate, RetrieveResult
 
 
@@ -26,7 +28,8 @@ def _stage_summary(c: Candidate, stages: list[str]) -> str:
         "rerank": lambda i: f"rerank={i.model_score} move={i.rank_change:+d}",
         "api": lambda i: f"api+{i.weight}",
         "validate": lambda i: f"{i.verdict} conf={i.confidence}",
-        "judge": lambda i: f"judge({i.question})={i.answer} p={i.p_yes} {i.mode}" + (f" thr={i.threshold}" if i.threshold is not None else ""),
+        "judge": lambda i: f"judge({i.question})={i.answer} p={i.p_yes} {i.mode}"
+                           + (f" thr={i.threshold}" if i.threshold is not None else ""),
         "score": lambda i: f"final={i.score}",
         "cut": lambda i: f"rank {i.rank}" if i.kept else f"cut at k={i.k} (#{i.position})",
     }
@@ -43,55 +46,70 @@ def render_stages(result: RetrieveResult) -> list[str]:
     return lines
 
 
-def render_table(result: RetrieveResult, explain: bool = False) -> str:
-    lines = [f"strategy {result.strategy}  ({result.trace.total_ms} ms)"]
+def _tsquery_lines(result: RetrieveResult) -> list[str]:
+    """Strategy A's tsquery and row counts, with why a table got no hit."""
+    lines = [f"tsquery: {(result.trace.tsquery or '')[:300]}"]
+    for table, info in (result.trace.tables or {}).items():
+        lines.append(f"  {table}: {info['row_count']} rows")
+        diag = info.get("zero_hit_diagnosis")
+        if diag:
+            lines.append(f"    zero hits; best single row {diag['best_row']} has {len(diag['best_subset'])}"
+                         f"/{len(diag['token_rows'])} tokens; missing: {', '.join(diag['missing_from_best'][:12])}")
+    return lines
+
+
+def _resolve_lines(result: RetrieveResult, res: dict[str, Any], explain: bool) -> list[str]:
+    """The resolve stage's API uses, each with the class-reference record it led to."""
+    lines = [f"resolve: own class {res.get('own_class') or '?'} ({res.get('own_class_from')}); "
+             f"{len(res.get('uses', []))} use(s), {len(res.get('unresolved', []))} unresolved"]
+    where: dict[str, str] = {}
+    for c in result.results + result.rejected:
+        for u in (c.info("api").uses if c.info("api") else []):
+            where.setdefault(f"{u.api}@{u.line}", c.id)
+    for u in res.get("uses", [])[: 40 if explain else 12]:
+        rid = where.get(f"{u['api']}@{u['line']}", "no class-reference record")
+        lines.append(f"  line {u['line']}: {u['text']} -> {u['api']} -> {rid}  [{u['via']}]")
     if explain:
-        lines += render_stages(result)
-    if result.strategy == "A":
-        lines.append(f"tsquery: {(result.trace.tsquery or '')[:300]}")
-        for table, info in (result.trace.tables or {}).items():
-            lines.append(f"  {table}: {info['row_count']} rows")
-            diag = info.get("zero_hit_diagnosis")
-            if diag:
-                lines.append(f"    zero hits; best single row {diag['best_row']} has {len(diag['best_subset'])}"
-                             f"/{len(diag['token_rows'])} tokens; missing: {', '.join(diag['missing_from_best'][:12])}")
-    res = result.trace.resolve
-    if res is not None:
-        lines.append(f"resolve: own class {res.get('own_class') or '?'} ({res.get('own_class_from')}); "
-                     f"{len(res.get('uses', []))} use(s), {len(res.get('unresolved', []))} unresolved")
-        where: dict[str, str] = {}
-        for c in result.results + result.rejected:
-            for u in (c.info("api").uses if c.info("api") else []):
-                where.setdefault(f"{u.api}@{u.line}", c.id)
-        for u in res.get("uses", [])[: 40 if explain else 12]:
-            rid = where.get(f"{u['api']}@{u['line']}", "no class-reference record")
-            lines.append(f"  line {u['line']}: {u['text']} -> {u['api']} -> {rid}  [{u['via']}]")
-        if explain:
-            for u in res.get("unresolved", [])[:20]:
-                lines.append(f"  line {u['line']}: {u['text']} unresolved: {u['reason']}")
-    ver = result.trace.version
-    if ver is not None:
-        lines.append(f"version: hint {ver['hint']}, chunk leans {ver['lean']}"
-                     + (f"; Godot 3: {'; '.join(ver['godot3_markers'][:3])}" if ver["godot3_markers"] else "")
-                     + (f"; Godot 4: {'; '.join(ver['godot4_markers'][:3])}" if ver["godot4_markers"] else ""))
-    for table in [t for t in result.k if t != "api_reference"]:
-        rows = result.by_table(table)
-        lines.append(f"\n== {table}: {len(rows)} result(s)")
-        for c in rows:
-            verdict = {"accept": "ACCEPT", "reject": "REJECT"}.get(c.verdict or "", "")
-            group = f" [{c.group}]" if c.group else ""
-            lines.append(f"{c.rank:>3}. {c.score:9.4f} {verdict:6} {c.source or '':9} {_label(c)}{group}")
-            if explain:
-                lines.append(f"       {_stage_summary(c, result.trace.stage_list)}")
-            if c.reason:
-                lines.append(f"       {c.reason[:200]}")
-            if explain and c.table == "api_mapping" and c.info("validate") is not None:
-                for o in (c.info("validate").occurrences or [])[:4]:
-                    lines.append(f"         {o.status:<13} {o.why[:160]}")
-            if explain and c.info("explain") is not None:
-                for term in c.info("explain").matched_terms[:10]:
-                    lines.append(f"         {term['term']:<28} df={term['df']:<6} tf={term['tf']:<3} idf={term['idf']:<7} "
-                                 f"contribution={term['contribution']}")
+        for u in res.get("unresolved", [])[:20]:
+            lines.append(f"  line {u['line']}: {u['text']} unresolved: {u['reason']}")
+    return lines
+
+
+def _version_line(ver: dict[str, Any]) -> str:
+    return (f"version: hint {ver['hint']}, chunk leans {ver['lean']}"
+            + (f"; Godot 3: {'; '.join(ver['godot3_markers'][:3])}" if ver["godot3_markers"] else "")
+            + (f"; Godot 4: {'; '.join(ver['godot4_markers'][:3])}" if ver["godot4_markers"] else ""))
+
+
+def _explain_lines(c: Candidate, stage_list: list[str]) -> list[str]:
+    """A candidate's stage cells, a mapping's occurrences and the matched terms, under --explain."""
+    lines = [f"       {_stage_summary(c, stage_list)}"]
+    if c.reason:
+        lines.append(f"       {c.reason[:200]}")
+    if c.table == "api_mapping" and c.info("validate") is not None:
+        for o in (c.info("validate").occurrences or [])[:4]:
+            lines.append(f"         {o.status:<13} {o.why[:160]}")
+    if c.info("explain") is not None:
+        for term in c.info("explain").matched_terms[:10]:
+            lines.append(f"         {term['term']:<28} df={term['df']:<6} tf={term['tf']:<3} idf={term['idf']:<7} "
+                         f"contribution={term['contribution']}")
+    return lines
+
+
+def _candidate_lines(c: Candidate, stage_list: list[str], explain: bool) -> list[str]:
+    verdict = {"accept": "ACCEPT", "reject": "REJECT"}.get(c.verdict or "", "")
+    group = f" [{c.group}]" if c.group else ""
+    lines = [f"{c.rank:>3}. {c.score:9.4f} {verdict:6} {c.source or '':9} {_label(c)}{group}"]
+    if explain:
+        return lines + _explain_lines(c, stage_list)
+    if c.reason:
+        lines.append(f"       {c.reason[:200]}")
+    return lines
+
+
+def _left_out_lines(result: RetrieveResult) -> list[str]:
+    """The rejected candidates, and the accepted ones cut at k."""
+    lines = []
     if result.rejected:
         lines.append(f"\n== rejected: {len(result.rejected)}")
         for c in result.rejected:
@@ -100,4 +118,23 @@ def render_table(result: RetrieveResult, explain: bool = False) -> str:
         lines.append(f"\n== accepted, then cut at k: {len(result.cut)}")
         for c in result.cut:
             lines.append(f"     {c.table}: {_label(c)} -- place {c.info('cut').position} of its group, k={c.info('cut').k}")
+    return lines
+
+
+def render_table(result: RetrieveResult, explain: bool = False) -> str:
+    lines = [f"strategy {result.strategy}  ({result.trace.total_ms} ms)"]
+    if explain:
+        lines += render_stages(result)
+    if result.strategy == "A":
+        lines += _tsquery_lines(result)
+    if result.trace.resolve is not None:
+        lines += _resolve_lines(result, result.trace.resolve, explain)
+    if result.trace.version is not None:
+        lines.append(_version_line(result.trace.version))
+    for table in [t for t in result.k if t != "api_reference"]:
+        rows = result.by_table(table)
+        lines.append(f"\n== {table}: {len(rows)} result(s)")
+        for c in rows:
+            lines += _candidate_lines(c, result.trace.stage_list, explain)
+    lines += _left_out_lines(result)
     return "\n".join(lines)

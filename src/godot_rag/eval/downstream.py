@@ -11,6 +11,7 @@ import random
 import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..gdscript.classref import ClassReference
 from ..gdscript.facts import parse_chunk
@@ -79,7 +80,7 @@ def claims_of(answer: str) -> list[dict] | None:
     return [p for p in problems if isinstance(p, dict)] if isinstance(problems, list) else None
 
 
-def _loads(text: str):
+def _loads(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError:

@@ -15,22 +15,31 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypedDict, Unpack
 
 from ..records import TABLES
 from ..retrieve.engine.types import Candidate
 from ..retrieve.evidence.judge import ask, prompt_id, question_of
+from ..retrieve.pipeline import Retriever
 
-FIELDS: dict[str, type | tuple[type, ...]] = {"id": str, "chunk_text": str, "table": str, "record": str, "label": int, "det_confidence": (int, float)}
+FIELDS: dict[str, type | tuple[type, ...]] = {"id": str, "chunk_text": str, "table": str, "record": str, "label": int,
+                                               "det_confidence": (int, float)}
 
 
 class JudgeSetError(ValueError):
     pass
 
 
-def read_judge_set(path: Path) -> list[dict]:
-    out = []
+class Judge(Protocol):
+    """The model asked: its identity names the calibration."""
+
+    def identity(self) -> dict[str, Any]: ...
+
+
+def read_judge_set(path: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     try:
         lines = Path(path).read_text().splitlines()
     except (OSError, UnicodeDecodeError) as e:
@@ -55,7 +64,7 @@ def read_judge_set(path: Path) -> list[dict]:
     return out
 
 
-def stratified(pairs: list[dict], per_group: int, seed: int = 13) -> list[dict]:
+def stratified(pairs: list[dict[str, Any]], per_group: int, seed: int = 13) -> list[dict[str, Any]]:
     """Every ambiguous pair, and at most `per_group` others per (table, label), drawn with a fixed seed."""
     import random
 
@@ -77,7 +86,7 @@ def roc_auc(labels: list[int], scores: list[float]) -> float | None:
     return round(wins / (len(pos) * len(neg)), 4)
 
 
-def roc_points(labels: list[int], scores: list[float], n: int = 11) -> list[dict]:
+def roc_points(labels: list[int], scores: list[float], n: int = 11) -> list[dict[str, Any]]:
     """The ROC curve at `n` thresholds spread over the scores: TPR and FPR of `P(yes) >= threshold`."""
     pos = [s for s, y in zip(scores, labels) if y == 1]
     neg = [s for s, y in zip(scores, labels) if y == 0]
@@ -89,7 +98,7 @@ def roc_points(labels: list[int], scores: list[float], n: int = 11) -> list[dict
              "fpr": round(sum(x >= t for x in neg) / len(neg), 4)} for t in thresholds]
 
 
-def choose_threshold(labels: list[int], scores: list[float], max_loss: float) -> dict:
+def choose_threshold(labels: list[int], scores: list[float], max_loss: float) -> dict[str, Any]:
     """The highest threshold that loses at most `max_loss` of the positives, and what it does."""
     pos = sorted(s for s, y in zip(scores, labels) if y == 1)
     neg = [s for s, y in zip(scores, labels) if y == 0]
@@ -103,9 +112,9 @@ def choose_threshold(labels: list[int], scores: list[float], max_loss: float) ->
             "share_of_positives_lost": round(sum(p < thr for p in pos) / len(pos), 4)}
 
 
-def decide(labels, scores, max_loss: float, min_auc: float, min_removed: float) -> dict:
+def decide(labels: list[int], scores: list[float], max_loss: float, min_auc: float, min_removed: float) -> dict[str, Any]:
     auc = roc_auc(labels, scores)
-    out = {"auc": auc, "pairs": len(labels), **choose_threshold(labels, scores, max_loss),
+    out: dict[str, Any] = {"auc": auc, "pairs": len(labels), **choose_threshold(labels, scores, max_loss),
            "roc": roc_points(labels, scores)}
     ok = auc is not None and auc >= min_auc and out.get("share_of_negatives_removed", 0) >= min_removed
     out["mode"] = "decide" if ok else "annotate"
@@ -117,7 +126,8 @@ def decide(labels, scores, max_loss: float, min_auc: float, min_removed: float) 
     return out
 
 
-def confidence_band(pairs: list[dict], scores: list[float], min_auc: float, min_each: int = 5) -> tuple[list[float] | None, list[dict]]:
+def confidence_band(pairs: list[dict[str, Any]], scores: list[float], min_auc: float,
+                    min_each: int = 5) -> tuple[list[float] | None, list[dict[str, Any]]]:
     """Up to about four bins of deterministic confidence, each with the judge's AUC; the band spans the
     bins that reach `min_auc` with at least `min_each` positives and negatives. Equal confidences stay
     in one bin, and a large run of one value gets a bin of its own (most mappings sit at 1.0)."""
@@ -151,7 +161,8 @@ def confidence_band(pairs: list[dict], scores: list[float], min_auc: float, min_
     return ([good[0]["confidence"][0], good[-1]["confidence"][1]] if good else None), bins
 
 
-def score_pairs(retriever, llm, pairs: list[dict], progress=None) -> list[float]:
+def score_pairs(retriever: Retriever, llm: Judge, pairs: list[dict[str, Any]],
+                progress: Callable[[], object] | None = None) -> list[float]:
     """P(yes) for every pair, asked as F asks (grouped by chunk: the prefix is evaluated once)."""
     order = sorted(range(len(pairs)), key=lambda i: pairs[i]["chunk_text"])
     scores: list[float] = [0.0] * len(pairs)
@@ -159,7 +170,8 @@ def score_pairs(retriever, llm, pairs: list[dict], progress=None) -> list[float]
         p = pairs[i]
         payload = retriever.records(p["table"]).get(p["record"])
         if payload is None:
-            raise JudgeSetError(f"pair {p['id']}: record '{p['record']}' is not in the database (reload it, or rebuild the judge set)")
+            raise JudgeSetError(f"pair {p['id']}: record '{p['record']}' is not in the database "
+                                "(reload it, or rebuild the judge set)")
         c = Candidate(table=p["table"], id=p["record"], payload=payload)
         occ = p.get("occurrence")
         at = (occ["line"], occ["col"]) if occ else None
@@ -170,8 +182,8 @@ def score_pairs(retriever, llm, pairs: list[dict], progress=None) -> list[float]
     return scores
 
 
-def decide_tables(pairs: list[dict], scores: list[float], *, max_loss: float = 0.02, min_auc: float = 0.7,
-                  min_removed: float = 0.2) -> dict:
+def decide_tables(pairs: list[dict[str, Any]], scores: list[float], *, max_loss: float = 0.02, min_auc: float = 0.7,
+                  min_removed: float = 0.2) -> dict[str, Any]:
     """Per table: AUC over all pairs and over the ambiguous ones, the confidence band, the threshold, the mode."""
     tables = {}
     for table in ("api_mapping", "docs_chunks"):
@@ -199,15 +211,26 @@ def decide_tables(pairs: list[dict], scores: list[float], *, max_loss: float = 0
     return tables
 
 
-def calibrate(retriever, llm, pairs: list[dict], *, scores: list[float] | None = None, max_loss: float = 0.02,
-              min_auc: float = 0.7, min_removed: float = 0.2, progress=None) -> dict:
+class CalibrationOptions(TypedDict, total=False):
+    scores: list[float] | None  # P(yes) per pair, asked before; None: ask the model now
+    max_loss: float
+    min_auc: float
+    min_removed: float
+    progress: Callable[[], object] | None  # called after each pair the model is asked
+
+
+def calibrate(retriever: Retriever, llm: Judge, pairs: list[dict[str, Any]],
+              **options: Unpack[CalibrationOptions]) -> dict[str, Any]:
+    max_loss, min_auc, min_removed = options.get("max_loss", 0.02), options.get("min_auc", 0.7), options.get("min_removed", 0.2)
     ident = llm.identity()
     t0 = time.perf_counter()
+    scores = options.get("scores")
     if scores is None:
-        scores = score_pairs(retriever, llm, pairs, progress)
+        scores = score_pairs(retriever, llm, pairs, options.get("progress"))
     seconds = time.perf_counter() - t0
-    return {"model": ident["model"], "sha256": ident.get("sha256"), "prompt": prompt_id(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "judge_set": {"pairs": len(pairs)}, "rule": {"max_loss": max_loss, "min_auc": min_auc, "min_removed": min_removed},
+    return {"model": ident["model"], "sha256": ident.get("sha256"), "prompt": prompt_id(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "judge_set": {"pairs": len(pairs)},
+            "rule": {"max_loss": max_loss, "min_auc": min_auc, "min_removed": min_removed},
             "seconds": round(seconds, 1), "seconds_per_pair": round(seconds / max(len(pairs), 1), 3),
             "tables": decide_tables(pairs, scores, max_loss=max_loss, min_auc=min_auc, min_removed=min_removed),
             "_scores": {p["id"]: s for p, s in zip(pairs, scores)}}

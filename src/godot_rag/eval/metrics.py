@@ -55,3 +55,16 @@ def mapping_counts(accepted: set[tuple], relevant: set[tuple]) -> tuple[int, int
 
 def percentile(values: list[float], q: float) -> float | None:
     return float(np.percentile(values, q)) if values else None
+
+
+RENAME_PREFIX_SKIP = ("migration_guide", "gdscript_syntax")
+
+
+def mapping_triple(mapping_id: str) -> tuple[str, str, str] | None:
+    """`class_renames:AnimatedSprite->AnimatedSprite2D` -> the gold's (table, from, to); None for records
+    that do not come from the converter's tables (the gold cannot judge those)."""
+    table, _, rest = mapping_id.partition(":")
+    if table in RENAME_PREFIX_SKIP or "->" not in rest:
+        return None
+    src, _, dst = rest.partition("->")
+    return table, src, dst

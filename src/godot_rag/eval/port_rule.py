@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cached_property, lru_cache
+from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 from ..gdscript.facts import parse_chunk
 from ..gdscript.lexicon import IDENT, bounded
@@ -30,11 +31,12 @@ GDSCRIPT_TABLES = ("class_renames", "builtin_types_renames", "gdscript_function_
 
 
 class PortTrees:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path) -> None:
         self.root = root
+        self._code: dict[tuple[str, str], str | None] = {}  # a few trees per eval run, each read once for the run
 
     @classmethod
-    def beside(cls, query_file: Path) -> "PortTrees | None":
+    def beside(cls, query_file: Path) -> PortTrees | None:
         """The script trees next to the eval sets' folder, when they are there."""
         root = Path(query_file).resolve().parent.parent / TREES
         return cls(root) if (root / "godot3").is_dir() and (root / "godot4").is_dir() else None
@@ -47,18 +49,19 @@ class PortTrees:
             return path
         if not path.parent.is_dir():
             return None
-        wanted = {path.name.lower(), re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", path.stem).lower() + path.suffix}
+        snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", path.stem).lower()
+        wanted = {path.name.lower(), snake + path.suffix}
         return next((p for p in sorted(path.parent.iterdir()) if p.is_file() and p.name in wanted), None)
 
-    @lru_cache(maxsize=256)  # noqa: B019 - a few trees per eval run, each kept for the whole run
     def code(self, variant: str, rel: str) -> str | None:
-        path = self.script(variant, rel)
-        if path is None:
-            return None
-        return parse_chunk(path.read_text(encoding="utf-8", errors="replace")).no_comments
+        if (variant, rel) not in self._code:
+            path = self.script(variant, rel)
+            self._code[(variant, rel)] = (None if path is None else
+                                          parse_chunk(path.read_text(encoding="utf-8", errors="replace")).no_comments)
+        return self._code[(variant, rel)]
 
     @cached_property
-    def renames(self) -> list[tuple[tuple[str, str, str], re.Pattern]]:
+    def renames(self) -> list[tuple[tuple[str, str, str], re.Pattern[str]]]:
         """The converter's GDScript rename pairs, from the docs folder beside the trees ([] when absent),
         each with the pattern of its Godot 3 name (a colour as `Color.<name>`)."""
         path = self.root.parent.parent / RENAMES
@@ -84,7 +87,7 @@ class PortTrees:
         return {pair for pair, pattern in self.renames
                 if pattern.search(code) and not exists(pair[1]) and len(pattern.findall(new)) < len(pattern.findall(old))}
 
-    def applied(self, query_id: str, payload: dict) -> bool | None:
+    def applied(self, query_id: str, payload: dict[str, Any]) -> bool | None:
         """Whether the demos' port applied this mapping to the chunk's script; None when the trees do
         not hold that script in both versions."""
         rel = query_id.split(":", 1)[-1].rsplit("#", 1)[0]
@@ -92,10 +95,7 @@ class PortTrees:
         if old is None or new is None:
             return None
         patterns = [t[3:] for t in payload.get("match_terms") or [] if t.startswith("re:")]
-        if patterns:  # a syntax change: its Godot 3 patterns
-            count = lambda text: sum(len(re.findall(p, text)) for p in patterns)  # noqa: E731
-        else:
-            count = lambda text: len(bounded(payload["source_api"]).findall(text))  # noqa: E731
+        count = _pattern_counter(patterns) if patterns else _name_counter(payload)  # patterns: a syntax change
         target = new_name(str(payload.get("target_api") or ""))
         # An annotation counts with its family: `@export_range` is the port of an `export(int, 0, 9) var`.
         found = re.search(re.escape(target) + r"\w*", new) if target.startswith("@") else bounded(target).search(new)
@@ -111,3 +111,17 @@ def new_name(target: str) -> str:
         return head
     m = re.search(IDENT, head.rsplit(".", 1)[-1])
     return m.group(0) if m else ""
+
+
+def _pattern_counter(patterns: list[str]) -> Callable[[str], int]:
+    """Counts the occurrences of a syntax change's Godot 3 patterns."""
+    def count(text: str) -> int:
+        return sum(len(re.findall(p, text)) for p in patterns)
+    return count
+
+
+def _name_counter(payload: dict[str, Any]) -> Callable[[str], int]:
+    """Counts the occurrences of a mapping's Godot 3 name."""
+    def count(text: str) -> int:
+        return len(bounded(payload["source_api"]).findall(text))
+    return count

@@ -25,7 +25,7 @@ class Query:
     relevant_api_pages: list[str] = field(default_factory=list)  # the class pages documenting them
 
 
-def _need(cond: bool, path, n: int, fieldname: str, msg: str) -> None:
+def _need(cond: bool, path: Path, n: int, fieldname: str, msg: str) -> None:
     if not cond:
         raise QueryFileError(f"{path}:{n}: field '{fieldname}': {msg}")
 

@@ -4,20 +4,38 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
-METRICS = ["recall@1", "recall@5", "recall@10", "all_relevant@1", "all_relevant@5", "all_relevant@10", "mrr", "ndcg@10", "mapping_precision", "mapping_recall",
-           "mapping_precision_by_table", "mapping_precision_port_removed", "mapping_recall_port_removed", "prose_mapping_precision", "prose_mappings_judged", "prose_mappings_accepted", "false_migration_rate", "false_migration_any_rate", "false_migration_by_table",
-           "migration_finding_rate", "api_page_coverage", "api_page_any", "member_coverage", "classref_precision",
-           "no_docs_rate", "classref_vs_tutorial", "demoted_ok_rate", "zero_result_rate", "latency_ms_p50",
-           "latency_ms_p95", "judged_chunks", "judged_guides_accepted", "judged_guides_share2", "judged_guides_share0",
-           "judged_guides_ungraded", "judged_api_reference_accepted", "judged_api_reference_share2",
-           "judged_api_reference_share0", "judged_api_reference_ungraded", "judged_chunks_with_grade2",
-           "judged_pool_grade2_recall"]
+Row = dict[str, Any]
+
+METRICS = [
+    "recall@1", "recall@5", "recall@10", "all_relevant@1", "all_relevant@5", "all_relevant@10", "mrr", "ndcg@10",
+    "mapping_precision", "mapping_recall", "mapping_precision_by_table", "mapping_precision_port_removed",
+    "mapping_recall_port_removed", "prose_mapping_precision", "prose_mappings_judged", "prose_mappings_accepted",
+    "false_migration_rate", "false_migration_any_rate", "false_migration_by_table",
+    "migration_finding_rate", "api_page_coverage", "api_page_any", "member_coverage", "classref_precision",
+    "no_docs_rate", "classref_vs_tutorial", "demoted_ok_rate", "zero_result_rate", "latency_ms_p50",
+    "latency_ms_p95", "judged_chunks", "judged_guides_accepted", "judged_guides_share2", "judged_guides_share0",
+    "judged_guides_ungraded", "judged_api_reference_accepted", "judged_api_reference_share2",
+    "judged_api_reference_share0", "judged_api_reference_ungraded", "judged_chunks_with_grade2",
+    "judged_pool_grade2_recall",
+]
+NO_VALUE = "\u2013"  # an en dash in the table's cell
+REPORT_INTRO = (
+    "# godot-rag eval\n\nPage metrics are counted by page (a page's chunks count once, "
+    "at its best rank). Mapping precision/recall count the records from the "
+    "converter's rename tables, the only ones the gold can judge (`mapping_precision_by_table`: "
+    "each table apart); `prose_mapping_precision` judges the prose and syntax "
+    "records on Godot 3 chunks by the gold's own rule over the demos' script "
+    "trees (`../shared/realcode`, today's Godot 4 scripts); `*_port_removed` "
+    "add to the converter gold the names Godot 4 no longer has that the port removed "
+    "by rewriting the line (`eval/port_rule.py`), a second figure, not the gold.\n\n"
+)
 
 
-def _fmt(v) -> str:
+def _fmt(v: object) -> str:
     if v is None:
-        return "–"
+        return NO_VALUE
     if isinstance(v, dict):
         return ", ".join(f"{k} {x:.3f}" for k, x in v.items()) or "0"
     if isinstance(v, list):
@@ -25,8 +43,8 @@ def _fmt(v) -> str:
     return f"{v:.3f}" if isinstance(v, float) and v < 100 else str(v)
 
 
-def markdown_tables(runs: list[dict]) -> str:
-    groups: dict[tuple, dict[str, dict]] = defaultdict(dict)
+def markdown_tables(runs: list[Row]) -> str:
+    groups: dict[tuple[str, str], dict[str, Row]] = defaultdict(dict)
     for r in runs:
         groups[(r["queries"], r["variant"])][r["strategy"]] = r
     out = []
@@ -45,19 +63,13 @@ def markdown_tables(runs: list[dict]) -> str:
     return "\n".join(out)
 
 
-def write_outputs(out_dir: Path, runs, per_query, failures, runs_trec) -> str:
+def write_outputs(out_dir: Path, runs: list[Row], per_query: list[Row], failures: list[Row],
+                  runs_trec: dict[tuple[str, str], list[str]]) -> str:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "metrics.json").write_text(json.dumps({"runs": runs}, indent=2))
     md = markdown_tables(runs)
-    (out_dir / "report.md").write_text("# godot-rag eval\n\nPage metrics are counted by page (a page's chunks count once, "
-                                       "at its best rank). Mapping precision/recall count the records from the "
-                                       "converter's rename tables, the only ones the gold can judge (`mapping_precision_by_table`: "
-                                       "each table apart); `prose_mapping_precision` judges the prose and syntax "
-                                       "records on Godot 3 chunks by the gold's own rule over the demos' script "
-                                       "trees (`../shared/realcode`, today's Godot 4 scripts); `*_port_removed` "
-                                       "add to the converter gold the names Godot 4 no longer has that the port removed "
-                                       "by rewriting the line (`eval/port_rule.py`), a second figure, not the gold.\n\n" + md)
+    (out_dir / "report.md").write_text(REPORT_INTRO + md)
     runs_dir = out_dir / "runs"
     runs_dir.mkdir(exist_ok=True)
     for (fname, strategy), lines in runs_trec.items():
@@ -72,14 +84,7 @@ def write_outputs(out_dir: Path, runs, per_query, failures, runs_trec) -> str:
     return md
 
 
-def _plots(out_dir: Path, runs, per_query) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
+def _recall_plot(plt: Any, out_dir: Path, runs: list[Row]) -> None:
     alls = [r for r in runs if r["variant"] == "all"]
     files = sorted({r["queries"] for r in alls})
     fig, axes = plt.subplots(1, max(1, len(files)), figsize=(5 * max(1, len(files)), 4), squeeze=False)
@@ -99,6 +104,9 @@ def _plots(out_dir: Path, runs, per_query) -> None:
     fig.tight_layout()
     fig.savefig(out_dir / "recall_at_k.png", dpi=100)
     plt.close(fig)
+
+
+def _latency_plot(plt: Any, out_dir: Path, per_query: list[Row]) -> None:
     stages: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     counts: dict[str, int] = defaultdict(int)
     for r in per_query:
@@ -119,3 +127,15 @@ def _plots(out_dir: Path, runs, per_query) -> None:
     fig.tight_layout()
     fig.savefig(out_dir / "latency_per_stage.png", dpi=100)
     plt.close(fig)
+
+
+def _plots(out_dir: Path, runs: list[Row], per_query: list[Row]) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    _recall_plot(plt, out_dir, runs)
+    _latency_plot(plt, out_dir, per_query)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..gdscript.tokenize import tokenize
 from .markdown import Block, Page, strip_links, strip_links_with_text
@@ -47,6 +48,9 @@ class Segment:
     @property
     def size(self) -> int:
         return sum(u.size for u in self.units)
+
+
+Piece = tuple[Segment, list[Unit]]  # a segment's units that go into one chunk
 
 
 def doc_type_for(path: str) -> str:
@@ -150,24 +154,34 @@ def segments_of(page: Page, target_chars: int) -> list[Segment]:
             seg.csharp.append(block)
             continue
         if block.kind == "code":
-            pieces = [block] if len(block.text) <= target_chars else _split_code(block, target_chars)
-            for piece in pieces:
-                text = _code_text(piece)
-                seg.units.append(Unit(text, [piece], len(text)))
+            _add_code(seg, block, target_chars)
             continue
         text = compact_text(strip_links(block.text)[0])
         if class_page and not seg.units and seg.member is None:
-            name = BOLD_NAME_RE.search(text.split("\n", 1)[0])
-            if name and seg.section_path and seg.section_path[-1] != page.title:
-                seg.member = name.group(1)
+            seg.member = _entry_name(text, seg, page.title)
         for part in _split_lines(text, target_chars) if len(text) > target_chars else [text]:
             seg.units.append(Unit(part, [block], len(part)))
     return [s for s in segments if s.units or s.csharp]
 
 
-def _pack(segments: list[Segment], target: int, min_chars: int) -> list[list[tuple[Segment, list[Unit]]]]:
+def _add_code(seg: Segment, block: Block, target_chars: int) -> None:
+    pieces = [block] if len(block.text) <= target_chars else _split_code(block, target_chars)
+    for piece in pieces:
+        text = _code_text(piece)
+        seg.units.append(Unit(text, [piece], len(text)))
+
+
+def _entry_name(text: str, seg: Segment, page_title: str) -> str | None:
+    """The member a class-reference entry's first paragraph names in bold, outside the page's own section."""
+    name = BOLD_NAME_RE.search(text.split("\n", 1)[0])
+    if name and seg.section_path and seg.section_path[-1] != page_title:
+        return name.group(1)
+    return None
+
+
+def _pack(segments: list[Segment], target: int, min_chars: int) -> list[list[Piece]]:
     """Group (segment, units) pieces into chunks."""
-    chunks: list[list[tuple[Segment, list[Unit]]]] = []
+    chunks: list[list[Piece]] = []
     for seg in segments:
         prev = chunks[-1] if chunks else None
         prev_size = sum(sum(u.size for u in units) for _, units in prev) if prev else 0
@@ -176,7 +190,8 @@ def _pack(segments: list[Segment], target: int, min_chars: int) -> list[list[tup
             prev_seg is not None and seg.member is not None and prev_seg.member is not None
             and prev_seg.section_path == seg.section_path
         )
-        small_prev = prev_seg is not None and prev_size < min_chars and seg.section_path[: len(prev_seg.section_path)] == prev_seg.section_path
+        small_prev = (prev_seg is not None and prev_size < min_chars
+                      and seg.section_path[: len(prev_seg.section_path)] == prev_seg.section_path)
         if prev is not None and (same_member_list or small_prev) and prev_size + seg.size <= target:
             prev.append((seg, list(seg.units)))
             continue
@@ -187,7 +202,7 @@ def _pack(segments: list[Segment], target: int, min_chars: int) -> list[list[tup
         cur: list[Unit] = []
         cur_size = 0
         for unit in seg.units:
-            if cur and cur_size + unit.size > target or (cur and cur_size >= goal and cur_size + unit.size > goal * 1.1):
+            if (cur and cur_size + unit.size > target) or (cur and cur_size >= goal and cur_size + unit.size > goal * 1.1):
                 chunks.append([(seg, cur)])
                 cur, cur_size = [], 0
             cur.append(unit)
@@ -196,7 +211,7 @@ def _pack(segments: list[Segment], target: int, min_chars: int) -> list[list[tup
     return chunks
 
 
-def entry_members(pieces: list[tuple[Segment, list[Unit]]], known: set[str]) -> list[str]:
+def entry_members(pieces: list[Piece], known: set[str]) -> list[str]:
     """The members whose entries a class-reference chunk holds, in order: each segment's member (the entry a rule
     opens), and each constant entry (`**ZERO** = ...`, `TweenProcessMode **TWEEN_PROCESS_IDLE** = 1`) among its
     paragraphs. Constants have no rule between them, so one segment holds a whole Constants section, and its
@@ -209,6 +224,95 @@ def entry_members(pieces: list[tuple[Segment, list[Unit]]], known: set[str]) -> 
     return list(dict.fromkeys(out))
 
 
+def _csharp_of(pieces: list[Piece]) -> list[Block]:
+    """C# blocks travel with the first piece of their segment."""
+    csharp: list[Block] = []
+    for seg, us in pieces:
+        if (seg.units and us and us[0] is seg.units[0]) or not seg.units:
+            csharp.extend(seg.csharp)
+    return csharp
+
+
+def _api_symbols(units: list[Unit], code: list[Block], vocab: ApiVocabulary) -> list[str]:
+    """The API names the chunk's GDScript code and inline code spans use."""
+    inline = [m.group(1) for u in units for b in u.blocks if b.kind == "text" for m in INLINE_CODE_RE.finditer(b.text)]
+    gd_code = [b.text for b in code if b.language in ("gdscript", "gd", "text", "")]
+    return extract_api_symbols(gd_code + inline, vocab)
+
+
+def _class_page_symbols(page: Page, pieces: list[Piece], members: list[str],
+                        api_symbols: list[str]) -> tuple[str, list[str]]:
+    """A class-reference chunk's `symbol` and its `api_symbols` with the members whose entries it holds."""
+    symbol = page.title
+    # One entry (a method, a property, an enum with its constants), where the chunk opens it; a piece of the
+    # Constants section that holds several of them is about the class.
+    entry = [seg.member for seg, _ in pieces if seg.member]
+    if len(entry) == 1 and len(pieces) == 1 and entry[0] in members and (
+            pieces[0][0].section_path[-1:] != ["Constants"] or len(members) == 1):
+        symbol = f"{page.title}.{entry[0]}"
+    # A class-reference chunk is about the members whose entries it holds.
+    return symbol, list(dict.fromkeys(api_symbols + [f"{page.title}.{m}" for m in members]))
+
+
+@dataclass
+class ChunkSource:
+    """The page file a chunk comes from."""
+    file: str
+    sha256: str
+
+
+def _metadata(page: Page, seg0: Segment, lines: list[int], content: str, members: list[str],
+              links: list[list[str]]) -> dict[str, Any]:
+    return {
+        "page_path": page.path,
+        "page_title": page.title,
+        "members": members,
+        "line_start": min(lines) if lines else seg0.first_line,
+        "line_end": max(lines) if lines else seg0.first_line,
+        "content_sha256": hashlib.sha256(content.encode()).hexdigest(),
+        "links": links,  # [text, target] pairs, read by record_api.add_record_api, which turns them into `mentions`
+    }
+
+
+def _record(page: Page, pieces: list[Piece], vocab: ApiVocabulary, source: ChunkSource) -> dict[str, Any] | None:
+    """One chunk's record, its `chunk_id` still empty; None for a chunk with neither units nor C#."""
+    seg0 = pieces[0][0]
+    units = [u for _, us in pieces for u in us]
+    csharp = _csharp_of(pieces)
+    if not units and not csharp:
+        return None
+    content = "\n\n".join(u.text for u in units)
+    code = [b for u in units for b in u.blocks if b.kind == "code"]
+    code_blocks: list[dict[str, Any]] = [{"language": b.language, "code": b.text, "line": b.line} for b in code]
+    code_blocks += [{"language": "csharp", "code": b.text, "line": b.line} for b in csharp]
+    api_symbols = _api_symbols(units, code, vocab)
+    links = [list(t) for u in units for b in u.blocks if b.kind == "text" for t in strip_links_with_text(b.text)[1]]
+    members: list[str] = []
+    symbol = None
+    if is_class_page(page.path):
+        members = entry_members(pieces, vocab.members.get(page.title, set()) - {page.title})
+        symbol, api_symbols = _class_page_symbols(page, pieces, members, api_symbols)
+    lines = [b.line for u in units for b in u.blocks] + [b.line for b in csharp]
+    return {
+        "chunk_id": "",  # set by chunk_page, once the page's chunk count is known
+        "doc_version": DOC_VERSION,
+        "source_url": DOCS_BASE_URL + page.path + ".html",
+        "source_file": source.file,
+        "source_sha256": source.sha256,
+        "doc_type": doc_type_for(page.path),
+        "symbol": symbol,
+        "section_path": seg0.section_path or [page.title],
+        "heading": (seg0.section_path or [page.title])[-1],
+        "content": content,
+        "code_blocks": code_blocks,
+        "language_tags": sorted({b["language"] for b in code_blocks}),
+        "godot_version_tags": version_tags_for(page.path),
+        "api_symbols": api_symbols,
+        "token_count": len(tokenize(content)),
+        "metadata": _metadata(page, seg0, lines, content, members, links),
+    }
+
+
 def chunk_page(
     page: Page,
     vocab: ApiVocabulary,
@@ -217,69 +321,10 @@ def chunk_page(
     source_sha256: str,
     target_chars: int = 1800,
     min_chars: int = 300,
-) -> list[dict]:
-    segments = segments_of(page, target_chars)
-    packed = _pack(segments, target_chars, min_chars)
-    records: list[dict] = []
-    class_page = is_class_page(page.path)
-    for pieces in packed:
-        seg0 = pieces[0][0]
-        units = [u for _, us in pieces for u in us]
-        csharp = []
-        # C# blocks travel with the first piece of their segment.
-        for seg, us in pieces:
-            if seg.units and us and us[0] is seg.units[0] or not seg.units:
-                csharp.extend(seg.csharp)
-        if not units and not csharp:
-            continue
-        content = "\n\n".join(u.text for u in units)
-        code = [b for u in units for b in u.blocks if b.kind == "code"]
-        code_blocks: list[dict] = [{"language": b.language, "code": b.text, "line": b.line} for b in code]
-        code_blocks += [{"language": "csharp", "code": b.text, "line": b.line} for b in csharp]
-        inline = [m.group(1) for u in units for b in u.blocks if b.kind == "text" for m in INLINE_CODE_RE.finditer(b.text)]
-        gd_code = [b.text for b in code if b.language in ("gdscript", "gd", "text", "")]
-        api_symbols = extract_api_symbols(gd_code + inline, vocab)
-        links = [list(t) for u in units for b in u.blocks if b.kind == "text" for t in strip_links_with_text(b.text)[1]]
-        members = entry_members(pieces, vocab.members.get(page.title, set()) - {page.title}) if class_page else []
-        symbol = None
-        if class_page:
-            symbol = page.title
-            # One entry (a method, a property, an enum with its constants), where the chunk opens it; a piece of the
-            # Constants section that holds several of them is about the class.
-            entry = [seg.member for seg, _ in pieces if seg.member]
-            if len(entry) == 1 and len(pieces) == 1 and entry[0] in members and (
-                    seg0.section_path[-1:] != ["Constants"] or len(members) == 1):
-                symbol = f"{page.title}.{entry[0]}"
-            # A class-reference chunk is about the members whose entries it holds.
-            api_symbols = list(dict.fromkeys(api_symbols + [f"{page.title}.{m}" for m in members]))
-        languages = sorted({b["language"] for b in code_blocks})
-        lines = [b.line for u in units for b in u.blocks] + [b.line for b in csharp]
-        records.append({
-            "chunk_id": "",  # set below, once the page's chunk count is known
-            "doc_version": DOC_VERSION,
-            "source_url": DOCS_BASE_URL + page.path + ".html",
-            "source_file": source_file,
-            "source_sha256": source_sha256,
-            "doc_type": doc_type_for(page.path),
-            "symbol": symbol,
-            "section_path": seg0.section_path or [page.title],
-            "heading": (seg0.section_path or [page.title])[-1],
-            "content": content,
-            "code_blocks": code_blocks,
-            "language_tags": languages,
-            "godot_version_tags": version_tags_for(page.path),
-            "api_symbols": api_symbols,
-            "token_count": len(tokenize(content)),
-            "metadata": {
-                "page_path": page.path,
-                "page_title": page.title,
-                "members": members,
-                "line_start": min(lines) if lines else seg0.first_line,
-                "line_end": max(lines) if lines else seg0.first_line,
-                "content_sha256": hashlib.sha256(content.encode()).hexdigest(),
-                "links": links,  # [text, target] pairs, read by record_api.add_record_api, which turns them into `mentions`
-            },
-        })
+) -> list[dict[str, Any]]:
+    source = ChunkSource(source_file, source_sha256)
+    packed = _pack(segments_of(page, target_chars), target_chars, min_chars)
+    records = [rec for pieces in packed if (rec := _record(page, pieces, vocab, source)) is not None]
     for i, rec in enumerate(records):
         rec["chunk_id"] = f"{page.path}#{i:03d}"
         rec["metadata"]["chunk_index"] = i

@@ -6,6 +6,7 @@ Descriptions (`set_global_position()` is Godot 4 API too, callable like any meth
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..gdscript.classref import ClassReference
 from .markdown import Page, strip_links
@@ -33,66 +34,85 @@ def _type(cell: str) -> str:
     return t.split()[-1] if t else ""
 
 
-def build_class_reference(pages: list[Page]) -> dict:
-    classes: dict[str, dict] = {}
-    for page in pages:
-        if not is_class_page(page.path):
+def _table_members(text: str, section: str, members: dict[str, dict[str, Any]]) -> None:
+    """The members listed in a Properties, Methods, ... table."""
+    for line in text.split("\n"):
+        row = TABLE_ROW_RE.match(line.strip())
+        if not row or set(row.group(1)) <= set("|-: "):
             continue
-        cls = page.title.replace("\\", "")
-        members: dict[str, dict] = {}
-        info: dict[str, object] = {"inherits": None, "page": page.path, "members": members}
-        section, prop = "", None
-        for block in page.blocks:
-            if block.kind == "heading":
-                section = block.text if block.level == 2 else section
-                continue
-            if block.kind != "text":
-                continue
-            text = _clean(block.text)
-            if info["inherits"] is None and not section:
-                m = INHERITS_RE.search(text)
-                if m:
-                    info["inherits"] = m.group(1)
-            if section in TABLE_KINDS:
-                for line in text.split("\n"):
-                    row = TABLE_ROW_RE.match(line.strip())
-                    if not row or set(row.group(1)) <= set("|-: "):
-                        continue
-                    cells = [c.strip() for c in row.group(1).split("|")]
-                    if len(cells) < 2:
-                        continue
-                    name = re.match(IDENT, cells[1])
-                    if not name or cells[1].startswith("operator"):
-                        continue
-                    kind = TABLE_KINDS[section]
-                    if kind == "property" and "(" in cells[1]:
-                        kind = "method"
-                    members.setdefault(name.group(0), {"kind": kind, "type": _type(cells[0])})
-            elif section in ENTRY_KINDS:
-                first = text.split("\n", 1)[0].strip()
-                if section == "Enumerations" and first.startswith("enum "):
-                    m = BOLD_RE.search(first)
-                    if m:
-                        members.setdefault(m.group(1), {"kind": "enum", "type": m.group(1)})
-                    continue
-                m = ENTRY_RE.match(first)
-                if m and m.group("name") != cls:
-                    kind = "constant" if section == "Enumerations" else ENTRY_KINDS[section]
-                    members.setdefault(m.group("name"), {"kind": kind, "type": _type(m.group("type") or "")})
-            elif section == "Property Descriptions":
-                for line in text.split("\n"):
-                    if acc := ACCESSOR_RE.match(line.strip()):
-                        if prop:
-                            members.setdefault(acc.group("name"), {"kind": "method", "type": _type(acc.group("type")),
-                                                                   "accessor_of": prop})
-                    elif (entry := ENTRY_RE.match(line.strip())) and not entry.group("call"):
-                        prop = entry.group("name") if entry.group("name") in members else None
-        classes[cls] = info
+        cells = [c.strip() for c in row.group(1).split("|")]
+        if len(cells) < 2:
+            continue
+        name = re.match(IDENT, cells[1])
+        if not name or cells[1].startswith("operator"):
+            continue
+        kind = TABLE_KINDS[section]
+        if kind == "property" and "(" in cells[1]:
+            kind = "method"
+        members.setdefault(name.group(0), {"kind": kind, "type": _type(cells[0])})
+
+
+def _entry_member(text: str, section: str, cls: str, members: dict[str, dict[str, Any]]) -> None:
+    """The member a Signals, Enumerations, Constants or Annotations entry opens."""
+    first = text.split("\n", 1)[0].strip()
+    if section == "Enumerations" and first.startswith("enum "):
+        m = BOLD_RE.search(first)
+        if m:
+            members.setdefault(m.group(1), {"kind": "enum", "type": m.group(1)})
+        return
+    m = ENTRY_RE.match(first)
+    if m and m.group("name") != cls:
+        kind = "constant" if section == "Enumerations" else ENTRY_KINDS[section]
+        members.setdefault(m.group("name"), {"kind": kind, "type": _type(m.group("type") or "")})
+
+
+def _accessor_members(text: str, members: dict[str, dict[str, Any]], prop: str | None) -> str | None:
+    """The setters and getters under the Property Descriptions' entries; returns the property whose entry is open."""
+    for line in text.split("\n"):
+        if acc := ACCESSOR_RE.match(line.strip()):
+            if prop:
+                members.setdefault(acc.group("name"), {"kind": "method", "type": _type(acc.group("type")),
+                                                       "accessor_of": prop})
+        elif (entry := ENTRY_RE.match(line.strip())) and not entry.group("call"):
+            prop = entry.group("name") if entry.group("name") in members else None
+    return prop
+
+
+def _class_info(page: Page, cls: str) -> dict[str, Any]:
+    members: dict[str, dict[str, Any]] = {}
+    info: dict[str, Any] = {"inherits": None, "page": page.path, "members": members}
+    section, prop = "", None
+    for block in page.blocks:
+        if block.kind == "heading":
+            section = block.text if block.level == 2 else section
+            continue
+        if block.kind != "text":
+            continue
+        text = _clean(block.text)
+        if info["inherits"] is None and not section:
+            m = INHERITS_RE.search(text)
+            if m:
+                info["inherits"] = m.group(1)
+        if section in TABLE_KINDS:
+            _table_members(text, section, members)
+        elif section in ENTRY_KINDS:
+            _entry_member(text, section, cls, members)
+        elif section == "Property Descriptions":
+            prop = _accessor_members(text, members, prop)
+    return info
+
+
+def build_class_reference(pages: list[Page]) -> dict[str, Any]:
+    classes: dict[str, dict[str, Any]] = {}
+    for page in pages:
+        if is_class_page(page.path):
+            cls = page.title.replace("\\", "")
+            classes[cls] = _class_info(page, cls)
     _drop_shadowing_accessors(classes)
     return {"classes": classes}
 
 
-def _drop_shadowing_accessors(classes: dict[str, dict]) -> None:
+def _drop_shadowing_accessors(classes: dict[str, dict[str, Any]]) -> None:
     """A subclass's property setter or getter that an ancestor documents as a method is that method
     (`InputEventKey.is_pressed` is `InputEvent.is_pressed`): the ancestor's entry answers for it."""
     ref = ClassReference({"classes": classes})

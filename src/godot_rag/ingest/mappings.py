@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +45,8 @@ class RenameFileError(ValueError):
     pass
 
 
-def read_renames(path: Path) -> list[dict]:
-    out = []
+def read_renames(path: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     for n, rec in iter_jsonl(path, lambda n, msg: RenameFileError(f"{path}:{n}: {msg}")):
         if not isinstance(rec, dict):
             raise RenameFileError(f"{path}:{n}: each line must be a JSON object")
@@ -60,10 +62,10 @@ def read_renames(path: Path) -> list[dict]:
 class EvidenceIndex:
     """Find the docs chunks that document a name or discuss it on the migration pages."""
 
-    def __init__(self, chunks: list[dict]):
+    def __init__(self, chunks: list[dict[str, Any]]) -> None:
         self.by_symbol: dict[str, list[str]] = defaultdict(list)
         self.by_member: dict[str, list[str]] = defaultdict(list)
-        self.migration: list[dict] = []
+        self.migration: list[dict[str, Any]] = []
         for c in chunks:
             sym = c.get("symbol")
             if sym:
@@ -92,54 +94,78 @@ class EvidenceIndex:
         return [c["chunk_id"] for c in hits[:limit]]
 
 
-def rename_mappings(renames: list[dict], ref: ClassReference, evidence: EvidenceIndex) -> tuple[list[dict], list[str]]:
-    records, warnings, seen = [], [], set()
+_DECLARING_KEYWORD = {"method_rename": "func", "signal_rename": "signal", "property_rename": "var"}
+
+
+def _rename_negatives(change: str, src: str, dst: str) -> list[str]:
+    negative = []
+    if src in dst and src != dst:
+        negative.append(ident_pattern(dst))
+    # A chunk declaring its own member of that name is not using the Godot 3 API, except for
+    # virtual methods (renamed to `_name`): there the declaration is the Godot 3 override.
+    if change in _DECLARING_KEYWORD and not dst.startswith("_"):
+        negative.append(rf"{_DECLARING_KEYWORD[change]}\s+{re.escape(src)}{E}")
+    if change in ("class_rename", "builtin_type_rename"):
+        negative.append(rf"class_name\s+{re.escape(src)}{E}")
+    return negative
+
+
+def _rename_evidence(change: str, src: str, dst: str, evidence: EvidenceIndex) -> list[str]:
+    """The chunks documenting the new name, then the migration chunks discussing the old one."""
+    target_chunks: list[str] = []
+    if change in ("class_rename", "builtin_type_rename"):
+        target_chunks = evidence.class_chunk(dst)
+    elif not change.startswith(("csharp", "project", "input", "shader", "color")):
+        target_chunks = evidence.member_chunks(dst)
+    discussed = evidence.migration_chunks(ident_pattern(src))
+    return list(dict.fromkeys(target_chunks + discussed))
+
+
+def _rename_notes(table: str, change: str, src: str, ref: ClassReference) -> tuple[str, float]:
+    """The record's notes and confidence: a name Godot 4 still has is weaker evidence."""
+    still = ref.where(src)
+    notes = f"Renamed by the Godot 3->4 project converter ({table})."
+    confidence = 1.0
+    if still:
+        confidence = 0.6
+        notes += (f" godot4_still_valid: '{src}' is still Godot 4 API ({', '.join(still)}), so an occurrence is "
+                  "evidence only where it does not resolve as that Godot 4 API.")
+    if change.startswith("csharp"):
+        notes += " Applies to C# code only."
+    return notes, confidence
+
+
+def _rename_record(rename: dict[str, Any], ref: ClassReference, evidence: EvidenceIndex) -> dict[str, Any]:
+    table, src, dst = rename["table"], rename["from"], rename["to"]
+    change = CHANGE_TYPES[table]
+    notes, confidence = _rename_notes(table, change, src, ref)
+    return {
+        "mapping_id": f"{table}:{src}->{dst}",
+        "source_api": src,
+        "target_api": dst,
+        "change_type": change,
+        "godot_from": GODOT_FROM,
+        "godot_to": GODOT_TO,
+        "confidence": confidence,
+        "evidence_chunk_ids": _rename_evidence(change, src, dst, evidence),
+        "match_terms": [src],
+        "notes": notes,
+        "negative_patterns": _rename_negatives(change, src, dst),
+    }
+
+
+def rename_mappings(renames: list[dict[str, Any]], ref: ClassReference,
+                    evidence: EvidenceIndex) -> tuple[list[dict[str, Any]], list[str]]:
+    records: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    seen: set[str] = set()
     for r in renames:
-        table, src, dst = r["table"], r["from"], r["to"]
-        mapping_id = f"{table}:{src}->{dst}"
+        mapping_id = f"{r['table']}:{r['from']}->{r['to']}"
         if mapping_id in seen:
             warnings.append(f"duplicate rename pair {mapping_id}")
             continue
         seen.add(mapping_id)
-        change = CHANGE_TYPES[table]
-        negative = []
-        if src in dst and src != dst:
-            negative.append(ident_pattern(dst))
-        # A chunk declaring its own member of that name is not using the Godot 3 API, except for
-        # virtual methods (renamed to `_name`): there the declaration is the Godot 3 override.
-        if change in ("method_rename", "signal_rename", "property_rename") and not dst.startswith("_"):
-            keyword = {"method_rename": "func", "signal_rename": "signal", "property_rename": "var"}[change]
-            negative.append(rf"{keyword}\s+{re.escape(src)}{E}")
-        if change in ("class_rename", "builtin_type_rename"):
-            negative.append(rf"class_name\s+{re.escape(src)}{E}")
-        target_chunks = []
-        if change in ("class_rename", "builtin_type_rename"):
-            target_chunks = evidence.class_chunk(dst)
-        elif not change.startswith(("csharp", "project", "input", "shader", "color")):
-            target_chunks = evidence.member_chunks(dst)
-        discussed = evidence.migration_chunks(ident_pattern(src))
-        still = ref.where(src)
-        notes = f"Renamed by the Godot 3->4 project converter ({table})."
-        confidence = 1.0
-        if still:
-            confidence = 0.6
-            notes += (f" godot4_still_valid: '{src}' is still Godot 4 API ({', '.join(still)}), so an occurrence is "
-                      "evidence only where it does not resolve as that Godot 4 API.")
-        if change.startswith("csharp"):
-            notes += " Applies to C# code only."
-        records.append({
-            "mapping_id": mapping_id,
-            "source_api": src,
-            "target_api": dst,
-            "change_type": change,
-            "godot_from": GODOT_FROM,
-            "godot_to": GODOT_TO,
-            "confidence": confidence,
-            "evidence_chunk_ids": list(dict.fromkeys(target_chunks + discussed)),
-            "match_terms": [src],
-            "notes": notes,
-            "negative_patterns": negative,
-        })
+        records.append(_rename_record(r, ref, evidence))
     return records, warnings
 
 
@@ -150,7 +176,8 @@ PROSE_CHANGE_RE = re.compile(
     r"should be converted to|is no longer used and should be converted to) "
     r"`(?P<dst>[^`]+?)(?:\(\))?`"
     # "You may have to replace some `instance()` calls with `instantiate()`.": calls of one method by another.
-    r"|[Rr]eplace (?:some |all |the )?`(?P<call_src>[A-Za-z_][A-Za-z0-9_]*)\(\)` calls with `(?P<call_dst>[A-Za-z_][A-Za-z0-9_]*)\(\)`"
+    r"|[Rr]eplace (?:some |all |the )?`(?P<call_src>[A-Za-z_][A-Za-z0-9_]*)\(\)` calls with "
+    r"`(?P<call_dst>[A-Za-z_][A-Za-z0-9_]*)\(\)`"
 )
 # The migration page lists its changes under bold headings; the heading says what kind of member changed.
 # A page links a class to its reference page (`[AABB](classes__class_aabb__5710e3d5.md)'s ...`): the link text stays.
@@ -176,16 +203,23 @@ def _documents(ref: ClassReference, cls: str | None, name: str, kind: str | None
     return kind is None or found[1]["kind"] == kind or (kind == "constant" and found[1]["kind"] in ("constant", "enum"))
 
 
-def prose_mappings(chunks: list[dict], rename_ids: set[tuple[str, str]], ref: ClassReference) -> tuple[list[dict], list[str]]:
-    """Changes stated in the migration pages' prose, each citing the chunk that states it.
+@dataclass
+class ProseChange:
+    """One change a migration page's sentence states, its direction checked against the class reference."""
+    name: str  # the Godot 3 name
+    dst: str  # what replaces it, as the sentence writes it
+    cls: str | None
+    cls2: str | None
+    kind: str | None  # method, property, signal, constant; None where neither list nor wording says
+    note: str
+    warning: str | None
 
-    The kind (method, property, signal, constant) comes from the list the sentence sits in, not
-    from its wording; the direction is checked against the Godot 4 class reference (the new name
-    must be documented there; a sentence that has them the other way round is turned around and
-    the note says so)."""
-    records: dict[str, dict] = {}
-    warnings: list[str] = []
-    section, where = None, None
+
+def _migration_lines(chunks: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str | None, str]]:
+    """Each line of the migration pages' chunks, links reduced to their text, with the kind of member its list
+    holds (from the list's bold heading)."""
+    section: str | None = None
+    where: tuple[str, tuple[str, ...]] | None = None
     for c in chunks:
         if not c["metadata"]["page_path"].startswith(MIGRATION_PAGE_PREFIX):
             continue
@@ -200,48 +234,75 @@ def prose_mappings(chunks: list[dict], rename_ids: set[tuple[str, str]], ref: Cl
                 continue
             if line.strip().startswith("#"):
                 section = None
-            line = LINK_RE.sub(r"\1", line)
-            subject = SUBJECT_RE.match(line)
-            for m in PROSE_CHANGE_RE.finditer(line):
-                src, dst, cls = m.group("src") or m.group("call_src"), m.group("dst") or m.group("call_dst"), m.group("cls")
-                cls2 = m.group("cls2")
-                if not cls and subject and ref.has_class(subject.group("cls")):
-                    cls, cls2 = subject.group("cls"), subject.group("cls2")
-                if (src.split(".")[-1], dst.split(".")[-1].split("(")[0]) in rename_ids:
-                    continue  # the converter's table already has it
-                kind = section or ("method" if m.group("paren") or m.group("call_src") else None)
-                name = src.split(".")[-1]
-                new = dst.split(".")[-1].split("(")[0]
-                if not IDENT_RE.fullmatch(new):
-                    new = None  # the change is not a rename (`mat * vec`)
-                note = ""
-                if new and cls and _documents(ref, cls, name, kind, own_only=True) and not _documents(ref, cls, new, kind):
-                    # Godot 4 documents the "old" name and not the "new" one: the sentence is reversed.
-                    name, new, dst = new, name, name
-                    note = f" The page states it the other way round; Godot 4's class reference documents {cls}.{dst}."
-                    warnings.append(f"migration page: {cls}'s `{src}` -> `{m.group('dst')}` reversed by the class reference")
-                change = CHANGE_OF_KIND.get(kind or "", "api_change")
-                mapping_id = f"migration_guide:{cls + '.' if cls else ''}{name}->{dst}"
-                if mapping_id in records:
-                    continue
-                classes = [x for x in (cls, cls2) if x]
-                still = ref.where(name)
-                if still:
-                    note += (f" godot4_still_valid: '{name}' is still Godot 4 API ({', '.join(still)}), so only an "
-                             f"occurrence on {' or '.join(classes) or 'the changed class'} is evidence.")
-                records[mapping_id] = {
-                    "mapping_id": mapping_id,
-                    "source_api": name,
-                    "target_api": dst,
-                    "change_type": change,
-                    "godot_from": GODOT_FROM,
-                    "godot_to": GODOT_TO,
-                    "confidence": 0.8 if cls else 0.6,
-                    "evidence_chunk_ids": [c["chunk_id"]],
-                    "match_terms": [name] + [f"{k}.{name}" for k in classes],
-                    "notes": f"Stated on {c['metadata']['page_path']} ({kind or 'api'} change): {line.strip()[:300]}{note}",
-                    "negative_patterns": [rf"func\s+{re.escape(name)}{E}"],
-                }
+            yield c, section, LINK_RE.sub(r"\1", line)
+
+
+def _prose_change(m: re.Match[str], subject: re.Match[str] | None, section: str | None,
+                  rename_ids: set[tuple[str, str]], ref: ClassReference) -> ProseChange | None:
+    """The change one sentence match states; None where the converter's table already has it."""
+    src, dst, cls = m.group("src") or m.group("call_src"), m.group("dst") or m.group("call_dst"), m.group("cls")
+    cls2 = m.group("cls2")
+    if not cls and subject and ref.has_class(subject.group("cls")):
+        cls, cls2 = subject.group("cls"), subject.group("cls2")
+    if (src.split(".")[-1], dst.split(".")[-1].split("(")[0]) in rename_ids:
+        return None
+    kind = section or ("method" if m.group("paren") or m.group("call_src") else None)
+    name = src.split(".")[-1]
+    new = dst.split(".")[-1].split("(")[0]
+    renamed = IDENT_RE.fullmatch(new) is not None  # false where the change is no rename (`mat * vec`)
+    note, warning = "", None
+    if renamed and cls and _documents(ref, cls, name, kind, own_only=True) and not _documents(ref, cls, new, kind):
+        # Godot 4 documents the "old" name and not the "new" one: the sentence is reversed.
+        name, dst = new, name
+        note = f" The page states it the other way round; Godot 4's class reference documents {cls}.{dst}."
+        warning = f"migration page: {cls}'s `{src}` -> `{m.group('dst')}` reversed by the class reference"
+    return ProseChange(name, dst, cls, cls2, kind, note, warning)
+
+
+def _prose_record(chunk: dict[str, Any], line: str, change: ProseChange, mapping_id: str,
+                  ref: ClassReference) -> dict[str, Any]:
+    name, note = change.name, change.note
+    classes = [x for x in (change.cls, change.cls2) if x]
+    still = ref.where(name)
+    if still:
+        note += (f" godot4_still_valid: '{name}' is still Godot 4 API ({', '.join(still)}), so only an "
+                 f"occurrence on {' or '.join(classes) or 'the changed class'} is evidence.")
+    return {
+        "mapping_id": mapping_id,
+        "source_api": name,
+        "target_api": change.dst,
+        "change_type": CHANGE_OF_KIND.get(change.kind or "", "api_change"),
+        "godot_from": GODOT_FROM,
+        "godot_to": GODOT_TO,
+        "confidence": 0.8 if change.cls else 0.6,
+        "evidence_chunk_ids": [chunk["chunk_id"]],
+        "match_terms": [name] + [f"{k}.{name}" for k in classes],
+        "notes": f"Stated on {chunk['metadata']['page_path']} ({change.kind or 'api'} change): {line.strip()[:300]}{note}",
+        "negative_patterns": [rf"func\s+{re.escape(name)}{E}"],
+    }
+
+
+def prose_mappings(chunks: list[dict[str, Any]], rename_ids: set[tuple[str, str]],
+                   ref: ClassReference) -> tuple[list[dict[str, Any]], list[str]]:
+    """Changes stated in the migration pages' prose, each citing the chunk that states it.
+
+    The kind (method, property, signal, constant) comes from the list the sentence sits in, not
+    from its wording; the direction is checked against the Godot 4 class reference (the new name
+    must be documented there; a sentence that has them the other way round is turned around and
+    the note says so)."""
+    records: dict[str, dict[str, Any]] = {}
+    warnings: list[str] = []
+    for c, section, line in _migration_lines(chunks):
+        subject = SUBJECT_RE.match(line)
+        for m in PROSE_CHANGE_RE.finditer(line):
+            change = _prose_change(m, subject, section, rename_ids, ref)
+            if change is None:
+                continue  # the converter's table already has it
+            if change.warning:
+                warnings.append(change.warning)
+            mapping_id = f"migration_guide:{change.cls + '.' if change.cls else ''}{change.name}->{change.dst}"
+            if mapping_id not in records:
+                records[mapping_id] = _prose_record(c, line, change, mapping_id, ref)
     return list(records.values()), warnings
 
 
@@ -277,20 +338,23 @@ SYNTAX_CHANGES: list[dict[str, Any]] = [
         "id": "move_and_slide(args)->move_and_slide()", "source_api": "move_and_slide",
         "target_api": "velocity property + move_and_slide()",
         "match": [r"move_and_slide\s*\(\s*[^)\s]"], "negative": [r"move_and_slide\s*\(\s*\)"],
-        "locate": r"move_and_slide", "notes": "CharacterBody's `move_and_slide()` takes no arguments in Godot 4; set `velocity` first.",
+        "locate": r"move_and_slide",
+        "notes": "CharacterBody's `move_and_slide()` takes no arguments in Godot 4; set `velocity` first.",
     },
     {
         "id": "connect(string)->signal.connect", "source_api": "connect",
         "target_api": "signal.connect(callable)",
         "match": [r"(?<![A-Za-z0-9_.])connect\s*\(\s*\"[^\"]+\"\s*,\s*[A-Za-z_][A-Za-z0-9_]*\s*,\s*\""],
         "negative": [r"\.connect\s*\(\s*[A-Za-z_]"],
-        "locate": r"signal connection syntax", "notes": "String-based `connect(\"signal\", target, \"method\")` became `signal.connect(callable)`.",
+        "locate": r"signal connection syntax",
+        "notes": "String-based `connect(\"signal\", target, \"method\")` became `signal.connect(callable)`.",
     },
 ]
 
 
-def syntax_mappings(evidence: EvidenceIndex) -> tuple[list[dict], list[str]]:
-    records, warnings = [], []
+def syntax_mappings(evidence: EvidenceIndex) -> tuple[list[dict[str, Any]], list[str]]:
+    records: list[dict[str, Any]] = []
+    warnings: list[str] = []
     for change in SYNTAX_CHANGES:
         cited = evidence.migration_chunks(change["locate"], limit=2)
         where = "the migration pages"
@@ -315,7 +379,8 @@ def syntax_mappings(evidence: EvidenceIndex) -> tuple[list[dict], list[str]]:
     return records, warnings
 
 
-def build_mappings(renames: list[dict], chunks: list[dict], ref: ClassReference) -> tuple[list[dict], list[str]]:
+def build_mappings(renames: list[dict[str, Any]], chunks: list[dict[str, Any]],
+                   ref: ClassReference) -> tuple[list[dict[str, Any]], list[str]]:
     evidence = EvidenceIndex(chunks)
     renamed, warnings = rename_mappings(renames, ref, evidence)
     pairs = {(r["from"], r["to"]) for r in renames}

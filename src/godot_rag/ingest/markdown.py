@@ -59,69 +59,80 @@ def strip_links_with_text(text: str) -> tuple[str, list[tuple[str, str]]]:
     (`[ResourceLoader.load_threaded_request](classes__class_resourceloader__d2a76b2f.md)` names a member)."""
     links: list[tuple[str, str]] = []
 
-    def repl(m: re.Match) -> str:
+    def repl(m: re.Match[str]) -> str:
         links.append((m.group(1), m.group(2)))
         return m.group(1)
 
     return LINK_RE.sub(repl, text), links
 
 
+@dataclass
+class _Paragraph:
+    """The prose lines read since the last blank line, heading, rule or fence."""
+    lines: list[str] = field(default_factory=list)
+    start: int = 0  # 1-based line of its first line
+
+    def add(self, line: str, number: int) -> None:
+        if not self.lines:
+            self.start = number
+        self.lines.append(line)
+
+    def flush_into(self, blocks: list[Block]) -> None:
+        if self.lines and any(p.strip() for p in self.lines):
+            blocks.append(Block("text", "\n".join(self.lines).strip("\n"), line=self.start))
+        self.lines = []
+
+
+def _read_fence(lines: list[str], i: int, marker: str, language: str) -> tuple[Block, int]:
+    """The code block whose opening fence is line `i` (0-based), and the index of the line after its closing fence."""
+    start = i + 1
+    body: list[str] = []
+    i += 1
+    closed = False
+    while i < len(lines):
+        if lines[i].strip().startswith(marker[0] * len(marker)) and lines[i].strip().strip(marker[0]) == "":
+            closed = True
+            break
+        body.append(lines[i])
+        i += 1
+    return Block("code", "\n".join(body), language=language or "text", line=start, unclosed=not closed), i + 1
+
+
+def _line_block(line: str, number: int) -> Block | None:
+    """The heading or rule that one line is, if it is one."""
+    heading = HEADING_RE.match(line)
+    if heading:
+        return Block("heading", heading.group(2).strip(), level=len(heading.group(1)), line=number)
+    if RULE_RE.match(line):
+        return Block("rule", "", line=number)
+    return None
+
+
 def parse_page(file_name: str, text: str) -> Page:
     path, sha8 = page_path_from_file(file_name)
     page = Page(path=path, file_name=file_name, sha8=sha8)
     lines = text.split("\n")
-    para: list[str] = []
-    para_start = 0
-
-    def flush_para() -> None:
-        nonlocal para
-        if para and any(p.strip() for p in para):
-            page.blocks.append(Block("text", "\n".join(para).strip("\n"), line=para_start))
-        para = []
-
+    para = _Paragraph()
     i = 0
     while i < len(lines):
         line = lines[i]
         fence = FENCE_RE.match(line)
         if fence:
-            flush_para()
-            marker, lang = fence.group(2), fence.group(3).lower()
-            start = i + 1
-            body: list[str] = []
-            i += 1
-            closed = False
-            while i < len(lines):
-                if lines[i].strip().startswith(marker[0] * len(marker)) and lines[i].strip().strip(marker[0]) == "":
-                    closed = True
-                    break
-                body.append(lines[i])
-                i += 1
-            block = Block("code", "\n".join(body), language=lang or "text", line=start, unclosed=not closed)
-            if not closed:
-                page.warnings.append(f"unclosed code fence opened at line {start}")
+            para.flush_into(page.blocks)
+            block, i = _read_fence(lines, i, fence.group(2), fence.group(3).lower())
+            if block.unclosed:
+                page.warnings.append(f"unclosed code fence opened at line {block.line}")
             page.blocks.append(block)
-            i += 1
             continue
-        heading = HEADING_RE.match(line)
-        if heading:
-            flush_para()
-            page.blocks.append(Block("heading", heading.group(2).strip(), level=len(heading.group(1)), line=i + 1))
-            i += 1
-            continue
-        if RULE_RE.match(line):
-            flush_para()
-            page.blocks.append(Block("rule", "", line=i + 1))
-            i += 1
-            continue
-        if not line.strip():
-            flush_para()
-            i += 1
-            continue
-        if not para:
-            para_start = i + 1
-        para.append(line)
+        block_of_line = _line_block(line, i + 1)
+        if block_of_line is not None or not line.strip():
+            para.flush_into(page.blocks)
+            if block_of_line is not None:
+                page.blocks.append(block_of_line)
+        else:
+            para.add(line, i + 1)
         i += 1
-    flush_para()
+    para.flush_into(page.blocks)
     if not any(b.kind in ("text", "code") for b in page.blocks):
         page.warnings.append("empty page")
     return page

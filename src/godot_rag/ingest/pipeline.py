@@ -7,6 +7,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -35,7 +36,23 @@ class IngestResult:
     warnings: int
 
 
-def _write_jsonl(path: Path, records: list[dict]) -> None:
+@dataclass
+class ParsedPage:
+    page: Page
+    sha256: str  # of the page's bytes as read
+    started: float  # perf_counter when its reading began: a page's `ms` covers reading and chunking
+
+
+@dataclass
+class IngestOutputs:
+    chunks: list[dict[str, Any]]
+    mappings: list[dict[str, Any]]
+    mapping_warnings: list[str]
+    prototypes: list[dict[str, Any]]
+    class_reference: dict[str, Any]
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         for rec in records:
@@ -43,54 +60,58 @@ def _write_jsonl(path: Path, records: list[dict]) -> None:
     os.replace(tmp, path)  # readers never see a half-written file
 
 
-def _write_json(path: Path, obj) -> None:
+def _write_json(path: Path, obj: object) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(obj, ensure_ascii=False, sort_keys=True), encoding="utf-8")
     os.replace(tmp, path)
 
 
-def run_ingest(pages_dir: Path, renames_path: Path | None, out_dir: Path, *, target_chars: int = 1800,
-               quiet: bool = False) -> IngestResult:
-    t0 = time.perf_counter()
-    pages_dir = Path(pages_dir)
-    if not pages_dir.is_dir():
-        raise IngestError(f"{pages_dir}: pages directory not found")
-    files = sorted(p for p in pages_dir.iterdir() if p.suffix == ".md")
-    if not files:
-        raise IngestError(f"{pages_dir}: no Markdown pages (*.md) in this directory")
-    report: list[dict] = []
-    pages: list[tuple[Page, str, float]] = []
+def _read_page(path: Path) -> tuple[dict[str, Any], ParsedPage | None]:
+    """One page's report entry, and the page where it could be read."""
+    started = time.perf_counter()
+    entry: dict[str, Any] = {"source_file": f"pages/{path.name}", "status": "ok", "chunks": 0, "warnings": []}
+    if not PAGE_NAME_RE.match(path.name):
+        entry.update(status="error", error="file name does not follow <path>__<sha8>.md")
+        return entry, None
+    try:
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        entry.update(status="error", error=f"not UTF-8 (byte {e.start})")
+        return entry, None
+    except OSError as e:
+        entry.update(status="error", error=f"unreadable: {e.strerror}")
+        return entry, None
+    if "\x00" in text:  # PostgreSQL text cannot hold NUL; a page is prose, so the bytes carry nothing
+        first_line = text[:text.index(chr(0))].count(chr(10)) + 1
+        entry["warnings"].append(f"{text.count(chr(0))} NUL byte(s) removed (first at line {first_line})")
+        text = text.replace("\x00", "")
+    return entry, ParsedPage(parse_page(path.name, text), hashlib.sha256(raw).hexdigest(), started)
+
+
+def _read_pages(files: list[Path], quiet: bool) -> tuple[list[dict[str, Any]], list[ParsedPage]]:
+    report: list[dict[str, Any]] = []
+    pages: list[ParsedPage] = []
     for f in tqdm(files, desc="parse pages", disable=quiet, file=None, unit="page"):
-        t = time.perf_counter()
-        entry: dict = {"source_file": f"pages/{f.name}", "status": "ok", "chunks": 0, "warnings": []}
-        if not PAGE_NAME_RE.match(f.name):
-            entry.update(status="error", error="file name does not follow <path>__<sha8>.md")
-            report.append(entry)
-            continue
-        try:
-            raw = f.read_bytes()
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            entry.update(status="error", error=f"not UTF-8 (byte {e.start})")
-            report.append(entry)
-            continue
-        except OSError as e:
-            entry.update(status="error", error=f"unreadable: {e.strerror}")
-            report.append(entry)
-            continue
-        if "\x00" in text:  # PostgreSQL text cannot hold NUL; a page is prose, so the bytes carry nothing
-            entry["warnings"].append(f"{text.count(chr(0))} NUL byte(s) removed (first at line {text[:text.index(chr(0))].count(chr(10)) + 1})")
-            text = text.replace("\x00", "")
-        page = parse_page(f.name, text)
-        pages.append((page, hashlib.sha256(raw).hexdigest(), t))
+        entry, parsed = _read_page(f)
         report.append(entry)
+        if parsed is not None:
+            pages.append(parsed)
+    return report, pages
+
+
+def _chunk_pages(pages: list[ParsedPage], report: list[dict[str, Any]], target_chars: int,
+                 quiet: bool) -> list[dict[str, Any]]:
+    """Every page's records, the first of each chunk id kept; each page's report entry is completed here."""
     entry_by_file = {e["source_file"]: e for e in report}
-    vocab = build_vocabulary([p for p, _, _ in pages])
-    chunks: list[dict] = []
+    vocab = build_vocabulary([p.page for p in pages])
+    chunks: list[dict[str, Any]] = []
     seen_ids: set[str] = set()
-    for page, sha, t in tqdm(pages, desc="chunk pages", disable=quiet, unit="page"):
+    for parsed in tqdm(pages, desc="chunk pages", disable=quiet, unit="page"):
+        page = parsed.page
         entry = entry_by_file[f"pages/{page.file_name}"]
-        recs = chunk_page(page, vocab, source_file=f"pages/{page.file_name}", source_sha256=sha, target_chars=target_chars)
+        recs = chunk_page(page, vocab, source_file=f"pages/{page.file_name}", source_sha256=parsed.sha256,
+                          target_chars=target_chars)
         entry["warnings"].extend(page.warnings)
         for rec in recs:
             if rec["chunk_id"] in seen_ids:
@@ -101,30 +122,68 @@ def run_ingest(pages_dir: Path, renames_path: Path | None, out_dir: Path, *, tar
         entry["chunks"] = len(recs)
         if entry["warnings"]:
             entry["status"] = "warning"
-        entry["ms"] = round((time.perf_counter() - t) * 1000, 2)
-    class_reference = build_class_reference([p for p, _, _ in pages])
-    add_record_api(chunks, class_reference)  # what each record's code uses and declares, resolved once here
-    mappings: list[dict] = []
-    mapping_warnings: list[str] = []
-    if renames_path is not None:
-        renames = read_renames(Path(renames_path))
-        mappings, mapping_warnings = build_mappings(renames, chunks, ClassReference(class_reference))
-    prototypes = build_prototypes(mappings, chunks)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _write_jsonl(out_dir / "docs_chunks.jsonl", chunks)
-    _write_jsonl(out_dir / "api_mapping.jsonl", mappings)
-    _write_jsonl(out_dir / "label_prototypes.jsonl", prototypes)
-    _write_json(out_dir / CLASS_REFERENCE_FILE, class_reference)
-    seconds = time.perf_counter() - t0
+        entry["ms"] = round((time.perf_counter() - parsed.started) * 1000, 2)
+    return chunks
+
+
+def _mappings(renames_path: Path | None, chunks: list[dict[str, Any]],
+              class_reference: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    if renames_path is None:
+        return [], []
+    renames = read_renames(Path(renames_path))
+    return build_mappings(renames, chunks, ClassReference(class_reference))
+
+
+def _summary(files: list[Path], report: list[dict[str, Any]], outputs: IngestOutputs, seconds: float,
+             target_chars: int) -> dict[str, Any]:
     errors = sum(e["status"] == "error" for e in report)
     warned = sum(e["status"] == "warning" for e in report)
-    summary = {
+    return {
         "summary": True, "pages": len(files), "pages_ok": len(files) - errors - warned, "pages_warning": warned,
-        "pages_error": errors, "docs_chunks": len(chunks), "api_mapping": len(mappings),
-        "label_prototypes": len(prototypes), "classes": len(class_reference["classes"]), "mapping_warnings": mapping_warnings, "seconds": round(seconds, 2),
-        "target_chars": target_chars,
+        "pages_error": errors, "docs_chunks": len(outputs.chunks), "api_mapping": len(outputs.mappings),
+        "label_prototypes": len(outputs.prototypes), "classes": len(outputs.class_reference["classes"]),
+        "mapping_warnings": outputs.mapping_warnings, "seconds": round(seconds, 2), "target_chars": target_chars,
     }
-    _write_jsonl(out_dir / "ingest_report.jsonl", report + [summary])
-    return IngestResult(out_dir, {"docs_chunks": len(chunks), "api_mapping": len(mappings),
-                                  "label_prototypes": len(prototypes)}, seconds, errors, warned)
+
+
+def _page_files(pages_dir: Path) -> list[Path]:
+    if not pages_dir.is_dir():
+        raise IngestError(f"{pages_dir}: pages directory not found")
+    files = sorted(p for p in pages_dir.iterdir() if p.suffix == ".md")
+    if not files:
+        raise IngestError(f"{pages_dir}: no Markdown pages (*.md) in this directory")
+    return files
+
+
+def _build_outputs(pages: list[ParsedPage], report: list[dict[str, Any]], renames_path: Path | None,
+                   target_chars: int, quiet: bool) -> IngestOutputs:
+    chunks = _chunk_pages(pages, report, target_chars, quiet)
+    class_reference = build_class_reference([p.page for p in pages])
+    add_record_api(chunks, class_reference)  # what each record's code uses and declares, resolved once here
+    mappings, mapping_warnings = _mappings(renames_path, chunks, class_reference)
+    prototypes = build_prototypes(mappings, chunks)
+    return IngestOutputs(chunks, mappings, mapping_warnings, prototypes, class_reference)
+
+
+def _write_outputs(out_dir: Path, outputs: IngestOutputs) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_jsonl(out_dir / "docs_chunks.jsonl", outputs.chunks)
+    _write_jsonl(out_dir / "api_mapping.jsonl", outputs.mappings)
+    _write_jsonl(out_dir / "label_prototypes.jsonl", outputs.prototypes)
+    _write_json(out_dir / CLASS_REFERENCE_FILE, outputs.class_reference)
+
+
+def run_ingest(pages_dir: Path, renames_path: Path | None, out_dir: Path, *, target_chars: int = 1800,
+               quiet: bool = False) -> IngestResult:
+    t0 = time.perf_counter()
+    files = _page_files(Path(pages_dir))
+    report, pages = _read_pages(files, quiet)
+    outputs = _build_outputs(pages, report, renames_path, target_chars, quiet)
+    out_dir = Path(out_dir)
+    _write_outputs(out_dir, outputs)
+    seconds = time.perf_counter() - t0
+    summary = _summary(files, report, outputs, seconds, target_chars)
+    _write_jsonl(out_dir / "ingest_report.jsonl", [*report, summary])
+    return IngestResult(out_dir, {"docs_chunks": len(outputs.chunks), "api_mapping": len(outputs.mappings),
+                                  "label_prototypes": len(outputs.prototypes)},
+                        seconds, summary["pages_error"], summary["pages_warning"])

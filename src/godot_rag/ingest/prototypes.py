@@ -90,65 +90,72 @@ def _alternation(names: list[str]) -> str:
     return "(?<![A-Za-z0-9_])(?:" + "|".join(re.escape(n) for n in names) + ")(?![A-Za-z0-9_])"
 
 
-def build_prototypes(mappings: list[dict], chunks: list[dict]) -> list[dict]:
+def _group_prototype(group_spec: tuple[str, str, str, str, str], group: list[dict[str, Any]]) -> dict[str, Any]:
+    """The prototype for one kind of rename, matching every source name of its mappings."""
+    change, label, finding, action, severity = group_spec
+    sources = [m["source_api"] for m in group]
+    targets = [m["target_api"] for m in group if m["source_api"] in m["target_api"]]
+    cited = list(dict.fromkeys(c for m in group for c in m["evidence_chunk_ids"] if c.startswith("tutorials/migrating/")))[:5]
+    return {
+        "prototype_id": f"migration:{label}",
+        "label": label,
+        "task_type": "migration",
+        "input_pattern": _alternation(sources),
+        "expected_finding": finding,
+        "recommended_action": action,
+        "evidence_mapping_ids": [m["mapping_id"] for m in group],
+        "evidence_chunk_ids": cited,
+        "severity": severity,
+        "validator_rules": {
+            "must_match": [_alternation(sources)],
+            "must_not_match_at_match": [_alternation(targets)] if targets else [],
+            "requires_accepted_mapping_type": change,
+        },
+    }
+
+
+def _syntax_prototype(syntax: dict[str, Any], mappings: list[dict[str, Any]]) -> dict[str, Any]:
+    label, finding, action, severity = SYNTAX_LABELS[syntax["id"]]
+    mapping_id = f"gdscript_syntax:{syntax['id']}"
+    mapping = next((m for m in mappings if m["mapping_id"] == mapping_id), None)
+    return {
+        "prototype_id": f"migration:{label}",
+        "label": label,
+        "task_type": "migration",
+        "input_pattern": syntax["match"][0],
+        "expected_finding": finding,
+        "recommended_action": action,
+        "evidence_mapping_ids": [mapping_id],
+        "evidence_chunk_ids": mapping["evidence_chunk_ids"] if mapping else [],
+        "severity": severity,
+        "validator_rules": {"must_match": syntax["match"], "must_not_match": syntax["negative"]},
+    }
+
+
+def _review_prototype(review: dict[str, Any], evidence: EvidenceIndex) -> dict[str, Any]:
+    locate = re.escape(review["locate"]) if "\\" not in review["locate"] else review["locate"]
+    return {
+        "prototype_id": review["prototype_id"],
+        "label": review["label"],
+        "task_type": "code_review",
+        "input_pattern": review["input_pattern"],
+        "expected_finding": review["expected_finding"],
+        "recommended_action": review["recommended_action"],
+        "evidence_mapping_ids": [],
+        "evidence_chunk_ids": evidence.any_chunks(locate, limit=3, prefer=("tutorials/", "getting_started/")),
+        "severity": review["severity"],
+        "validator_rules": {"must_match": [review["input_pattern"]], "must_not_match": review["must_not_match"]},
+    }
+
+
+def build_prototypes(mappings: list[dict[str, Any]], chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     evidence = EvidenceIndex(chunks)
-    by_type: dict[str, list[dict]] = {}
+    by_type: dict[str, list[dict[str, Any]]] = {}
     for m in mappings:
         by_type.setdefault(m["change_type"], []).append(m)
-    out = []
-    for change, label, finding, action, severity in GROUPS:
-        group = by_type.get(change, [])
-        if not group:
-            continue
-        sources = [m["source_api"] for m in group]
-        targets = [m["target_api"] for m in group if m["source_api"] in m["target_api"]]
-        cited = list(dict.fromkeys(c for m in group for c in m["evidence_chunk_ids"] if c.startswith("tutorials/migrating/")))[:5]
-        out.append({
-            "prototype_id": f"migration:{label}",
-            "label": label,
-            "task_type": "migration",
-            "input_pattern": _alternation(sources),
-            "expected_finding": finding,
-            "recommended_action": action,
-            "evidence_mapping_ids": [m["mapping_id"] for m in group],
-            "evidence_chunk_ids": cited,
-            "severity": severity,
-            "validator_rules": {
-                "must_match": [_alternation(sources)],
-                "must_not_match_at_match": [_alternation(targets)] if targets else [],
-                "requires_accepted_mapping_type": change,
-            },
-        })
-    for syntax in SYNTAX_CHANGES:
-        label, finding, action, severity = SYNTAX_LABELS[syntax["id"]]
-        mapping_id = f"gdscript_syntax:{syntax['id']}"
-        mapping = next((m for m in mappings if m["mapping_id"] == mapping_id), None)
-        out.append({
-            "prototype_id": f"migration:{label}",
-            "label": label,
-            "task_type": "migration",
-            "input_pattern": syntax["match"][0],
-            "expected_finding": finding,
-            "recommended_action": action,
-            "evidence_mapping_ids": [mapping_id],
-            "evidence_chunk_ids": mapping["evidence_chunk_ids"] if mapping else [],
-            "severity": severity,
-            "validator_rules": {"must_match": syntax["match"], "must_not_match": syntax["negative"]},
-        })
-    for review in REVIEW:
-        out.append({
-            "prototype_id": review["prototype_id"],
-            "label": review["label"],
-            "task_type": "code_review",
-            "input_pattern": review["input_pattern"],
-            "expected_finding": review["expected_finding"],
-            "recommended_action": review["recommended_action"],
-            "evidence_mapping_ids": [],
-            "evidence_chunk_ids": evidence.any_chunks(re.escape(review["locate"]) if "\\" not in review["locate"] else review["locate"], limit=3,
-                                                      prefer=("tutorials/", "getting_started/")),
-            "severity": review["severity"],
-            "validator_rules": {"must_match": [review["input_pattern"]], "must_not_match": review["must_not_match"]},
-        })
+    out = [_group_prototype(spec, by_type[spec[0]]) for spec in GROUPS if by_type.get(spec[0])]
+    out += [_syntax_prototype(syntax, mappings) for syntax in SYNTAX_CHANGES]
+    out += [_review_prototype(review, evidence) for review in REVIEW]
     return out
 
 

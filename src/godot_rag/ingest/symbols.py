@@ -60,43 +60,52 @@ def _table_cells(text: str) -> list[list[str]]:
     return rows
 
 
+def _add_table_members(vocab: ApiVocabulary, cls: str, text: str) -> None:
+    for row in _table_cells(text):
+        if len(row) < 2:
+            continue
+        cell = row[1]
+        name = re.match(r"(@?" + IDENT + r")", cell)
+        if name and not cell.startswith("operator"):
+            vocab.add_member(cls, name.group(1), "(" in cell)
+
+
+def _add_entry_members(vocab: ApiVocabulary, cls: str, section: str, text: str) -> None:
+    """Member entries: `Type **name**(args)` or `**name** = value`."""
+    first = text.split("\n", 1)[0]
+    for m in BOLD_MEMBER_RE.finditer(first):
+        member = m.group(1)
+        is_method = first[m.end():].lstrip().startswith("(")
+        if member != cls:
+            vocab.add_member(cls, member, is_method)
+    if section in ("Enumerations", "Constants"):
+        for m in BOLD_MEMBER_RE.finditer(text):
+            if m.group(1).isupper() or "_" in m.group(1):
+                vocab.add_member(cls, m.group(1), False)
+
+
+def _add_class_members(vocab: ApiVocabulary, page: Page) -> None:
+    section = ""
+    for block in page.blocks:
+        if block.kind == "heading":
+            section = block.text if block.level == 2 else section
+            continue
+        if block.kind != "text" or section not in MEMBER_SECTIONS:
+            continue
+        text, _ = strip_links(block.text)
+        if section in ("Properties", "Methods", "Theme Properties", "Constructors", "Operators"):
+            _add_table_members(vocab, page.title, text)
+        else:
+            _add_entry_members(vocab, page.title, section, text)
+
+
 def build_vocabulary(pages: list[Page]) -> ApiVocabulary:
     vocab = ApiVocabulary()
-    for page in pages:
-        if is_class_page(page.path):
-            vocab.classes.add(page.title)
-    for page in pages:
-        if not is_class_page(page.path):
-            continue
-        cls = page.title
-        section = ""
-        for block in page.blocks:
-            if block.kind == "heading":
-                section = block.text if block.level == 2 else section
-                continue
-            if block.kind != "text" or section not in MEMBER_SECTIONS:
-                continue
-            text, _ = strip_links(block.text)
-            if section in ("Properties", "Methods", "Theme Properties", "Constructors", "Operators"):
-                for row in _table_cells(text):
-                    if len(row) < 2:
-                        continue
-                    cell = row[1]
-                    name = re.match(r"(@?" + IDENT + r")", cell)
-                    if name and not cell.startswith("operator"):
-                        vocab.add_member(cls, name.group(1), "(" in cell)
-                continue
-            # Member entries: `Type **name**(args)` or `**name** = value`.
-            first = text.split("\n", 1)[0]
-            for m in BOLD_MEMBER_RE.finditer(first):
-                member = m.group(1)
-                is_method = first[m.end():].lstrip().startswith("(")
-                if member != cls:
-                    vocab.add_member(cls, member, is_method)
-            if section in ("Enumerations", "Constants"):
-                for m in BOLD_MEMBER_RE.finditer(text):
-                    if m.group(1).isupper() or "_" in m.group(1):
-                        vocab.add_member(cls, m.group(1), False)
+    class_pages = [page for page in pages if is_class_page(page.path)]
+    for page in class_pages:
+        vocab.classes.add(page.title)
+    for page in class_pages:
+        _add_class_members(vocab, page)
     return vocab
 
 

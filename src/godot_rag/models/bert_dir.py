@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ class BertDir:
     max_seq_length: int
 
     @classmethod
-    def read(cls, model_dir: str) -> "BertDir | None":
+    def read(cls, model_dir: str) -> BertDir | None:
         """The directory's settings, or None when it is not exactly BERT + mean pooling + normalize."""
         root = Path(model_dir)
         try:
@@ -38,7 +39,7 @@ class BertDir:
             return None
         return cls(root, cfg, int(st_cfg.get("max_seq_length", 256)))
 
-    def tokenizers(self):
+    def tokenizers(self) -> tuple[Any, Any]:
         """(batch tokenizer: truncates and pads, whole-text tokenizer: cuts texts into word pieces). Two, so
         that no call changes shared settings (serve encodes from several threads)."""
         from tokenizers import Tokenizer
@@ -56,7 +57,7 @@ class PooledBertEncoder:
     """What both BERT engines share: the directory's two tokenizers and sentence-transformers' batching. A
     subclass gives only `_pooled`, one padded batch's unit mean-pooled vectors."""
 
-    def __init__(self, bert: BertDir):
+    def __init__(self, bert: BertDir) -> None:
         self.tokenizer, self.pieces = bert.tokenizers()
         self.max_seq_length, self.dim = bert.max_seq_length, bert.cfg["hidden_size"]
 
@@ -86,5 +87,5 @@ class PooledBertEncoder:
             out[idx] = self._pooled([e.ids for e in enc], [e.attention_mask for e in enc])
         return out
 
-    def _pooled(self, ids: list, attention_mask: list) -> np.ndarray:
+    def _pooled(self, ids: list[list[int]], attention_mask: list[list[int]]) -> np.ndarray:
         raise NotImplementedError

@@ -22,7 +22,7 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -54,10 +54,21 @@ def resolve_model_path(name: str) -> str:
     raise ValueError(f"embedding model {name!r}: give a local sentence-transformers directory or {DEFAULT_MODEL!r}")
 
 
+class EmbedderOptions(TypedDict, total=False):
+    pooling: str  # one of POOLINGS (default window-mean)
+    overlap: int  # tokens shared by neighbouring windows (default 32)
+    batch_size: int  # default 16
+    threads: int | None
+    precision: str  # one of PRECISIONS (default int8)
+    engine: str  # one of ENGINES (default DEFAULT_ENGINE)
+    cache_dir: Path | None  # where the ONNX graph's file goes
+
+
 class Embedder:
-    def __init__(self, model: str = DEFAULT_MODEL, pooling: str = "window-mean", overlap: int = 32,
-                 batch_size: int = 16, threads: int | None = None, precision: str = "int8",
-                 engine: str = DEFAULT_ENGINE, cache_dir: Path | None = None):
+    def __init__(self, model: str = DEFAULT_MODEL, **options: Unpack[EmbedderOptions]) -> None:
+        pooling, overlap = options.get("pooling", "window-mean"), options.get("overlap", 32)
+        precision, engine = options.get("precision", "int8"), options.get("engine", DEFAULT_ENGINE)
+        batch_size, threads, cache_dir = options.get("batch_size", 16), options.get("threads"), options.get("cache_dir")
         if precision not in PRECISIONS:
             raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
         if engine not in ENGINES:
@@ -72,7 +83,7 @@ class Embedder:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_meta(cls, meta: dict, cache_dir: Path | None = None, threads: int | None = None) -> "Embedder":
+    def from_meta(cls, meta: dict[str, Any], cache_dir: Path | None = None, threads: int | None = None) -> Embedder:
         """The embedder the database's vectors were made with (its `embedding` meta entry, as `embed` wrote it;
         an empty database's queries use the default engine)."""
         return cls(meta.get("model", DEFAULT_MODEL), pooling=meta.get("pooling", "window-mean"),
@@ -80,7 +91,7 @@ class Embedder:
                    engine=meta.get("engine", LEGACY_ENGINE if meta else DEFAULT_ENGINE), cache_dir=cache_dir, threads=threads)
 
     @property
-    def meta(self) -> dict:
+    def meta(self) -> dict[str, Any]:
         """What `embed` stores in the database's meta, and `from_meta` reads back (the dimension apart)."""
         return {"model": self.model_name, "pooling": self.pooling, "precision": self.precision, "engine": self.engine,
                 "key": self.key, "key_hash": self.key_hash}
@@ -100,7 +111,7 @@ class Embedder:
     def loaded(self) -> bool:
         return self._model is not None
 
-    def load(self):
+    def load(self) -> Any:
         with self._lock:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -124,7 +135,7 @@ class Embedder:
                     path, self.precision == "int8")
         return self._model
 
-    def _load_onnx(self, path: str):
+    def _load_onnx(self, path: str) -> Any:
         try:
             from .onnx_bert import load_onnx_encoder
         except ImportError as e:
@@ -154,7 +165,7 @@ class Embedder:
                 break
         return out
 
-    def encode(self, texts: list[str], progress=None) -> np.ndarray:
+    def encode(self, texts: list[str], progress: Any = None) -> np.ndarray:
         model = self.load()
         windows: list[str] = []
         owner: list[int] = []
@@ -192,7 +203,7 @@ def _window_mean(vecs: np.ndarray, owner: list[int], n: int) -> np.ndarray:
 
 
 # -- worker processes (one per core) ---------------------------------------------------------
-_worker_embedder: "Embedder | None" = None
+_worker_embedder: Embedder | None = None
 
 
 def init_worker(model: str, pooling: str, overlap: int, precision: str, engine: str, cache_dir: str) -> None:
@@ -213,7 +224,7 @@ def encode_in_worker(item: tuple[int, list[str]]) -> tuple[int, np.ndarray]:
 class _SentenceTransformerModel:
     """Any sentence-transformers directory, behind the same small interface as `minilm.SentenceEncoder`."""
 
-    def __init__(self, path: str, int8: bool):
+    def __init__(self, path: str, int8: bool) -> None:
         try:
             import torch
             from sentence_transformers import SentenceTransformer

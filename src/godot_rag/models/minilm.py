@@ -12,6 +12,7 @@ sentence-transformers itself.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -22,7 +23,7 @@ from .bert_dir import BertDir, PooledBertEncoder
 
 
 class _Layer(nn.Module):
-    def __init__(self, hidden: int, heads: int, inter: int, eps: float):
+    def __init__(self, hidden: int, heads: int, inter: int, eps: float) -> None:
         super().__init__()
         self.heads = heads
         self.query, self.key, self.value = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
@@ -33,7 +34,7 @@ class _Layer(nn.Module):
         b, n, h = x.shape
         d = h // self.heads
 
-        def split(t):
+        def split(t: torch.Tensor) -> torch.Tensor:
             return t.view(b, n, self.heads, d).transpose(1, 2)
 
         ctx = F.scaled_dot_product_attention(split(self.query(x)), split(self.key(x)), split(self.value(x)),
@@ -45,7 +46,7 @@ class _Layer(nn.Module):
 class BertEncoder(nn.Module):
     """BERT's embeddings and encoder layers (no pooler: mean pooling does not use it)."""
 
-    def __init__(self, cfg: dict):
+    def __init__(self, cfg: dict[str, Any]) -> None:
         super().__init__()
         h, eps = cfg["hidden_size"], cfg["layer_norm_eps"]
         self.word = nn.Embedding(cfg["vocab_size"], h)
@@ -82,12 +83,12 @@ class BertEncoder(nn.Module):
 class SentenceEncoder(PooledBertEncoder):
     """tokenize -> BERT -> masked mean -> unit length, with sentence-transformers' batching."""
 
-    def __init__(self, encoder: BertEncoder, bert: BertDir):
+    def __init__(self, encoder: BertEncoder, bert: BertDir) -> None:
         super().__init__(bert)
         self.encoder = encoder
 
     @torch.inference_mode()
-    def _pooled(self, ids: list, attention_mask: list) -> np.ndarray:
+    def _pooled(self, ids: list[list[int]], attention_mask: list[list[int]]) -> np.ndarray:
         attention = torch.tensor(attention_mask)
         hidden = self.encoder(torch.tensor(ids), attention)
         m = attention.unsqueeze(-1).to(hidden.dtype)

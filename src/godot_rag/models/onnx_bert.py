@@ -15,7 +15,9 @@ import json
 import logging
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -26,52 +28,61 @@ GRAPH_VERSION = 1  # bump when the graph below changes: cached files of another 
 MASKED = -1e9  # added to the attention scores of padding (softmax gives it 0)
 
 
-def _linear(nodes, inits, x: str, weights: dict, theirs: str, name: str) -> str:
+@dataclass
+class Graph:
+    """The ONNX graph being built: its nodes, its initializers (weights and constants), and the model's weights
+    by their names in the safetensors file (less the `bert.` prefix)."""
+    nodes: list[Any]
+    inits: list[Any]
+    weights: dict[str, np.ndarray]
+
+
+def _linear(g: Graph, x: str, theirs: str, name: str) -> str:
     """x @ W.T + b, with W.T stored as its own initializer (what dynamic quantization reads)."""
-    w, b = weights[f"{theirs}.weight"], weights[f"{theirs}.bias"]
-    inits += [_tensor(f"{name}.w", np.ascontiguousarray(w.T)), _tensor(f"{name}.b", b)]
+    w, b = g.weights[f"{theirs}.weight"], g.weights[f"{theirs}.bias"]
+    g.inits += [_tensor(f"{name}.w", np.ascontiguousarray(w.T)), _tensor(f"{name}.b", b)]
     from onnx import helper
 
-    nodes += [helper.make_node("MatMul", [x, f"{name}.w"], [f"{name}.mm"]),
-              helper.make_node("Add", [f"{name}.mm", f"{name}.b"], [name])]
+    g.nodes += [helper.make_node("MatMul", [x, f"{name}.w"], [f"{name}.mm"]),
+                helper.make_node("Add", [f"{name}.mm", f"{name}.b"], [name])]
     return name
 
 
-def _tensor(name: str, array: np.ndarray):
+def _tensor(name: str, array: np.ndarray) -> Any:
     from onnx import numpy_helper
 
     return numpy_helper.from_array(np.asarray(array, dtype=array.dtype), name)
 
 
-def _layer_norm(nodes, inits, x: str, weights: dict, theirs: str, name: str, eps: float) -> str:
+def _layer_norm(g: Graph, x: str, theirs: str, name: str, eps: float) -> str:
     from onnx import helper
 
-    inits += [_tensor(f"{name}.g", weights[f"{theirs}.weight"]), _tensor(f"{name}.b", weights[f"{theirs}.bias"])]
-    nodes.append(helper.make_node("LayerNormalization", [x, f"{name}.g", f"{name}.b"], [name], axis=-1, epsilon=eps))
+    g.inits += [_tensor(f"{name}.g", g.weights[f"{theirs}.weight"]), _tensor(f"{name}.b", g.weights[f"{theirs}.bias"])]
+    g.nodes.append(helper.make_node("LayerNormalization", [x, f"{name}.g", f"{name}.b"], [name], axis=-1, epsilon=eps))
     return name
 
 
-def _attention(nodes, inits, x: str, w: dict, p: str, i: int) -> str:
+def _attention(g: Graph, x: str, p: str, i: int) -> str:
     """Multi-head self-attention of layer i: softmax(q k^T / sqrt(d) + mask) v, heads joined, projected."""
     from onnx import helper
 
-    q, k, v = (_linear(nodes, inits, x, w, f"{p}.attention.self.{n}", f"l{i}.{n}") for n in ("query", "key", "value"))
+    q, k, v = (_linear(g, x, f"{p}.attention.self.{n}", f"l{i}.{n}") for n in ("query", "key", "value"))
     for t in (q, k, v):
-        nodes.append(helper.make_node("Reshape", [t, "heads_shape"], [f"{t}.split"]))
-    nodes += [helper.make_node("Transpose", [f"{q}.split"], [f"{q}.t"], perm=[0, 2, 1, 3]),
-              helper.make_node("Transpose", [f"{k}.split"], [f"{k}.t"], perm=[0, 2, 3, 1]),
-              helper.make_node("Transpose", [f"{v}.split"], [f"{v}.t"], perm=[0, 2, 1, 3]),
-              helper.make_node("MatMul", [f"{q}.t", f"{k}.t"], [f"l{i}.scores"]),
-              helper.make_node("Mul", [f"l{i}.scores", "scale"], [f"l{i}.scaled"]),
-              helper.make_node("Add", [f"l{i}.scaled", "mask_bias"], [f"l{i}.masked"]),
-              helper.make_node("Softmax", [f"l{i}.masked"], [f"l{i}.probs"], axis=-1),
-              helper.make_node("MatMul", [f"l{i}.probs", f"{v}.t"], [f"l{i}.ctx"]),
-              helper.make_node("Transpose", [f"l{i}.ctx"], [f"l{i}.ctx.t"], perm=[0, 2, 1, 3]),
-              helper.make_node("Reshape", [f"l{i}.ctx.t", "joined_shape"], [f"l{i}.joined"])]
-    return _linear(nodes, inits, f"l{i}.joined", w, f"{p}.attention.output.dense", f"l{i}.attn_out")
+        g.nodes.append(helper.make_node("Reshape", [t, "heads_shape"], [f"{t}.split"]))
+    g.nodes += [helper.make_node("Transpose", [f"{q}.split"], [f"{q}.t"], perm=[0, 2, 1, 3]),
+                helper.make_node("Transpose", [f"{k}.split"], [f"{k}.t"], perm=[0, 2, 3, 1]),
+                helper.make_node("Transpose", [f"{v}.split"], [f"{v}.t"], perm=[0, 2, 1, 3]),
+                helper.make_node("MatMul", [f"{q}.t", f"{k}.t"], [f"l{i}.scores"]),
+                helper.make_node("Mul", [f"l{i}.scores", "scale"], [f"l{i}.scaled"]),
+                helper.make_node("Add", [f"l{i}.scaled", "mask_bias"], [f"l{i}.masked"]),
+                helper.make_node("Softmax", [f"l{i}.masked"], [f"l{i}.probs"], axis=-1),
+                helper.make_node("MatMul", [f"l{i}.probs", f"{v}.t"], [f"l{i}.ctx"]),
+                helper.make_node("Transpose", [f"l{i}.ctx"], [f"l{i}.ctx.t"], perm=[0, 2, 1, 3]),
+                helper.make_node("Reshape", [f"l{i}.ctx.t", "joined_shape"], [f"l{i}.joined"])]
+    return _linear(g, f"l{i}.joined", f"{p}.attention.output.dense", f"l{i}.attn_out")
 
 
-def _gelu(nodes, x: str, name: str) -> str:
+def _gelu(nodes: list[Any], x: str, name: str) -> str:
     """BERT's exact gelu: x * 0.5 * (1 + erf(x / sqrt 2)) (ONNX Runtime fuses the pattern)."""
     from onnx import helper
 
@@ -82,7 +93,51 @@ def _gelu(nodes, x: str, name: str) -> str:
     return name
 
 
-def build_graph(bert: BertDir):
+def _constants(w: dict[str, np.ndarray], hidden: int, heads: int) -> list[Any]:
+    """The embedding tables and the constants the nodes name."""
+    return [_tensor("word", w["embeddings.word_embeddings.weight"]),
+            _tensor("position", w["embeddings.position_embeddings.weight"]),
+            _tensor("token_type0", w["embeddings.token_type_embeddings.weight"][0]),
+            _tensor("heads_shape", np.array([0, 0, heads, hidden // heads], dtype=np.int64)),
+            _tensor("joined_shape", np.array([0, 0, hidden], dtype=np.int64)),
+            _tensor("scale", np.array(1 / math.sqrt(hidden // heads), dtype=np.float32)),
+            _tensor("masked", np.array(MASKED, dtype=np.float32)), _tensor("one", np.array(1.0, dtype=np.float32)),
+            _tensor("half", np.array(0.5, dtype=np.float32)), _tensor("sqrt2", np.array(math.sqrt(2), dtype=np.float32)),
+            _tensor("zero_i", np.array(0, dtype=np.int64)), _tensor("one_i", np.array(1, dtype=np.int64)),
+            _tensor("axes_12", np.array([1, 2], dtype=np.int64))]
+
+
+def _embedding_nodes() -> list[Any]:
+    """Token and position embeddings summed (`e.sum`), and the attention mask as a bias (`mask_bias`)."""
+    from onnx import TensorProto, helper
+
+    return [helper.make_node("Gather", ["word", "input_ids"], ["e.word"]),
+            helper.make_node("Shape", ["input_ids"], ["ids_shape"]),
+            helper.make_node("Gather", ["ids_shape", "one_i"], ["n_tokens"], axis=0),
+            helper.make_node("Range", ["zero_i", "n_tokens", "one_i"], ["positions"]),
+            helper.make_node("Gather", ["position", "positions"], ["e.pos"]),
+            helper.make_node("Add", ["e.word", "token_type0"], ["e.wt"]),  # BERT's order of sums
+            helper.make_node("Add", ["e.wt", "e.pos"], ["e.sum"]),
+            helper.make_node("Cast", ["attention_mask"], ["mask_f"], to=TensorProto.FLOAT),
+            helper.make_node("Unsqueeze", ["mask_f", "axes_12"], ["mask_4d"]),
+            helper.make_node("Sub", ["one", "mask_4d"], ["mask_inv"]),
+            helper.make_node("Mul", ["mask_inv", "masked"], ["mask_bias"])]
+
+
+def _encoder_layer(g: Graph, x: str, i: int, eps: float) -> str:
+    from onnx import helper
+
+    p = f"encoder.layer.{i}"
+    attn = _attention(g, x, p, i)
+    g.nodes.append(helper.make_node("Add", [attn, x], [f"l{i}.res1"]))
+    x = _layer_norm(g, f"l{i}.res1", f"{p}.attention.output.LayerNorm", f"l{i}.attn_norm", eps)
+    inter = _gelu(g.nodes, _linear(g, x, f"{p}.intermediate.dense", f"l{i}.inter"), f"l{i}.gelu")
+    out = _linear(g, inter, f"{p}.output.dense", f"l{i}.out")
+    g.nodes.append(helper.make_node("Add", [out, x], [f"l{i}.res2"]))
+    return _layer_norm(g, f"l{i}.res2", f"{p}.output.LayerNorm", f"l{i}.out_norm", eps)
+
+
+def build_graph(bert: BertDir) -> Any:
     """The ONNX model: (input_ids, attention_mask) int64 [batch, tokens] -> last hidden state float32."""
     from onnx import TensorProto, helper
     from safetensors.numpy import load_file
@@ -92,43 +147,15 @@ def build_graph(bert: BertDir):
     pre = "bert." if any(k.startswith("bert.") for k in weights) else ""
     w = {k[len(pre):]: v.astype(np.float32) for k, v in weights.items() if k.startswith(pre)}
     hidden, heads, eps = cfg["hidden_size"], cfg["num_attention_heads"], cfg["layer_norm_eps"]
-    nodes: list = []
-    inits = [_tensor("word", w["embeddings.word_embeddings.weight"]),
-             _tensor("position", w["embeddings.position_embeddings.weight"]),
-             _tensor("token_type0", w["embeddings.token_type_embeddings.weight"][0]),
-             _tensor("heads_shape", np.array([0, 0, heads, hidden // heads], dtype=np.int64)),
-             _tensor("joined_shape", np.array([0, 0, hidden], dtype=np.int64)),
-             _tensor("scale", np.array(1 / math.sqrt(hidden // heads), dtype=np.float32)),
-             _tensor("masked", np.array(MASKED, dtype=np.float32)), _tensor("one", np.array(1.0, dtype=np.float32)),
-             _tensor("half", np.array(0.5, dtype=np.float32)), _tensor("sqrt2", np.array(math.sqrt(2), dtype=np.float32)),
-             _tensor("zero_i", np.array(0, dtype=np.int64)), _tensor("one_i", np.array(1, dtype=np.int64)),
-             _tensor("axes_12", np.array([1, 2], dtype=np.int64))]
-    nodes += [helper.make_node("Gather", ["word", "input_ids"], ["e.word"]),
-              helper.make_node("Shape", ["input_ids"], ["ids_shape"]),
-              helper.make_node("Gather", ["ids_shape", "one_i"], ["n_tokens"], axis=0),
-              helper.make_node("Range", ["zero_i", "n_tokens", "one_i"], ["positions"]),
-              helper.make_node("Gather", ["position", "positions"], ["e.pos"]),
-              helper.make_node("Add", ["e.word", "token_type0"], ["e.wt"]),  # BERT's order of sums
-              helper.make_node("Add", ["e.wt", "e.pos"], ["e.sum"]),
-              helper.make_node("Cast", ["attention_mask"], ["mask_f"], to=TensorProto.FLOAT),
-              helper.make_node("Unsqueeze", ["mask_f", "axes_12"], ["mask_4d"]),
-              helper.make_node("Sub", ["one", "mask_4d"], ["mask_inv"]),
-              helper.make_node("Mul", ["mask_inv", "masked"], ["mask_bias"])]
-    x = _layer_norm(nodes, inits, "e.sum", w, "embeddings.LayerNorm", "e.norm", eps)
+    g = Graph(_embedding_nodes(), _constants(w, hidden, heads), w)
+    x = _layer_norm(g, "e.sum", "embeddings.LayerNorm", "e.norm", eps)
     for i in range(cfg["num_hidden_layers"]):
-        p = f"encoder.layer.{i}"
-        attn = _attention(nodes, inits, x, w, p, i)
-        nodes.append(helper.make_node("Add", [attn, x], [f"l{i}.res1"]))
-        x = _layer_norm(nodes, inits, f"l{i}.res1", w, f"{p}.attention.output.LayerNorm", f"l{i}.attn_norm", eps)
-        inter = _gelu(nodes, _linear(nodes, inits, x, w, f"{p}.intermediate.dense", f"l{i}.inter"), f"l{i}.gelu")
-        out = _linear(nodes, inits, inter, w, f"{p}.output.dense", f"l{i}.out")
-        nodes.append(helper.make_node("Add", [out, x], [f"l{i}.res2"]))
-        x = _layer_norm(nodes, inits, f"l{i}.res2", w, f"{p}.output.LayerNorm", f"l{i}.out_norm", eps)
-    nodes.append(helper.make_node("Identity", [x], ["hidden"]))
+        x = _encoder_layer(g, x, i, eps)
+    g.nodes.append(helper.make_node("Identity", [x], ["hidden"]))
     graph = helper.make_graph(
-        nodes, "bert", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
-                        helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"])],
-        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch", "tokens", hidden])], inits)
+        g.nodes, "bert", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
+                          helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"])],
+        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch", "tokens", hidden])], g.inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="godot-rag")
 
 
@@ -168,11 +195,11 @@ def ensure_graph(bert: BertDir, int8: bool, cache_dir: Path) -> Path:
 class OnnxSentenceEncoder(PooledBertEncoder):
     """tokenize -> BERT (ONNX Runtime) -> masked mean -> unit length, with sentence-transformers' batching."""
 
-    def __init__(self, session, bert: BertDir):
+    def __init__(self, session: Any, bert: BertDir) -> None:
         super().__init__(bert)
         self.session = session
 
-    def _pooled(self, ids: list, attention_mask: list) -> np.ndarray:
+    def _pooled(self, ids: list[list[int]], attention_mask: list[list[int]]) -> np.ndarray:
         attention = np.array(attention_mask, dtype=np.int64)
         hidden = self.session.run(["hidden"], {"input_ids": np.array(ids, dtype=np.int64), "attention_mask": attention})[0]
         m = attention[:, :, None].astype(np.float32)

@@ -8,8 +8,8 @@ from typing import Any
 class NanoRanker:
     name = "nanoranker"
 
-    def __init__(self, cache_size: int = 50_000):
-        self._mod = None
+    def __init__(self, cache_size: int = 50_000) -> None:
+        self._mod: Any = None  # the nanoranker module
         self._lock = threading.Lock()
         self._cache: dict[str, object] = {}  # document text -> embedding; docs repeat across queries
         self._cache_size = cache_size
@@ -18,10 +18,10 @@ class NanoRanker:
     def loaded(self) -> bool:
         return self._mod is not None
 
-    def load(self):
+    def load(self) -> Any:
         return self._load()
 
-    def _load(self):
+    def _load(self) -> Any:
         with self._lock:
             if self._mod is None:
                 try:
@@ -53,7 +53,7 @@ class NanoRanker:
 class LocalCrossEncoder:
     name = "cross-encoder"
 
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         self.path = path
         self._model: Any = None  # a sentence_transformers.CrossEncoder
 
@@ -61,7 +61,7 @@ class LocalCrossEncoder:
     def loaded(self) -> bool:
         return self._model is not None
 
-    def load(self):
+    def load(self) -> Any:
         if self._model is None:
             from sentence_transformers import CrossEncoder
 
@@ -78,14 +78,14 @@ class QwenPointwise:
 
     name = "qwen"
 
-    def __init__(self, llm):
+    def __init__(self, llm: Any) -> None:
         self.llm = llm
 
     @property
     def loaded(self) -> bool:
         return getattr(self.llm, "loaded", True)
 
-    def load(self):
+    def load(self) -> Any:
         return self.llm.load() if hasattr(self.llm, "load") else None
 
     def score(self, query: str, documents: list[str]) -> list[float]:

@@ -11,6 +11,9 @@ from scipy import sparse
 
 from .cache_files import write_replacing
 
+# (vocab: term -> column, tf: documents x terms, doc_len, df): what BM25 needs of a table.
+TermCounts = tuple[dict[str, int], sparse.csc_matrix, np.ndarray, np.ndarray]
+
 
 def _key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -20,7 +23,7 @@ def cache_path(cache_dir: Path, table: str, digest: str, tokenizer_key: str) -> 
     return Path(cache_dir) / f"bm25-{table}-{_key(tokenizer_key)}-{_key(digest)}.npz"
 
 
-def load_counts(cache_dir: Path, table: str, digest: str, tokenizer_key: str, ids: list[str]):
+def load_counts(cache_dir: Path, table: str, digest: str, tokenizer_key: str, ids: list[str]) -> TermCounts | None:
     """(vocab, tf, doc_len, df) from the cache, or None when it holds other content."""
     path = cache_path(cache_dir, table, digest, tokenizer_key)
     if not path.exists():
@@ -35,10 +38,12 @@ def load_counts(cache_dir: Path, table: str, digest: str, tokenizer_key: str, id
         return None  # a damaged file is rebuilt
 
 
-def save_counts(cache_dir: Path, table: str, digest: str, tokenizer_key: str, ids: list[str], vocab: dict,
-                tf: sparse.csc_matrix, doc_len: np.ndarray, df: np.ndarray) -> Path:
-    """Written atomically. Only files of the same table and tokenizer for other content are removed:
-    a cache another tokenizer setting uses is never touched."""
+def save_counts(cache_dir: Path, table: str, digest: str, tokenizer_key: str, ids: list[str],
+                *counts: *TermCounts) -> Path:
+    """`counts`: (vocab, tf, doc_len, df), as `load_counts` returns them. Written atomically. Only files of the
+    same table and tokenizer for other content are removed: a cache another tokenizer setting uses is never touched."""
+    vocab, tf, doc_len, df = counts
+
     def write(tmp: Path) -> None:
         np.savez(tmp, ids=json.dumps(ids), vocab=json.dumps(vocab), tf_data=tf.data, tf_indices=tf.indices,
                  tf_indptr=tf.indptr, tf_shape=np.asarray(tf.shape), doc_len=doc_len, df=df)

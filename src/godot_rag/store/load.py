@@ -5,7 +5,9 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
@@ -17,14 +19,14 @@ from .schema import columns, ensure_schema, get_meta, set_meta
 
 @dataclass
 class LoadStats:
-    tables: dict[str, dict] = field(default_factory=dict)
+    tables: dict[str, dict[str, int]] = field(default_factory=dict)
     skipped: bool = False
 
 
-def read_jsonl(path: Path, table: str) -> list[dict]:
+def read_jsonl(path: Path, table: str) -> list[dict[str, Any]]:
     if not path.exists():
         raise StoreError(f"{path}: file not found (run `godot-rag ingest` first)")
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     key = SCHEMA[table]["key"]
     for n, raw in iter_jsonl(path, lambda n, msg: RecordError(str(path), n, None, msg)):
@@ -36,7 +38,7 @@ def read_jsonl(path: Path, table: str) -> list[dict]:
     return records
 
 
-def _digest(obj) -> str:
+def _digest(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -53,7 +55,7 @@ def files_digest(jsonl_dir: Path) -> str:
     return h.hexdigest()
 
 
-def read_class_reference(jsonl_dir: Path) -> dict | None:
+def read_class_reference(jsonl_dir: Path) -> dict[str, Any] | None:
     path = jsonl_dir / CLASS_REFERENCE_FILE
     if not path.exists():
         return None
@@ -66,14 +68,68 @@ def read_class_reference(jsonl_dir: Path) -> dict | None:
     return data
 
 
-def _row(table: str, rec: dict) -> list:
-    row = []
+def _row(table: str, rec: dict[str, Any]) -> list[Any]:
+    row: list[Any] = []
     for name, kind in SCHEMA[table]["fields"]:
         value = rec[name]
         row.append(Jsonb(value) if kind == "jsonb" else value)
     text = search_text(table, rec)
     row += [text, hashlib.sha256(text.encode()).hexdigest(), _digest(rec)]
     return row
+
+
+@dataclass(frozen=True)
+class PruneRule:
+    """Whether rows the files no longer hold are deleted, and whether more than half a table may go."""
+    prune: bool
+    prune_all: bool
+
+
+def _upsert(conn: psycopg.Connection[Any], table: str, records: list[dict[str, Any]]) -> int:
+    """The table's records copied into a temporary `incoming` table, then upserted where they changed."""
+    cols = [*columns(table), "search_text", "text_hash", "record_hash"]
+    key = SCHEMA[table]["key"]
+    conn.execute(f"CREATE TEMP TABLE incoming (LIKE {table} INCLUDING DEFAULTS) ON COMMIT DROP")
+    with conn.cursor().copy(f"COPY incoming ({', '.join(cols)}) FROM STDIN") as copy:
+        for rec in records:
+            copy.write_row(_row(table, rec))
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols if c != key)
+    cur = conn.execute(
+        f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM incoming "
+        f"ON CONFLICT ({key}) DO UPDATE SET {updates} "
+        f"WHERE {table}.record_hash IS DISTINCT FROM EXCLUDED.record_hash"
+    )
+    return cur.rowcount
+
+
+def _prune(conn: psycopg.Connection[Any], table: str, source: Path, prune_all: bool) -> int:
+    """Deletes the rows `incoming` lacks; refuses to delete more than half the table unless `prune_all`."""
+    key = SCHEMA[table]["key"]
+    gone = f"FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM incoming i WHERE i.{key} = t.{key})"
+    n_gone = _count(conn, f"SELECT count(*) {gone}")
+    n_rows = _count(conn, f"SELECT count(*) FROM {table}")
+    if n_gone and n_gone * 2 > n_rows and not prune_all:
+        # A truncated or wrong file must not wipe the store: the transaction is rolled back.
+        sample = [r[0] for r in conn.execute(f"SELECT t.{key} {gone} ORDER BY t.{key} LIMIT 3").fetchall()]
+        raise StoreError(f"{source}: loading it would delete {n_gone} of "
+                         f"{n_rows} {table} rows (e.g. {', '.join(sample)}); nothing was changed. "
+                         "Pass --prune-all if that is what you want, or --no-prune to keep them.")
+    cur = conn.execute(f"DELETE {gone}")
+    return cur.rowcount
+
+
+def _count(conn: psycopg.Connection[Any], query: str) -> int:
+    row = conn.execute(query).fetchone()
+    assert row is not None  # a count(*) always has its row
+    return int(row[0])
+
+
+def _load_table(conn: psycopg.Connection[Any], table: str, records: list[dict[str, Any]], jsonl_dir: Path,
+                rule: PruneRule) -> dict[str, int]:
+    changed = _upsert(conn, table, records)
+    deleted = _prune(conn, table, jsonl_dir / SCHEMA[table]["file"], rule.prune_all) if rule.prune else 0
+    conn.execute("DROP TABLE incoming")
+    return {"rows": len(records), "inserted_or_updated": changed, "deleted": deleted}
 
 
 def load_jsonl(db: Database, jsonl_dir: Path, *, prune: bool = True, force: bool = False, quiet: bool = False,
@@ -94,34 +150,7 @@ def load_jsonl(db: Database, jsonl_dir: Path, *, prune: bool = True, force: bool
                 stats.tables[table] = {"rows": len(data[table]), "inserted_or_updated": 0, "deleted": 0}
             return stats
         for table in tqdm(SCHEMA, desc="load tables", disable=quiet, unit="table"):
-            cols = columns(table) + ["search_text", "text_hash", "record_hash"]
-            key = SCHEMA[table]["key"]
-            conn.execute(f"CREATE TEMP TABLE incoming (LIKE {table} INCLUDING DEFAULTS) ON COMMIT DROP")
-            with conn.cursor().copy(f"COPY incoming ({', '.join(cols)}) FROM STDIN") as copy:
-                for rec in data[table]:
-                    copy.write_row(_row(table, rec))
-            updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols if c != key)
-            cur = conn.execute(
-                f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM incoming "
-                f"ON CONFLICT ({key}) DO UPDATE SET {updates} "
-                f"WHERE {table}.record_hash IS DISTINCT FROM EXCLUDED.record_hash"
-            )
-            changed = cur.rowcount
-            deleted = 0
-            if prune:
-                gone = f"FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM incoming i WHERE i.{key} = t.{key})"
-                n_gone = conn.execute(f"SELECT count(*) {gone}").fetchone()[0]
-                n_rows = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-                if n_gone and n_gone * 2 > n_rows and not prune_all:
-                    # A truncated or wrong file must not wipe the store: the transaction is rolled back.
-                    sample = [r[0] for r in conn.execute(f"SELECT t.{key} {gone} ORDER BY t.{key} LIMIT 3").fetchall()]
-                    raise StoreError(f"{jsonl_dir / SCHEMA[table]['file']}: loading it would delete {n_gone} of "
-                                     f"{n_rows} {table} rows (e.g. {', '.join(sample)}); nothing was changed. "
-                                     "Pass --prune-all if that is what you want, or --no-prune to keep them.")
-                cur = conn.execute(f"DELETE {gone}")
-                deleted = cur.rowcount
-            conn.execute("DROP TABLE incoming")
-            stats.tables[table] = {"rows": len(data[table]), "inserted_or_updated": changed, "deleted": deleted}
+            stats.tables[table] = _load_table(conn, table, data[table], jsonl_dir, PruneRule(prune, prune_all))
         if class_reference is not None:
             set_meta(conn, "class_reference", class_reference)
         set_meta(conn, "loaded_digest", digest)
