@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
@@ -92,7 +92,7 @@ class RetrieveConfig(BaseModel):
     k_api: int = Field(15, ge=0, le=100, strict=True, description="F: member entries of the resolved API uses, after the guides")
     resolve_max_hops: int = Field(1, ge=0, le=5, strict=True, description="F: call chains followed through return types")
 
-    def __init__(self, **data):
+    def __init__(self, **data: Any) -> None:
         unknown = [k for k in data if k not in type(self).model_fields]
         if unknown:
             raise ConfigError(f"unknown setting(s) {', '.join(clip(k) for k in unknown[:5])}; valid: {', '.join(sorted(type(self).model_fields))}")
@@ -114,7 +114,7 @@ class RetrieveConfig(BaseModel):
         return cls(**data)
 
     @classmethod
-    def merged(cls, base: object = None, **named) -> "RetrieveConfig":
+    def merged(cls, base: object = None, **named: Any) -> RetrieveConfig:
         """The one merge of settings: a table of them (a TOML file's [retrieve], a request's `config`),
         overridden by named values (flags, `--set`, a request's own fields); None leaves a name unset."""
         if base is not None and not isinstance(base, dict):
@@ -122,7 +122,7 @@ class RetrieveConfig(BaseModel):
         return cls.from_mapping(dict(base or {}) | {k: v for k, v in named.items() if v is not None})
 
     @classmethod
-    def from_file(cls, path: Path, **overrides) -> "RetrieveConfig":
+    def from_file(cls, path: Path, **overrides: Any) -> RetrieveConfig:
         try:
             with open(path, "rb") as fh:
                 data = tomllib.load(fh)

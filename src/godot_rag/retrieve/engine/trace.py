@@ -34,7 +34,7 @@ def per_candidate(cls: type[_Info]) -> type[_Info]:
     defaults = {name: f.default for name, f in cls.model_fields.items() if not f.is_required()}
     names = tuple(cls.model_fields)  # the JSON's key order
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self: _Info, **data: Any) -> None:
         object.__setattr__(self, "__dict__", {n: data[n] if n in data else defaults[n] for n in names})
         object.__setattr__(self, "__pydantic_fields_set__", set(data))
         object.__setattr__(self, "__pydantic_extra__", None)

@@ -23,7 +23,7 @@ class Candidate(BaseModel):
 
     @field_validator("trace", mode="before")
     @classmethod
-    def _typed(cls, value):
+    def _typed(cls, value: Any) -> Any:  # raw input: a parsed JSON dict, or infos already typed
         """Parsed JSON (a cached or remote result) comes back as the same typed infos."""
         if isinstance(value, dict):
             return {k: STAGE_INFO[k].model_validate(v) if isinstance(v, dict) and k in STAGE_INFO else v
@@ -79,7 +79,7 @@ class Candidate(BaseModel):
         for stage, info in other.trace.items():
             self.trace.setdefault(stage, info)
 
-    def info(self, stage: str):
+    def info(self, stage: str) -> Any:  # the info's class depends on the stage (STAGE_INFO)
         """This candidate's info from `stage`, or None when that stage did not see it."""
         got = self.trace.get(stage)
         if type(got) is Pending:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from ...gdscript.classref import ClassReference
 from ..engine.stage import Stage
 from ..engine.state import PartKey, Pool, QueryContext
 from ..engine.trace import SCORE_DIGITS, ApiInfo, ApiUseEntry
@@ -15,7 +16,7 @@ from ..query.parse import FACTS, RESOLUTION
 BOLD_NAME_RE = re.compile(r"\*\*(@?[A-Za-z_\\][A-Za-z0-9_\\]*)\*\*")
 
 
-def build_api_index(docs: Mapping[str, dict], ref) -> dict:
+def build_api_index(docs: Mapping[str, dict[str, Any]], ref: ClassReference) -> dict[str, Any]:
     """Where the class reference documents each member: (class, member) -> docs chunk id,
     class -> its page's first chunk, page path -> class."""
     page_class = {info["page"]: cls for cls, info in ref.classes.items()}

@@ -30,7 +30,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from ...gdscript.facts import IDENT_RE, KEYWORDS
 from ...records import evidence_text, model_text
@@ -55,6 +55,15 @@ STALE_SHOWN = 3  # skipped calibrations the trace names
 CACHE_SIZE = 4096  # judged questions kept per process (a long-running `serve` stays bounded)
 _cache: "OrderedDict[tuple, dict]" = OrderedDict()
 _cache_lock = threading.Lock()  # questions to a server are asked from several threads
+
+
+class JudgeLLM(Protocol):
+    """What the judge asks of an LLM (models.llm's local, remote and bundled ones)."""
+    parallel: int  # questions it serves at once
+
+    def identity(self) -> dict[str, Any]: ...
+
+    def judge_answer(self, system: str, user: str, *, evidence: bool = False) -> dict[str, Any]: ...
 
 
 def numbered(chunk: str) -> str:
@@ -131,7 +140,7 @@ def check_cited(cited: list[str], chunk: str, record_text: str) -> tuple[list[st
     return ok, bad
 
 
-def ask(llm, chunk: str, key: str, question: str, evidence: bool) -> dict:
+def ask(llm: JudgeLLM, chunk: str, key: str, question: str, evidence: bool) -> dict:
     """One judged question, cached per (model, chunk, question)."""
     ident = llm.identity()
     ck = (ident["model"], ident.get("sha256"), hashlib.sha256(chunk.encode()).hexdigest(), key, evidence,
@@ -274,7 +283,7 @@ def judge_jobs(ctx: QueryContext, occ_targets: list[tuple[Candidate, Occurrence]
     return jobs
 
 
-def ask_all(llm, chunk: str, jobs: list[JudgeJob]) -> list[dict]:
+def ask_all(llm: JudgeLLM, chunk: str, jobs: list[JudgeJob]) -> list[dict]:
     """The answers, in the jobs' order; asked in parallel where the LLM serves several at once (a server)."""
     def one(job: JudgeJob) -> dict:
         return ask(llm, chunk, job.key, job.text, job.cite)

@@ -41,23 +41,18 @@ from ..engine.stage import Stage
 from ..engine.state import Pool, QueryContext
 from ..engine.trace import JudgeInfo, ValidateInfo
 from ..engine.types import Candidate
-from ..migration.occurrences import ChunkScope, Occurrences, mapping_occurrences
+from ..migration.occurrences import Occurrences, mapping_occurrences
 from ..migration.version import EVIDENCE_STATUSES, WEAK_OVERRULES, decide_ambiguous, evidence_rank
+from ..migration.version_occurrence import ChunkScope
 from ..migration.version_stage import OCCURRENCES, VERSION_MARKERS
 from ..query.parse import FACTS, RESOLUTION
 from ..recall.codematch import renameable_names
 from ..recall.embedding import VECTORS
 from ..recall.prefilter import absent_reason
 from .api_source import CLASS_USES
-from .docs_evidence import (
-    CONFIDENCE_DIGITS,
-    copied_page_overrules,
-    docs_evidence,
-    model_shared,
-    other_members_overruled,
-    same_evidence_overrules,
-)
-from .docs_features import missing_cosines
+from .docs_evidence import CONFIDENCE_DIGITS, docs_evidence
+from .docs_overrules import copied_page_overrules, model_shared, other_members_overruled, same_evidence_overrules
+from .guide_decision import missing_cosines
 from .validation_context import VALIDATION, MappingConfidence, ValidationContext
 
 __all__ = ["ChunkScope", "ValidationContext", "Occurrences", "validate", "docs_evidence", "copied_page_overrules",

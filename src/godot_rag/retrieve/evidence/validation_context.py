@@ -9,10 +9,12 @@ from functools import cached_property
 from ...gdscript.facts import IDENT_RE, GDScriptFacts
 from ..engine.config import RetrieveConfig
 from ..engine.state import PartKey
-from ..migration.occurrences import ChunkScope
 from ..migration.version import VersionContext
+from ..migration.version_occurrence import ChunkScope
 from .api_source import ClassUse
-from .docs_features import ChunkSide, DocsApiStats, GuideModel, chunk_side, migrated_api
+from .chunk_side import ChunkSide, chunk_side, migrated_api
+from .docs_stats import DocsApiStats
+from .guide_model import GuideModel
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,12 @@ Godot 4 name, and the answer says so."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel
 
+from ..engine.resources import Resources
 from ..migration.version import CLASS_TYPES
 
 SYMBOL_RE = re.compile(r"^@?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
@@ -33,11 +36,11 @@ class LookupResult(BaseModel):
     record: dict | None = None
 
 
-def _renames(mappings: dict[str, dict], name: str, types: set[str]) -> list[dict]:
+def _renames(mappings: Mapping[str, dict[str, Any]], name: str, types: set[str]) -> list[dict[str, Any]]:
     return [m for m in mappings.values() if m["source_api"] == name and m["change_type"] in types]
 
 
-def lookup(retriever, symbol: str) -> LookupResult:
+def lookup(retriever: Resources, symbol: str) -> LookupResult:
     symbol = (symbol or "").strip()
     if not SYMBOL_RE.match(symbol):
         raise SymbolError(f"{symbol[:80]!r}: give a class or Class.member, e.g. CharacterBody2D or Input.is_action_pressed")
@@ -52,8 +55,8 @@ def lookup(retriever, symbol: str) -> LookupResult:
         target = renamed[0]["target_api"] if renamed else None
         if target is not None and ref.has_class(target):
             cls = target
-        elif not member and ref.global_member(cls):  # a global function or constant: `load`, `PI`
-            cls, member = ref.global_member(cls)[0], cls
+        elif not member and (glob := ref.global_member(cls)):  # a global function or constant: `load`, `PI`
+            cls, member = glob[0], cls
         else:
             near = ref.where(cls)
             raise SymbolError(f"{cls}: no such class in the Godot 4 class reference, nor a Godot 3 class that was renamed"
@@ -64,13 +67,13 @@ def lookup(retriever, symbol: str) -> LookupResult:
     if member:
         found = ref.member(cls, member)
         if found is None:
-            member_renames = [m for m in _renames(mappings, member, MEMBER_RENAME_TYPES) if ref.member(cls, m["target_api"])]
+            member_renames = [(m, f) for m in _renames(mappings, member, MEMBER_RENAME_TYPES) if (f := ref.member(cls, m["target_api"]))]
             if not member_renames:
                 raise SymbolError(f"{cls}.{member}: {cls} has no member {member} in Godot 4"
                                   + (f" (Godot 4 documents {', '.join(ref.where(member))})" if ref.where(member) else ""))
-            renamed += member_renames[:1]
-            member = member_renames[0]["target_api"]
-            found = ref.member(cls, member)
+            first, found = member_renames[0]
+            renamed.append(first)
+            member = first["target_api"]
         owner, minfo = found
         rid = index["members"].get((owner, member)) or index["first"].get(owner)
         out.update(member=member, owner=owner, kind=minfo.get("kind") or "member", type=ref.type_of(minfo),

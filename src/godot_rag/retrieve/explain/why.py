@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ...gdscript.facts import parse_chunk
+from ...gdscript.facts import GDScriptFacts, parse_chunk
 from ...records import TABLES
 from ..engine.trace import CutInfo
 from ..engine.types import Candidate, RetrieveResult
@@ -55,8 +55,8 @@ def page_of(record_id: str) -> str:
     return record_id.split("#", 1)[0]
 
 
-def _cell(stage: str, info, list_rank: int | None) -> dict:
-    """{present, rank, score, verdict, detail} of one record at one stage."""
+def _cell(stage: str, info: Any, list_rank: int | None) -> dict:
+    """{present, rank, score, verdict, detail} of one record at one stage (`info`: that stage's, of its own class)."""
     if info is None and list_rank is None:
         return {"present": False}
     cell = {"present": True, "rank": getattr(info, "rank", None) if info is not None else None, "score": None,
@@ -107,7 +107,7 @@ def absent_source(result: RetrieveResult, table: str, rid: str, records: Mapping
 
 
 @lru_cache(maxsize=8)
-def _facts(chunk: str):
+def _facts(chunk: str) -> GDScriptFacts:
     return parse_chunk(chunk)
 
 

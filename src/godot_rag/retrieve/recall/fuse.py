@@ -179,7 +179,7 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> l
                 merged[c.id] = c  # this query's own copy, from the stage before; the other texts' copies go
             ranks.setdefault(c.id, [None] * len(lists))[li] = i + 1
 
-    def key(cid: str):
+    def key(cid: str) -> tuple[int, int, int, str]:
         r = ranks[cid]
         return (min(x for x in r if x), r[0] or NO_RANK, min((x for x in r[1:] if x), default=NO_RANK), cid)
 

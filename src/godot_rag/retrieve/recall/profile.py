@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Protocol
 
 from ...gdscript.facts import IDENT_RE
 from ..engine.stage import Stage
@@ -98,7 +98,12 @@ def profile_queries(profile: dict, checked: dict) -> tuple[str, str]:
     return lexical, dense
 
 
-def request_profile(llm, chunk: str) -> tuple[dict, dict]:
+class ChatLLM(Protocol):
+    """What the profile stage asks of an LLM (models.llm's): a chat turn, its reply as JSON under a schema."""
+    def chat(self, system: str, user: str, *, max_tokens: int = ..., json_schema: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+
+def request_profile(llm: ChatLLM, chunk: str) -> tuple[dict, dict]:
     res = llm.chat(SYSTEM, "SOURCE_CODE:\n" + chunk[:4000], max_tokens=300, json_schema=PROFILE_SCHEMA)
     profile, problems = parse_profile(res["text"])
     return profile, {"raw_answer": res["text"], "parse_problems": problems, "model": getattr(llm, "name", "llm")}
