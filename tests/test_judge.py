@@ -13,12 +13,12 @@ from godot_rag.eval.judge_calibration import (
     roc_auc,
 )
 from godot_rag.records import model_text
-from godot_rag.retrieve.evidence.judge import focused_text
 from godot_rag.retrieve.engine.config import ConfigError, RetrieveConfig
 from godot_rag.retrieve.engine.trace import ValidateInfo
 from godot_rag.retrieve.engine.types import Candidate
 from godot_rag.retrieve.evidence.judge import (
     asked_occurrence,
+    focused_text,
     numbered,
     occurrence_question,
     prompt_id,
@@ -173,6 +173,7 @@ def test_a_finding_follows_the_mapping_the_judge_rejected():
     from godot_rag.retrieve.engine.state import QueryContext
     from godot_rag.retrieve.engine.trace import JudgeInfo
     from godot_rag.retrieve.evidence.validate import follow_mappings
+    from godot_rag.retrieve.evidence.validation_context import VALIDATION
 
     chunk = "export var speed = 1\nfunc _ready():\n\tvar v = Viewport.new()"
     start = chunk.index("Viewport")
@@ -184,7 +185,7 @@ def test_a_finding_follows_the_mapping_the_judge_rejected():
     proto.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=1.0, evidence=[], contradictions=[],
                                              reasons=[]))
     ctx = QueryContext(chunk=chunk, strategy="F", cfg=RetrieveConfig(), resources=None)
-    ctx.validation = SimpleNamespace(facts=parse_chunk(chunk))
+    ctx[VALIDATION] = SimpleNamespace(facts=parse_chunk(chunk))  # the part the validate stage provides
     kept = follow_mappings(ctx, {"api_mapping": [[mapping]], "label_prototypes": [[proto]]})
     assert kept[0].verdict == "accept" and kept[0] is proto  # the mapping still stands: nothing changes
     rejected = mapping.derive()

@@ -173,7 +173,8 @@ class Retriever:
                 stats = DocsApiStats.build(self.records("docs_chunks"), self.class_reference())
                 return (stats.n_records, stats.member_records, stats.class_records, stats.construct_records, stats.page_nodes,
                         stats.section_classes, stats.native_pages)
-            n, members, classes, constructs, page_nodes, sections, native = self._derived("docs_api_stats", ["docs_chunks"], counts)
+            n, members, classes, constructs, page_nodes, sections, native = self._derived("docs_api_stats", ["docs_chunks"],
+                                                                                           counts)
             return model, DocsApiStats(self.class_reference(), n, members, classes, dict(model.chunk_share), constructs,
                                        page_nodes, sections, native)
         return self._once("guide_model", build)

@@ -221,4 +221,4 @@ StageFn = Callable[[QueryContext, Pool], Pool]
 # `tsquery`: A's query and row counts; `texts`: the BM25 query texts, the chunk when no stage sets them).
 # The typed parts are named by their keys; these are the names the keys may take.
 KEYED_PARTS = ("tokens", "vectors", "facts", "resolution", "version", "occurrences", "class_uses", "validation")
-PARTS = KEYED_PARTS + ("texts", "lists.bm25", "lists.embedding", "pool", "verdicts", "cut", "tsquery")
+PARTS = (*KEYED_PARTS, "texts", "lists.bm25", "lists.embedding", "pool", "verdicts", "cut", "tsquery")

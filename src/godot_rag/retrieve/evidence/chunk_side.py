@@ -75,7 +75,8 @@ def chunk_side(stats: DocsApiStats, resolution: Resolution, facts: GDScriptFacts
     `migrated`: `migrated_api`, the Godot 4 members its Godot 3 uses become (globals among them)."""
     mine = chunk_classes(resolution, facts, stats.ref)
     if renamed:
-        mine |= {renamed[i] for i in facts.identifiers if i in renamed and i not in facts.declared and stats.ref.has_class(renamed[i])}
+        mine |= {renamed[i] for i in facts.identifiers
+                 if i in renamed and i not in facts.declared and stats.ref.has_class(renamed[i])}
     migrated = dict(migrated or {})
     globals_ = set(global_uses(facts, resolution, stats.ref)) | {a for a in migrated if a.startswith("@")}
     return ChunkSide(frozenset(facts.declared | facts.functions), frozenset(mine), untyped_members(facts.code, stats.ref),

@@ -9,6 +9,7 @@ class the chunk uses when it is a class-reference record, and with
 confidence = support / (support + against_factor * against + prior) >= min_confidence."""
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ def _pairs(chains: list[str]) -> set[str]:
     out: set[str] = set()
     for ch in chains:
         parts = ch.split(".")
-        out.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]))
+        out.update(f"{a}.{b}" for a, b in itertools.pairwise(parts))
     return out
 
 

@@ -107,7 +107,8 @@ def member_clashes(ref: ClassReference, chunk_api: set[str], rec_api: set[str], 
     return clashes
 
 
-def guide_features(stats: DocsApiStats, resolution: Resolution, facts: GDScriptFacts, rec: dict[str, Any], *, clone: float, bm25_rank: int | None,
+def guide_features(stats: DocsApiStats, resolution: Resolution, facts: GDScriptFacts, rec: dict[str, Any], *,
+                   clone: float, bm25_rank: int | None,
                    cosine: float | None, hub_rate: float, side: ChunkSide | None = None) -> tuple[dict[str, float], dict]:
     """The named feature values for one (chunk, guide record), and what they rest on (for the trace). `side`: the
     chunk's `chunk_side`, when the caller keeps it for the chunk's other records."""
@@ -184,7 +185,8 @@ def guide_features(stats: DocsApiStats, resolution: Resolution, facts: GDScriptF
              "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
              "rivals": fit["rivals"][:BASIS_SHOWN], "worlds": fit["worlds"],
              "foreign_class": {"class": foreign[0], "specificity": foreign[1]} if foreign else None,
-             "native_code": native_code(rec), "native_page": native_page(stats, rec), "foreign_section": foreign_section(stats, side, rec),
+             "native_code": native_code(rec), "native_page": native_page(stats, rec),
+             "foreign_section": foreign_section(stats, side, rec),
              # shared API the chunk writes under its Godot 3 name (migrated_api)
              "migrated": [{"api": a, "written": side.migrated[a]} for a in shared_code + shared_prose + shared_globals
                           if a in side.migrated]}

@@ -52,7 +52,7 @@ class DocsApiStats:
     _untyped: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def build(cls, docs: Mapping[str, dict], ref: ClassReference, chunk_share: dict[str, float] | None = None) -> "DocsApiStats":
+    def build(cls, docs: Mapping[str, dict], ref: ClassReference, chunk_share: dict[str, float] | None = None) -> DocsApiStats:
         members: dict[str, int] = {}
         classes: dict[str, int] = {}
         constructs: Counter = Counter()

@@ -22,7 +22,7 @@ class GuideModel:
     meta: dict
 
     @classmethod
-    def from_dict(cls, data: dict) -> "GuideModel":
+    def from_dict(cls, data: dict) -> GuideModel:
         return cls(dict(data["weights"]), float(data["bias"]), float(data["threshold"]),
                    dict(data.get("page_accept_rate") or {}), dict(data.get("chunk_share") or {}),
                    {k: data[k] for k in ("data_digest", "fitted_on", "n", "cv", "threshold_from") if k in data})
@@ -32,4 +32,5 @@ class GuideModel:
         logit = self.bias + sum(contrib.values())
         p = 1.0 / (1.0 + math.exp(-max(-LOGIT_LIMIT, min(LOGIT_LIMIT, logit))))
         return {"features": values, "contributions": contrib, "bias": round(self.bias, RATIO_DIGITS),
-                "logit": round(logit, RATIO_DIGITS), "p": round(p, RATIO_DIGITS), "threshold": self.threshold, "accepted": p >= self.threshold}
+                "logit": round(logit, RATIO_DIGITS), "p": round(p, RATIO_DIGITS), "threshold": self.threshold,
+                "accepted": p >= self.threshold}

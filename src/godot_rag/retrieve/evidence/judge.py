@@ -53,7 +53,7 @@ LITERALS_ASKED = 10  # shared literals whose record lines a docs question shows
 NOTES_CHARS, LINE_CHARS = 300, 200  # of a mapping's notes and of the chunk's line, in an occurrence question
 STALE_SHOWN = 3  # skipped calibrations the trace names
 CACHE_SIZE = 4096  # judged questions kept per process (a long-running `serve` stays bounded)
-_cache: "OrderedDict[tuple, dict]" = OrderedDict()
+_cache: OrderedDict[tuple, dict] = OrderedDict()
 _cache_lock = threading.Lock()  # questions to a server are asked from several threads
 
 
@@ -122,7 +122,8 @@ def prompt_id() -> str:
     line = "\tvar v = Viewport.new()" + " " * 250 + "# end"
     doc = Candidate(table="docs_chunks", id="p#0", payload={
         "section_path": ["Page", "Section"],
-        "content": "Viewport.new() and play() " + "long " * 60 + "\n" + "".join(f"Line {i} about Viewport.new() and play(){' and more' * i}.\n" for i in range(30))})
+        "content": "Viewport.new() and play() " + "long " * 60 + "\n"
+                   + "".join(f"Line {i} about Viewport.new() and play(){' and more' * i}.\n" for i in range(30))})
     rename = Candidate(table="api_mapping", id="m", payload={"source_api": "Viewport", "target_api": "SubViewport",
                                                              "change_type": "class_rename", "notes": "Renamed. " * 60})
     literals = [f"Viewport.new{i}" for i in range(12)] + ["play"]
@@ -165,8 +166,9 @@ def table_calibration(cal: dict | None, table: str, override: float | None) -> d
     if override is not None:
         return {**t, "mode": "decide", "threshold": override, "threshold_from": "request"}
     if table not in tables:
-        return {"mode": "annotate", "calibrated": False, "threshold": None, "why": "no calibration for this model and table: annotate only "
-                                                              "(run `godot-rag judge calibrate`, or set judge_thresholds)"}
+        return {"mode": "annotate", "calibrated": False, "threshold": None,
+                "why": "no calibration for this model and table: annotate only "
+                       "(run `godot-rag judge calibrate`, or set judge_thresholds)"}
     if t.get("mode") != "decide" or t.get("threshold") is None:
         return {**t, "mode": "annotate", "why": t.get("why") or "the calibration separates nothing: annotate only"}
     return {**t, "threshold_from": "calibration"}
@@ -379,7 +381,7 @@ def focused_text(table: str, rec: dict, literals: list[str], limit: int = 300) -
     for score, i in ranked:
         if score == 0:
             break
-        trial = sorted(keep + [i])
+        trial = sorted([*keep, i])
         if len(_excerpt(head, lines, trial)) <= limit:
             keep = trial
     return _excerpt(head, lines, keep) if keep else model_text(table, rec, limit)

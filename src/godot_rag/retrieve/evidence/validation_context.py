@@ -48,7 +48,7 @@ class MappingConfidence:
     weak: float  # the most, with only weak evidence (a node name, a comment)
 
     @classmethod
-    def of(cls, cfg: RetrieveConfig) -> "MappingConfidence":
+    def of(cls, cfg: RetrieveConfig) -> MappingConfidence:
         return cls(cfg.mapping_confidence_sure, cfg.mapping_confidence_ambiguous, cfg.mapping_confidence_weak)
 
 
@@ -64,8 +64,10 @@ class ValidationContext(ChunkScope):
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
     min_guide_specificity: float = 0.0  # a guide sharing only less specific API is generic (docs_features.decide_guide)
-    same_evidence: bool = True  # a guide showing nothing a guide retrieved before it does not is rejected (same_evidence_overrules)
-    min_api_specificity: float = 0.0  # a class-reference entry of only less specific uses is generic (0: off; the setting's default is RetrieveConfig's)
+    # a guide showing nothing a guide retrieved before it does not is rejected (same_evidence_overrules)
+    same_evidence: bool = True
+    # a class-reference entry of only less specific uses is generic (0: off; the setting's default is RetrieveConfig's)
+    min_api_specificity: float = 0.0
     docs: DocsEvidenceSettings = DOCS_EVIDENCE
     mapping_confidence: MappingConfidence = field(default_factory=lambda: MappingConfidence.of(RetrieveConfig()))
     guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (docs_features.py)
@@ -89,7 +91,7 @@ class ValidationContext(ChunkScope):
         return long_rare_names(self, strings=True)
 
     @cached_property
-    def alone(self) -> "ValidationContext":
+    def alone(self) -> ValidationContext:
         """This context with the chunk's own resolution (`Resolution.chunk_alone`): what the mapping, finding and
         guide decisions read. The guide model's features were fitted on chunks alone, and a Godot 3 use is the
         chunk's to show; only the class-reference entries read what the project's declarations typed."""

@@ -67,7 +67,8 @@ def lookup(retriever: Resources, symbol: str) -> LookupResult:
     if member:
         found = ref.member(cls, member)
         if found is None:
-            member_renames = [(m, f) for m in _renames(mappings, member, MEMBER_RENAME_TYPES) if (f := ref.member(cls, m["target_api"]))]
+            member_renames = [(m, f) for m in _renames(mappings, member, MEMBER_RENAME_TYPES)
+                              if (f := ref.member(cls, m["target_api"]))]
             if not member_renames:
                 raise SymbolError(f"{cls}.{member}: {cls} has no member {member} in Godot 4"
                                   + (f" (Godot 4 documents {', '.join(ref.where(member))})" if ref.where(member) else ""))

@@ -64,7 +64,9 @@ def mapping_occurrences(v: ChunkScope, c: Candidate) -> dict[str, list[dict[str,
     for d in decisions:
         neg = _claimed(facts, p.get("negative_patterns") or [], d["start"], d["end"]) if d["status"] != "ignored" else None
         if neg:
-            d["status"], d["why"], d["rule"] = "ignored", f"line {d['line']}:{d['col']}: claimed by negative pattern {neg[:NEGATIVE_QUOTED]}", "negative_pattern"
+            why = f"line {d['line']}:{d['col']}: claimed by negative pattern {neg[:NEGATIVE_QUOTED]}"
+            d["status"], d["why"], d["rule"] = "ignored", why, "negative_pattern"
         elif d["status"] != "ignored" and not regex_terms and src in facts.declared and not _overrides_virtual(p, facts):
-            d["status"], d["why"], d["rule"] = "ignored", f"line {d['line']}:{d['col']}: the chunk declares '{src}' itself", "declared_by_chunk"
+            why = f"line {d['line']}:{d['col']}: the chunk declares '{src}' itself"
+            d["status"], d["why"], d["rule"] = "ignored", why, "declared_by_chunk"
     return {"occurrences": decisions}

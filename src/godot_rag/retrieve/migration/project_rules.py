@@ -85,7 +85,8 @@ def declared_by_project(o: Occurrence) -> str | None:
         s = below[0]
         return (f"{o.where}: '{o.src}' is declared by the project at {s.where()} ({s.kind.replace('_', ' ')}), "
                 f"in a class below {missing.missing_on}")
-    if o.declaration and o.change in METHOD_TYPES and godot3_override(o.ref, o.renamed, o.res, o.mapping, stated_classes(o.mapping)):
+    overrides = o.declaration and o.change in METHOD_TYPES
+    if overrides and godot3_override(o.ref, o.renamed, o.res, o.mapping, stated_classes(o.mapping)):
         return None  # the declaration overrides an engine virtual: the engine's name, not the project's
     cls = o.receiver()
     found = o.index.member(cls, o.src) if cls and o.index.is_class(cls) else None

@@ -72,7 +72,7 @@ def run_segment(ctx: QueryContext, pool: Pool) -> Pool:
     if ctx.cfg.segments:
         segs = split_segments(ctx.chunk)
         if len(segs) > 1:
-            ctx.texts = [ctx.chunk] + segs
+            ctx.texts = [ctx.chunk, *segs]
             ctx.trace.segments = segs
     ctx.note(segments=len(ctx.texts) - 1)
     return pool

@@ -60,7 +60,7 @@ class BM25Index:
     def idf(self, df: np.ndarray) -> np.ndarray:
         return idf(self.n_docs, df)
 
-    def with_params(self, params: BM25Params) -> "BM25Index":
+    def with_params(self, params: BM25Params) -> BM25Index:
         """The same counts under other k1/b: only the weights are computed again, the counts are shared."""
         return self if params == self.params else replace(self, params=params)
 

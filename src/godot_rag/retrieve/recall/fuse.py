@@ -170,7 +170,7 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> l
     """Interleave the whole-chunk list with per-segment lists: a candidate's merged rank is its
     best rank in any list (ties go to candidates of the whole-chunk list), so the best answer
     for each part of a chunk that touches several topics reaches the top ranks."""
-    lists = [whole] + segments
+    lists = [whole, *segments]
     merged: dict[str, Candidate] = {}
     ranks: dict[str, list[int | None]] = {}
     for li, cands in enumerate(lists):

@@ -33,7 +33,7 @@ def _wait_for_loads() -> None:
 def _load_quietly(embedder: Embedder) -> None:
     try:
         embedder.load()
-    except Exception:  # noqa: BLE001 - the embed_query stage loads it again and reports the error there
+    except Exception:  # any: the embed_query stage loads it again and reports the error there
         pass
     finally:
         _LOADING.discard(threading.current_thread())

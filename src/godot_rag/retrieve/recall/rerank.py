@@ -45,7 +45,8 @@ def apply_rerank(candidates: list[Candidate], model_scores: list[float], backend
     out = []
     for i, (c, raw, before_score, before) in enumerate(scored):
         c.rank = i + 1
-        c.add_stage("rerank", RerankInfo(backend=backend, model_score=round(raw, SCORE_DIGITS), score_before=round(before_score, SCORE_DIGITS),
+        c.add_stage("rerank", RerankInfo(backend=backend, model_score=round(raw, SCORE_DIGITS),
+                                         score_before=round(before_score, SCORE_DIGITS),
                                          weight=weight, score=round(c.score, SCORE_DIGITS), rank_before=before, rank=i + 1,
                                          rank_change=(before or c.rank) - c.rank))
         out.append(c)
