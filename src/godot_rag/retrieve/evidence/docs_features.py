@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import Any
 
 from ...gdscript.classref import ClassReference
@@ -107,23 +109,53 @@ def member_clashes(ref: ClassReference, chunk_api: set[str], rec_api: set[str], 
     return clashes
 
 
+@dataclass(frozen=True)
+class Shared:
+    """What one guide record shares with the chunk, and how its classes fit the chunk's (`guide_features`' basis)."""
+    code: list[str]  # `Class.member` both sides' code use (or one writes untyped on the other's class)
+    prose: list[str]  # `Class.member` the chunk's code uses and the record's prose names
+    globals: list[str]
+    callbacks: list[str]
+    classes: list[str]  # not hubs of the hierarchy
+    constructs: list[dict[str, Any]]  # {construct, specificity}
+    clashes: list[dict[str, str]]
+    fit: dict[str, Any]  # class_fit
+    foreign: tuple[str, float] | None  # the most specific class of the record's topic that fits none of the chunk's
+
+
 def guide_features(stats: DocsApiStats, resolution: Resolution, facts: GDScriptFacts, rec: dict[str, Any], *,
                    clone: float, bm25_rank: int | None,
                    cosine: float | None, hub_rate: float, side: ChunkSide | None = None) -> tuple[dict[str, float], dict]:
     """The named feature values for one (chunk, guide record), and what they rest on (for the trace). `side`: the
     chunk's `chunk_side`, when the caller keeps it for the chunk's other records."""
-    api = record_api(rec)
     side = side if side is not None else chunk_side(stats, resolution, facts)
-    declared = side.declared | set(api["code_declares"])
-    # A use an `is` test narrows stays out (measured: guides accepted through such uses were graded 2 for 8 of 26, 0
-    # for 4, where their class-reference entries were 61 of 63): `if event is InputEventMouseButton:` is any input
-    # handler's frame; the record's `.member` on an untyped receiver still meets it below (`inferred`).
-    chunk_api = ({u.api for u in resolution.uses if u.member not in declared and u.via != "narrowed"}
-                 | {a for a in side.migrated if not a.startswith("@")})
+    shared = shared_with(stats, resolution, side, rec)
+    values = shared_values(stats, shared) | {
+        "hub_rate": round(hub_rate, RATIO_DIGITS),
+        "clone": round(clone, RATIO_DIGITS),
+        "bm25_rank": round(1.0 / math.log2(1 + bm25_rank), RATIO_DIGITS) if bm25_rank else 0.0,
+        "cosine": round(cosine or 0.0, RATIO_DIGITS),
+    }
+    # The rubric's "in a matching context": shared API counted for the share of the record's classes that fit the chunk's.
+    values["api_in_context"] = round((values["api_code"] + values["api_prose"]) * (1.0 - values["incompatible"]), RATIO_DIGITS)
+    return values, shared_basis(stats, shared, side, rec)
+
+
+def _chunk_api(resolution: Resolution, side: ChunkSide, declared: AbstractSet[str]) -> set[str]:
+    """The chunk's resolved API, less what either side declares, with the Godot 4 API its Godot 3 uses become.
+    A use an `is` test narrows stays out (measured: guides accepted through such uses were graded 2 for 8 of 26, 0
+    for 4, where their class-reference entries were 61 of 63): `if event is InputEventMouseButton:` is any input
+    handler's frame; the record's `.member` on an untyped receiver still meets it (`_shared_api`'s `inferred`)."""
+    return ({u.api for u in resolution.uses if u.member not in declared and u.via != "narrowed"}
+            | {a for a in side.migrated if not a.startswith("@")})
+
+
+def _shared_api(stats: DocsApiStats, side: ChunkSide, rec: dict[str, Any], chunk_api: set[str], declared: AbstractSet[str],
+                rec_classes: set[str]) -> tuple[list[str], list[str]]:
+    """(shared in code, shared with the record's prose): the `Class.member` names both sides use."""
+    api = record_api(rec)
     rec_code = set(api["code_uses"])
     rec_prose = {m for m in api["mentions"] if "." in m}
-    mine = side.classes
-    rec_classes = set(api["code_classes"]) | prose_classes(api)
     # One side resolves `X.m`; the other writes `.m` on a receiver it does not type, in code about X's
     # lineage (`event.button_index` after `if event is InputEventMouseButton`): the same API.
     rec_dotted = stats.record_untyped(record_code(rec))
@@ -134,63 +166,84 @@ def guide_features(stats: DocsApiStats, resolution: Resolution, facts: GDScriptF
                 and any(stats.ref.related(a.split(".", 1)[0], c) for c in rec_classes)
                 and not _elsewhere(stats.ref, a, rec_code)}
     inferred |= {a for a in rec_code - chunk_api if a.split(".", 1)[1] in chunk_dotted
-                 and any(stats.ref.related(a.split(".", 1)[0], c) for c in mine)
+                 and any(stats.ref.related(a.split(".", 1)[0], c) for c in side.classes)
                  and not _elsewhere(stats.ref, a, chunk_api)}
     shared_code = sorted((chunk_api & rec_code) | inferred)
-    shared_prose = sorted((chunk_api & rec_prose) - set(shared_code))
-    shared_names = {a.split(".", 1)[1] for a in shared_code + shared_prose}
-    shared_globals = sorted(side.globals & set(api["code_globals"]))
-    clashes = member_clashes(stats.ref, chunk_api, rec_code | rec_prose, shared_names)
-    shared_classes = sorted(c for c in mine & rec_classes if not stats.generic(c))
-    fit = class_fit(stats, side, rec_classes, record_page(rec))
-    topic, strangers = fit["topic"], fit["strangers"]
-    foreign = max(((c, stats.class_specificity(c)) for c in strangers), key=lambda x: (x[1], x[0]), default=None)
-    # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready` weighs less (0.30).
-    shared_callbacks = sorted(callback_key(f) for f in side.callbacks & set(api["code_callbacks"]))
-    # A construct the chunk uses that the record teaches (`enum` for "Constants / Enums"): the language's reference.
-    # One per name head: `annotation` and `annotations` (an annotation and its list) are one construct.
-    # A section about an annotation (`@abstract` for "Abstract classes and methods", `@export` for "Exporting enums")
-    # teaches its constructs with the annotation: a plain `class_name` or `enum` shares none of them.
+    return shared_code, sorted((chunk_api & rec_prose) - set(shared_code))
+
+
+def _shared_constructs(stats: DocsApiStats, side: ChunkSide, rec: dict[str, Any], api: dict[str, Any]) -> list[dict[str, Any]]:
+    """A construct the chunk uses that the record teaches (`enum` for "Constants / Enums"): the language's reference.
+    One per name head: `annotation` and `annotations` (an annotation and its list) are one construct.
+    A section about an annotation (`@abstract` for "Abstract classes and methods", `@export` for "Exporting enums")
+    teaches its constructs with the annotation: a plain `class_name` or `enum` shares none of them."""
     chunk_annotations = {annotation_head(g) for g in side.globals if ANNOTATION_SEP in g}
     taught = taught_constructs(rec, api) if heading_annotations(rec, api) <= chunk_annotations else set()
     weighed = {c: stats.construct_specificity(c) for c in side.constructs & taught}
     by_head: dict[str, str] = {}
     for c in sorted(weighed, key=lambda c: (-weighed[c], c)):
         by_head.setdefault(construct_head(c).removesuffix("s"), c)
-    shared_constructs = [{"construct": c, "specificity": weighed[c]} for c in sorted(by_head.values())]
-    shared_api = [shared_entry(stats, a, "code") for a in shared_code] + [shared_entry(stats, a, "prose") for a in shared_prose]
-    values = {
+    return [{"construct": c, "specificity": weighed[c]} for c in sorted(by_head.values())]
+
+
+def shared_with(stats: DocsApiStats, resolution: Resolution, side: ChunkSide, rec: dict[str, Any]) -> Shared:
+    """What the guide record shares with the chunk (`Shared`)."""
+    api = record_api(rec)
+    declared = side.declared | set(api["code_declares"])
+    chunk_api = _chunk_api(resolution, side, declared)
+    rec_classes = set(api["code_classes"]) | prose_classes(api)
+    shared_code, shared_prose = _shared_api(stats, side, rec, chunk_api, declared, rec_classes)
+    shared_names = {a.split(".", 1)[1] for a in shared_code + shared_prose}
+    rec_api = set(api["code_uses"]) | {m for m in api["mentions"] if "." in m}
+    fit = class_fit(stats, side, rec_classes, record_page(rec))
+    foreign = max(((c, stats.class_specificity(c)) for c in fit["strangers"]), key=lambda x: (x[1], x[0]), default=None)
+    return Shared(code=shared_code, prose=shared_prose, globals=sorted(side.globals & set(api["code_globals"])),
+                  # A callback both override (`_unhandled_input`, `_draw`): the pattern the record shows; `_ready`
+                  # weighs less (0.30).
+                  callbacks=sorted(callback_key(f) for f in side.callbacks & set(api["code_callbacks"])),
+                  classes=sorted(c for c in side.classes & rec_classes if not stats.generic(c)),
+                  constructs=_shared_constructs(stats, side, rec, api),
+                  clashes=member_clashes(stats.ref, chunk_api, rec_api, shared_names), fit=fit, foreign=foreign)
+
+
+def shared_values(stats: DocsApiStats, s: Shared) -> dict[str, float]:
+    """The features of what a guide shares with the chunk, each weighed by its specificity."""
+    shared_api = shared_entries(stats, s)
+    topic, strangers = s.fit["topic"], s.fit["strangers"]
+    return {
         "api_code": round(sum(e["specificity"] for e in shared_api if e["from"] == "code"), RATIO_DIGITS),
         "api_prose": round(sum(e["specificity"] for e in shared_api if e["from"] == "prose"), RATIO_DIGITS),
-        "shared_global": round(sum(stats.member_specificity(a) for a in shared_globals), RATIO_DIGITS),
-        "shared_callback": round(sum(stats.member_specificity(a) for a in shared_callbacks), RATIO_DIGITS),
-        "shared_class": round(sum(stats.class_specificity(c) for c in shared_classes), RATIO_DIGITS),
-        "shared_construct": round(sum(weighed[c] for c in sorted(by_head.values())), RATIO_DIGITS),
-        "incompatible": round(len(strangers) / len(topic), RATIO_DIGITS) if topic and fit["family_mine"] else 0.0,
+        "shared_global": round(sum(stats.member_specificity(a) for a in s.globals), RATIO_DIGITS),
+        "shared_callback": round(sum(stats.member_specificity(a) for a in s.callbacks), RATIO_DIGITS),
+        "shared_class": round(sum(stats.class_specificity(c) for c in s.classes), RATIO_DIGITS),
+        "shared_construct": round(sum(e["specificity"] for e in s.constructs), RATIO_DIGITS),
+        "incompatible": round(len(strangers) / len(topic), RATIO_DIGITS) if topic and s.fit["family_mine"] else 0.0,
         # The most specific class the record is about that fits none of the chunk's (`XRCamera3D` in a room-scale
         # page for platformer code): a share of strangers counts a stray `Vector2` the same.
-        "foreign_class": foreign[1] if foreign else 0.0,
-        "hub_rate": round(hub_rate, RATIO_DIGITS),
-        "clone": round(clone, RATIO_DIGITS),
-        "bm25_rank": round(1.0 / math.log2(1 + bm25_rank), RATIO_DIGITS) if bm25_rank else 0.0,
-        "cosine": round(cosine or 0.0, RATIO_DIGITS),
+        "foreign_class": s.foreign[1] if s.foreign else 0.0,
     }
-    # The rubric's "in a matching context": shared API counted for the share of the record's classes that fit the chunk's.
-    values["api_in_context"] = round((values["api_code"] + values["api_prose"]) * (1.0 - values["incompatible"]), RATIO_DIGITS)
-    basis = {"shared_api": shared_api,
-             "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_globals],
-             "shared_callbacks": [{"api": a, "specificity": stats.member_specificity(a)} for a in shared_callbacks],
-             "shared_classes": shared_classes,
-             "shared_constructs": shared_constructs,
-             "strangers": strangers[:BASIS_SHOWN], "clashes": clashes[:BASIS_SHOWN],
-             "rivals": fit["rivals"][:BASIS_SHOWN], "worlds": fit["worlds"],
-             "foreign_class": {"class": foreign[0], "specificity": foreign[1]} if foreign else None,
-             "native_code": native_code(rec), "native_page": native_page(stats, rec),
-             "foreign_section": foreign_section(stats, side, rec),
-             # shared API the chunk writes under its Godot 3 name (migrated_api)
-             "migrated": [{"api": a, "written": side.migrated[a]} for a in shared_code + shared_prose + shared_globals
-                          if a in side.migrated]}
-    return values, basis
+
+
+def shared_entries(stats: DocsApiStats, s: Shared) -> list[dict[str, Any]]:
+    """The shared `Class.member` names as the trace shows them, those of code first."""
+    return [shared_entry(stats, a, "code") for a in s.code] + [shared_entry(stats, a, "prose") for a in s.prose]
+
+
+def shared_basis(stats: DocsApiStats, s: Shared, side: ChunkSide, rec: dict[str, Any]) -> dict[str, Any]:
+    """What the features rest on, for the trace and the contradictions."""
+    return {"shared_api": shared_entries(stats, s),
+            "shared_globals": [{"api": a, "specificity": stats.member_specificity(a)} for a in s.globals],
+            "shared_callbacks": [{"api": a, "specificity": stats.member_specificity(a)} for a in s.callbacks],
+            "shared_classes": s.classes,
+            "shared_constructs": s.constructs,
+            "strangers": s.fit["strangers"][:BASIS_SHOWN], "clashes": s.clashes[:BASIS_SHOWN],
+            "rivals": s.fit["rivals"][:BASIS_SHOWN], "worlds": s.fit["worlds"],
+            "foreign_class": {"class": s.foreign[0], "specificity": s.foreign[1]} if s.foreign else None,
+            "native_code": native_code(rec), "native_page": native_page(stats, rec),
+            "foreign_section": foreign_section(stats, side, rec),
+            # shared API the chunk writes under its Godot 3 name (migrated_api)
+            "migrated": [{"api": a, "written": side.migrated[a]} for a in s.code + s.prose + s.globals
+                         if a in side.migrated]}
 
 
 def shared_entry(stats: DocsApiStats, api: str, source: str) -> dict:

@@ -54,6 +54,7 @@ NOTES_CHARS, LINE_CHARS = 300, 200  # of a mapping's notes and of the chunk's li
 STALE_SHOWN = 3  # skipped calibrations the trace names
 CACHE_SIZE = 4096  # judged questions kept per process (a long-running `serve` stays bounded)
 _cache: OrderedDict[tuple, dict] = OrderedDict()
+JudgedTable = Literal["api_mapping", "docs_chunks"]  # the tables the judge asks about
 _cache_lock = threading.Lock()  # questions to a server are asked from several threads
 
 
@@ -296,6 +297,12 @@ def ask_all(llm: JudgeLLM, chunk: str, jobs: list[JudgeJob]) -> list[dict]:
     return [one(j) for j in jobs]
 
 
+def table_calibrations(cal: dict | None, thresholds: dict[JudgedTable, float] | None) -> dict[str, dict]:
+    """`table_calibration` of each table the judge asks about, under the request's thresholds."""
+    over = thresholds or {}
+    return {t: table_calibration(cal, t, over.get(t)) for t in ("api_mapping", "docs_chunks")}
+
+
 def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
     """The Qwen judge (validator_llm) over ambiguous mapping occurrences and docs accepts in the calibrated band."""
     from ...models.llm import LLMError
@@ -320,8 +327,7 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
         cal, cal_file, stale = calibration.find(ident, ctx.resources.judge_calibration, prompt_id())
     except calibration.CalibrationError as e:
         return fallback(f"judge calibration unreadable: {e}")
-    over = cfg.judge_thresholds or {}
-    tcal = {t: table_calibration(cal, t, over.get(t)) for t in ("api_mapping", "docs_chunks")}
+    tcal = table_calibrations(cal, cfg.judge_thresholds)
     mappings = ctx.table_lists(pool, "api_mapping") if "api_mapping" in ctx.tables else []
     docs = ctx.table_lists(pool, "docs_chunks") if "docs_chunks" in ctx.tables else []
     occ_targets = mapping_targets(ctx, mappings, tcal["api_mapping"])
@@ -342,15 +348,20 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
         answers = ask_all(llm, ctx.chunk, jobs)
     except LLMError as e:
         return fallback(f"LLM unavailable ({e})")
-    judged = {}
-    for job, j in zip(jobs, answers):
-        c = job.candidate
-        judged[(c.table, c.id)] = _judged(c, dict(j, model=ident["model"]), tcal[c.table], job.question, job.occurrence,
-                                          ctx.chunk, job.cite)
+    judged = {(job.candidate.table, job.candidate.id): _judged(job.candidate, dict(j, model=ident["model"]),
+                                                                 tcal[job.candidate.table], job.question, job.occurrence,
+                                                                 ctx.chunk, job.cite)
+              for job, j in zip(jobs, answers)}
     changed = sum(judged[k].verdict != c.verdict for c in mappings + docs if (k := (c.table, c.id)) in judged)
     ctx.note(changed=changed)
+    return _judged_pool(ctx, pool, judged, [c for c, _ in occ_targets])
+
+
+def _judged_pool(ctx: QueryContext, pool: Pool, judged: dict[tuple[str, str], Candidate], asked: list[Candidate]) -> Pool:
+    """The pool with the judged candidates in place; the findings follow the mappings again when the judge changed
+    the verdict on one (`asked`: the mappings asked about)."""
     out = {t: [[judged.get((c.table, c.id), c) for c in ctx.table_lists(pool, t)]] for t in ctx.tables}
-    if "label_prototypes" in ctx.tables and any(judged[(c.table, c.id)].verdict != c.verdict for c, _ in occ_targets):
+    if "label_prototypes" in ctx.tables and any(judged[(c.table, c.id)].verdict != c.verdict for c in asked):
         from .validate import follow_mappings
 
         out["label_prototypes"] = [follow_mappings(ctx, out)]

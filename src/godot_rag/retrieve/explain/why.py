@@ -242,25 +242,27 @@ def why(result: RetrieveResult, record: str, records: Mapping[str, dict] | None 
     off = {s for s in columns if s in skipped or not any(j["cells"][s]["present"] for j in journeys.values())}
     wanted = [key for key in journeys if key[1] == record] or sorted(
         (key for key in journeys if key[0] == "docs_chunks" and page_of(key[1]) == record), key=lambda k: k[1])
-    out = []
-    for table, rid in sorted(wanted, key=lambda k: tables.index(k[0]) if k[0] in tables else 99):
-        j = journeys[(table, rid)]
-        cand = j["cand"]
-        steps = []
-        for s in columns:
-            cell = j["cells"][s]
-            lost_here = j["lost"] == s and j["outcome"] != "returned"
-            status: StepStatus = ("off" if s in off else "lost here" if lost_here else "reached" if cell["present"]
-                                  else "absent")
-            steps.append(WhyStep(stage=s, status=status, rank=cell.get("rank") if cell["present"] else None,
-                                 score=cell.get("score") if cell["present"] else None,
-                                 detail=(cell.get("detail") or "") if cell["present"] else ""))
-        if j["outcome"] == "returned":
-            verdict = f"returned at #{cand.rank}" + (f" ({cand.group})" if cand.group else "")
-        else:
-            verdict = f"lost at {'the cut at k' if j['lost'] == 'cut' else j['lost']}: {j['reason']}"
-        out.append(WhyRecord(table=table, id=rid, outcome=j["outcome"], lost_at=j["lost"],
-                             final_rank=cand.rank if j["outcome"] == "returned" else None,
-                             group=cand.group if j["outcome"] == "returned" else None,
-                             verdict=" ".join(verdict.split()), steps=steps, ranks_only=cand is None))
-    return out
+    return [_why_record(table, rid, journeys[(table, rid)], columns, off)
+            for table, rid in sorted(wanted, key=lambda k: tables.index(k[0]) if k[0] in tables else 99)]
+
+
+def _why_record(table: str, rid: str, j: dict[str, Any], columns: list[str], off: set[str]) -> WhyRecord:
+    """One record's journey (`_journey`) as the answer gives it: a step per column and a one-line verdict."""
+    cand = j["cand"]
+    steps = []
+    for s in columns:
+        cell = j["cells"][s]
+        lost_here = j["lost"] == s and j["outcome"] != "returned"
+        status: StepStatus = ("off" if s in off else "lost here" if lost_here else "reached" if cell["present"]
+                              else "absent")
+        steps.append(WhyStep(stage=s, status=status, rank=cell.get("rank") if cell["present"] else None,
+                             score=cell.get("score") if cell["present"] else None,
+                             detail=(cell.get("detail") or "") if cell["present"] else ""))
+    if j["outcome"] == "returned":
+        verdict = f"returned at #{cand.rank}" + (f" ({cand.group})" if cand.group else "")
+    else:
+        verdict = f"lost at {'the cut at k' if j['lost'] == 'cut' else j['lost']}: {j['reason']}"
+    return WhyRecord(table=table, id=rid, outcome=j["outcome"], lost_at=j["lost"],
+                     final_rank=cand.rank if j["outcome"] == "returned" else None,
+                     group=cand.group if j["outcome"] == "returned" else None,
+                     verdict=" ".join(verdict.split()), steps=steps, ranks_only=cand is None)
