@@ -224,8 +224,9 @@ def docs_targets(ctx: QueryContext, docs: list[Candidate], tcal: dict) -> list[C
     return sorted(inside, key=lambda c: -c.score)[: ctx.cfg.validate_top]
 
 
-def _judged(c: Candidate, j: dict, tcal: dict, question: Literal["occurrence", "docs"], occ: Occurrence | dict | None, chunk: str,
-            cited_asked: bool) -> Candidate:
+def _judged(job: JudgeJob, j: dict, tcal: dict, chunk: str) -> Candidate:
+    """The candidate with the judge's answer `j` to `job` applied under the table's calibration `tcal`."""
+    c, question, occ, cited_asked = job.candidate, job.question, job.occurrence, job.cite
     det = c.info("validate")
     # Citations are checked against the whole record, not only the lines shown.
     whole = evidence_text(c.payload) if c.table == "docs_chunks" else model_text(c.table, c.payload)
@@ -348,9 +349,8 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
         answers = ask_all(llm, ctx.chunk, jobs)
     except LLMError as e:
         return fallback(f"LLM unavailable ({e})")
-    judged = {(job.candidate.table, job.candidate.id): _judged(job.candidate, dict(j, model=ident["model"]),
-                                                                 tcal[job.candidate.table], job.question, job.occurrence,
-                                                                 ctx.chunk, job.cite)
+    judged = {(job.candidate.table, job.candidate.id): _judged(job, dict(j, model=ident["model"]),
+                                                                 tcal[job.candidate.table], ctx.chunk)
               for job, j in zip(jobs, answers)}
     changed = sum(judged[k].verdict != c.verdict for c in mappings + docs if (k := (c.table, c.id)) in judged)
     ctx.note(changed=changed)
