@@ -114,7 +114,7 @@ DocsEvidenceKind = Literal["resolved_api", "api_symbol", "call", "method_call", 
 
 
 class DocsEvidence(Compact):
-    """A literal a docs record shares with the chunk's code, weighted (retrieve/docs_evidence.py)."""
+    """A literal a docs record shares with the chunk's code, weighted (evidence/docs_evidence.py)."""
     literal: str
     kind: DocsEvidenceKind
     weight: float
@@ -249,7 +249,7 @@ class ValidateInfo(StageInfo):
     evidence: list[EvidenceItem]
     contradictions: list[Contradiction]
     reasons: list[str]
-    rules: list[str] | None = None  # docs_chunks: the named rules that rejected it (retrieve/docs_evidence.py)
+    rules: list[str] | None = None  # docs_chunks: the named rules that rejected it (evidence/docs_evidence.py, docs_overrules.py)
     occurrences: list[Occurrence] | None = None  # api_mapping: each use of the old name, decided
     support: float | None = None  # docs_chunks: weighted evidence for and against
     against: float | None = None

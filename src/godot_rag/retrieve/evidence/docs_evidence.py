@@ -302,7 +302,7 @@ def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
     model = None
     cosine = candidate_cosine(c, v.cosines)
     if d.page_class is None and v.guide_model is not None:
-        # A guide: contradictions stay rules; the fitted model (docs_features.py) decides the rest.
+        # A guide: contradictions stay rules; the fitted model (guide_decision.py) decides the rest.
         model, ruled = decide_guide(*v.guide_model, GuideInput(v.resolution, v.facts, c, d.clone_ratio, v.copy_source_share,
                                                                v.renameable, cosine, v.guide_side, v.code_renames,
                                                                godot3=v.godot3, min_specificity=v.min_guide_specificity))

@@ -63,18 +63,18 @@ class ValidationContext(ChunkScope):
     min_idf: float = 5.0
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
-    min_guide_specificity: float = 0.0  # a guide sharing only less specific API is generic (docs_features.decide_guide)
+    min_guide_specificity: float = 0.0  # a guide sharing only less specific API is generic (guide_decision.decide_guide)
     # a guide showing nothing a guide retrieved before it does not is rejected (same_evidence_overrules)
     same_evidence: bool = True
     # a class-reference entry of only less specific uses is generic (0: off; the setting's default is RetrieveConfig's)
     min_api_specificity: float = 0.0
     docs: DocsEvidenceSettings = DOCS_EVIDENCE
     mapping_confidence: MappingConfidence = field(default_factory=lambda: MappingConfidence.of(RetrieveConfig()))
-    guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (docs_features.py)
+    guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (guide_decision.py)
     cosines: dict[str, float] = field(default_factory=dict)  # docs records only BM25 found -> their cosine
     class_uses: Mapping[str, ClassUse] = field(default_factory=dict)  # the classes it uses as a whole (api_source.class_uses)
     # (source, target, line, col) of each Godot 3 use in code an accepted api_mapping stands on (`validate` fills it
-    # before the docs: a Godot 3 chunk shares with a guide the API its names become, docs_features.migrated_api)
+    # before the docs: a Godot 3 chunk shares with a guide the API its names become, chunk_side.migrated_api)
     migrated: list[tuple[str, str, int, int]] = field(default_factory=list)
 
     @property
