@@ -16,14 +16,8 @@ from godot_rag.records import model_text
 from godot_rag.retrieve.engine.config import ConfigError, RetrieveConfig
 from godot_rag.retrieve.engine.trace import ValidateInfo
 from godot_rag.retrieve.engine.types import Candidate
-from godot_rag.retrieve.evidence.judge import (
-    asked_occurrence,
-    focused_text,
-    numbered,
-    occurrence_question,
-    prompt_id,
-    table_calibration,
-)
+from godot_rag.retrieve.evidence.judge import asked_occurrence, table_calibration
+from godot_rag.retrieve.evidence.judge_questions import focused_text, numbered, occurrence_question, prompt_id
 from godot_rag.store import calibration
 
 

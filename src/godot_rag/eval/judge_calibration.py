@@ -20,7 +20,7 @@ from typing import Any
 
 from ..records import TABLES
 from ..retrieve.engine.types import Candidate
-from ..retrieve.evidence.judge import ask, prompt_id, question_of
+from ..retrieve.evidence.judge_questions import ask, prompt_id, question_of
 
 FIELDS: dict[str, type | tuple[type, ...]] = {"id": str, "chunk_text": str, "table": str, "record": str, "label": int, "det_confidence": (int, float)}
 
