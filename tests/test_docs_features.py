@@ -6,17 +6,11 @@ from godot_rag.eval.judged import judged_metrics
 from godot_rag.gdscript.classref import ClassReference
 from godot_rag.gdscript.facts import parse_chunk
 from godot_rag.gdscript.resolve import resolve_uses
-from godot_rag.retrieve.evidence.docs_features import (
-    FEATURES,
-    DocsApiStats,
-    GuideModel,
-    chunk_side,
-    contradictions,
-    copied_share,
-    copied_shares,
-    guide_features,
-    untyped_members,
-)
+from godot_rag.retrieve.evidence.chunk_side import chunk_side
+from godot_rag.retrieve.evidence.docs_features import FEATURES, contradictions, guide_features
+from godot_rag.retrieve.evidence.docs_stats import DocsApiStats, untyped_members
+from godot_rag.retrieve.evidence.guide_copy import copied_share, copied_shares
+from godot_rag.retrieve.evidence.guide_model import GuideModel
 from godot_rag.retrieve.recall.codematch import clone_match
 
 
@@ -324,7 +318,7 @@ def test_a_copy_of_the_frame_alone_is_left_to_the_model():
     by fact; its trace says so (`copy_unanchored`) and the model decides. The same page's own code, copied with
     its names, is accepted by fact."""
     from godot_rag.retrieve.engine.types import Candidate
-    from godot_rag.retrieve.evidence.docs_features import decide_guide
+    from godot_rag.retrieve.evidence.guide_decision import GuideInput, decide_guide
     from godot_rag.retrieve.recall.codematch import renameable_names
 
     stats = stats_with({})
@@ -336,7 +330,7 @@ def test_a_copy_of_the_frame_alone_is_left_to_the_model():
     def verdict(chunk):
         facts = parse_chunk(chunk)
         res = resolve_uses(facts, stats.ref)
-        return decide_guide(never, stats, res, facts, c, 0.0, 0.5, renameable_names(facts, stats.ref))
+        return decide_guide(never, stats, GuideInput(res, facts, c, 0.0, 0.5, renameable_names(facts, stats.ref)))
 
     out, reasons = verdict("func _ready() -> void:\n\t_tween()\n\t_fade()\n")
     assert not out["accepted"] and out.get("copy_unanchored") and not out.get("copied_code") and reasons
@@ -423,7 +417,7 @@ def test_the_most_specific_foreign_class_is_a_feature():
 def test_a_godot3_class_the_chunk_writes_stands_for_its_godot4_name():
     """Godot 3 code (`KinematicBody2D`) is about the class Godot 4 renamed it to: a guide on `CharacterBody2D`
     is not foreign to it (the converter's class renames, as the validator reads them)."""
-    from godot_rag.retrieve.evidence.docs_features import chunk_side
+    from godot_rag.retrieve.evidence.chunk_side import chunk_side
 
     docs = {f"r{i}": record(classes=["NavigationAgent2D"]) for i in range(5)} | {"body": record(classes=["CharacterBody2D"])}
     stats = stats_with(docs)
@@ -552,7 +546,7 @@ def test_a_guide_that_shares_nothing_with_a_chunk_that_uses_api_is_rejected():
     (`nothing_shared`) whatever P says. A chunk that uses no API (`#region`, its own names), and Godot 3 code
     (whose API the page that ports it writes under Godot 4 names), are left to the model."""
     from godot_rag.retrieve.engine.types import Candidate
-    from godot_rag.retrieve.evidence.docs_features import decide_guide
+    from godot_rag.retrieve.evidence.guide_decision import GuideInput, decide_guide
     from godot_rag.retrieve.recall.codematch import renameable_names
 
     stats = stats_with({f"r{i}": record() for i in range(3)})
@@ -563,7 +557,7 @@ def test_a_guide_that_shares_nothing_with_a_chunk_that_uses_api_is_rejected():
     def verdict(chunk, **kw):
         facts = parse_chunk(chunk)
         res = resolve_uses(facts, stats.ref)
-        return decide_guide(always, stats, res, facts, c, 0.0, 0.5, renameable_names(facts, stats.ref), **kw)
+        return decide_guide(always, stats, GuideInput(res, facts, c, 0.0, 0.5, renameable_names(facts, stats.ref), **kw))
 
     uses_api = "func _physics_process(delta):\n\tvar body: CharacterBody2D = get_parent()\n\tbody.move_and_slide()\n"
     out, reasons = verdict(uses_api)
@@ -584,7 +578,7 @@ def test_a_guide_that_shares_only_generic_api_is_rejected():
     overridden by most scripts) weighs less than `min_specificity`, it shares only generic API: rejected
     (`generic_only`, naming that thing) whatever P says. A guide sharing a specific member stays, and 0 turns it off."""
     from godot_rag.retrieve.engine.types import Candidate
-    from godot_rag.retrieve.evidence.docs_features import decide_guide
+    from godot_rag.retrieve.evidence.guide_decision import GuideInput, decide_guide
     from godot_rag.retrieve.recall.codematch import renameable_names
 
     stats = stats_with({f"r{i}": record() for i in range(3)}, share={"_ready()": 0.2})
@@ -596,7 +590,7 @@ def test_a_guide_that_shares_only_generic_api_is_rejected():
 
     def verdict(rec, **kw):
         c = Candidate.of_record("docs_chunks", "tutorials/page#1", rec | blocks, 1.0, 1, "bm25")
-        return decide_guide(always, stats, res, facts, c, 0.0, 0.5, renameable_names(facts, stats.ref), **kw)
+        return decide_guide(always, stats, GuideInput(res, facts, c, 0.0, 0.5, renameable_names(facts, stats.ref), **kw))
 
     ready_only = record(callbacks=["_ready"])
     assert stats.member_specificity("_ready()") < 0.5
@@ -664,7 +658,7 @@ def test_godot3_code_shares_with_a_guide_the_api_its_names_become():
     to, resolved like a use: on the receiver's class, as a global, on the own class, or on the one class that has it.
     A guide that writes that member shares it with the Godot 3 chunk (traced as `migrated`); without the renames it
     shares nothing."""
-    from godot_rag.retrieve.evidence.docs_features import migrated_api
+    from godot_rag.retrieve.evidence.chunk_side import migrated_api
 
     ref = ClassReference({"classes": {
         "Object": {"inherits": None, "page": "classes/class_object", "members": {}},
@@ -736,7 +730,9 @@ def test_a_construct_the_chunk_uses_that_a_guide_teaches_is_shared():
     from godot_rag.eval.guide_fit import chunk_shares
     from godot_rag.eval.queries import Query
     from godot_rag.gdscript.record_api import code_api
-    from godot_rag.retrieve.evidence.docs_features import construct_key, share_rule, taught_constructs
+    from godot_rag.retrieve.evidence.docs_features import taught_constructs
+    from godot_rag.retrieve.evidence.docs_stats import construct_key
+    from godot_rag.retrieve.evidence.guide_decision import share_rule
 
     ref = reference()
     chunk = "enum State {IDLE, RUN}\nconst SPEED = 3\n\nfunc run(...args: Array) -> void:\n\tpass\n"

@@ -184,8 +184,8 @@ def test_mapping_precision_per_converter_table():
 
 def test_failures_name_every_occurrence_a_wrong_mapping_was_accepted_on():
     """A scene node named after a Godot 3 class is evidence too (weak): failures.jsonl shows it."""
-    from godot_rag.eval.queries import Query
     from godot_rag.eval.diagnose import wrong_mapping
+    from godot_rag.eval.queries import Query
     from godot_rag.retrieve.engine.trace import ValidateInfo
     from godot_rag.retrieve.engine.types import Candidate
 

@@ -12,7 +12,6 @@ from godot_rag.gdscript.facts import parse_chunk
 from godot_rag.gdscript.resolve import resolve_uses
 from godot_rag.retrieve.engine.types import Candidate
 from godot_rag.retrieve.evidence.validate import ValidationContext, validate
-from godot_rag.retrieve.migration.occurrences import ChunkScope
 from godot_rag.retrieve.migration.version import (
     WEAK_OVERRULES,
     ConverterRenames,
@@ -23,6 +22,7 @@ from godot_rag.retrieve.migration.version import (
     version_context,
     version_names,
 )
+from godot_rag.retrieve.migration.version_occurrence import ChunkScope
 from godot_rag.retrieve.migration.version_rules import (
     GODOT3_OVERRULES,
     OCCURRENCE_RULES,
@@ -522,7 +522,7 @@ def test_a_real_occurrence_names_the_rule_that_decided_it(ref, query, mapping, s
                  if q["id"] == query)
     facts = parse_chunk(chunk)
     res, m = resolve_uses(facts, ref), _mapping(*mapping)
-    decided = [classify_in_context(facts, res, ref, m, occ) for occ in facts.occurrences(m["source_api"])]
+    decided = [classify_in_context(ChunkScope(facts, res, ref), m, occ) for occ in facts.occurrences(m["source_api"])]
     assert (status, rule) in [(s, r) for s, _, r in decided], decided
     assert all(r in {x.name for x in OCCURRENCE_RULES} for _, _, r in decided)
     # The reason stays the rule's own text; the chunk-only wrapper decides the same.

@@ -16,14 +16,8 @@ from godot_rag.records import model_text
 from godot_rag.retrieve.engine.config import ConfigError, RetrieveConfig
 from godot_rag.retrieve.engine.trace import ValidateInfo
 from godot_rag.retrieve.engine.types import Candidate
-from godot_rag.retrieve.evidence.judge import (
-    asked_occurrence,
-    focused_text,
-    numbered,
-    occurrence_question,
-    prompt_id,
-    table_calibration,
-)
+from godot_rag.retrieve.evidence.judge import asked_occurrence, table_calibration
+from godot_rag.retrieve.evidence.judge_questions import focused_text, numbered, occurrence_question, prompt_id
 from godot_rag.retrieve.evidence.validation_context import VALIDATION
 from godot_rag.store import calibration
 
@@ -185,7 +179,7 @@ def test_a_finding_follows_the_mapping_the_judge_rejected():
     proto.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=1.0, evidence=[], contradictions=[],
                                              reasons=[]))
     ctx = QueryContext(chunk=chunk, strategy="F", cfg=RetrieveConfig(), resources=None)
-    ctx[VALIDATION] = SimpleNamespace(facts=parse_chunk(chunk))
+    ctx[VALIDATION] = SimpleNamespace(facts=parse_chunk(chunk))  # the part the validate stage provides
     kept = follow_mappings(ctx, {"api_mapping": [[mapping]], "label_prototypes": [[proto]]})
     assert kept[0].verdict == "accept" and kept[0] is proto  # the mapping still stands: nothing changes
     rejected = mapping.derive()
@@ -217,7 +211,11 @@ def test_cli_bad_judge_files_are_one_line_errors(tmp_path):
 
 
 def test_an_annotation_changes_no_verdict_and_no_score_a_decision_does():
-    from godot_rag.retrieve.evidence.judge import _judged
+    from godot_rag.retrieve.engine.trace import Occurrence
+    from godot_rag.retrieve.evidence.judge import JudgeJob, _judged
+
+    def job(c, cite=False):
+        return JudgeJob(c, "occurrence", Occurrence.model_validate(occ), "key", "question", cite)
 
     occ = {"line": 2, "col": 9, "region": "code", "status": "godot3", "why": "", "start": 20, "end": 28, "ambiguous": True}
     answer = {"model": "m", "raw": '{"answer": "no", "evidence": []}', "answer": "no", "p_yes": 0.2,
@@ -225,22 +223,22 @@ def test_an_annotation_changes_no_verdict_and_no_score_a_decision_does():
     chunk = "func f():\n\tvar v = Viewport.new()"
     c = _mapping([occ], confidence=0.6)
     c.info("validate").evidence.append({"literal": "Viewport", "kind": "source_api"})
-    note = _judged(c, answer, {"mode": "annotate", "threshold": None, "why": "AUC 0.5"}, "occurrence", occ, chunk, False)
+    note = _judged(job(c), answer, {"mode": "annotate", "threshold": None, "why": "AUC 0.5"}, chunk)
     assert note.verdict == "accept" and note.info("judge").confidence == 0.6 and note.info("judge").mode == "annotate"
-    low = _judged(c, answer, {"mode": "decide", "threshold": 0.5, "threshold_from": "calibration"}, "occurrence", occ, chunk, False)
+    low = _judged(job(c), answer, {"mode": "decide", "threshold": 0.5, "threshold_from": "calibration"}, chunk)
     assert low.verdict == "reject" and low.info("judge").confidence == 0.0 and "P(yes) 0.2 < threshold 0.5" in low.reason
-    high = _judged(c, dict(answer, p_yes=0.9, answer="yes"), {"mode": "decide", "threshold": 0.5, "threshold_from": "request"},
-                   "occurrence", occ, chunk, False)
+    high = _judged(job(c), dict(answer, p_yes=0.9, answer="yes"), {"mode": "decide", "threshold": 0.5, "threshold_from": "request"},
+                   chunk)
     assert high.verdict == "accept" and high.info("judge").confidence == 0.9
     rejected = _mapping([occ], verdict="reject", confidence=0.0)
-    never = _judged(rejected, dict(answer, p_yes=0.99, answer="yes"), {"mode": "decide", "threshold": 0.5}, "occurrence", occ, chunk, False)
+    never = _judged(job(rejected), dict(answer, p_yes=0.99, answer="yes"), {"mode": "decide", "threshold": 0.5}, chunk)
     assert never.verdict == "reject"  # the judge never accepts on its own
     # Asked to cite, a yes needs a verified literal when the deterministic layer has none; not asked, P(yes) decides.
     bare, cites = _mapping([occ], confidence=0.6), dict(answer, p_yes=0.9, answer="yes", evidence=["made_up"])
     decide = {"mode": "decide", "threshold": 0.5, "threshold_from": "request"}
-    asked = _judged(bare, cites, decide, "occurrence", occ, chunk, True)
+    asked = _judged(job(bare, cite=True), cites, decide, chunk)
     assert asked.verdict == "reject" and asked.info("judge").cited_hallucinated == ["made_up"]
-    assert _judged(bare, dict(cites, evidence=[]), decide, "occurrence", occ, chunk, False).verdict == "accept"
+    assert _judged(job(bare), dict(cites, evidence=[]), decide, chunk).verdict == "accept"
 
 
 def test_the_judge_is_not_asked_about_the_page_the_chunk_copies():

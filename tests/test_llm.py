@@ -9,7 +9,7 @@ from conftest import REFERENCE_CHUNK, free_port, start_http_server
 from godot_rag.models.llm import LLMError, OpenAICompatLLM, assemble_bundled, make_llm, verify_gguf
 from godot_rag.retrieve.engine.config import RetrieveConfig
 from godot_rag.retrieve.engine.state import QueryContext
-from godot_rag.retrieve.evidence.judge import check_cited
+from godot_rag.retrieve.evidence.judge_questions import check_cited
 from godot_rag.retrieve.pipeline import Retriever, run_stages
 from godot_rag.retrieve.query.segment import TOKENIZE
 from godot_rag.retrieve.recall.lexical import BM25
@@ -108,7 +108,7 @@ def test_strategy_e_with_real_qwen(with_qwen):
 
 
 def test_judge_answers_json_with_p_yes_and_reuses_the_prefix(qwen):
-    from godot_rag.retrieve.evidence.judge import SYSTEM, prefix
+    from godot_rag.retrieve.evidence.judge_questions import SYSTEM, prefix
 
     head = prefix(REFERENCE_CHUNK)
     res = qwen.judge_answer(SYSTEM, head + "Question: does SOURCE_CODE read player input? RECORD: Input.is_action_pressed",

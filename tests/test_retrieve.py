@@ -356,7 +356,7 @@ def _guide(page: str, api: list[str], lines: list[int], classes: list[str] = (),
 
 
 def test_a_guide_that_shows_nothing_new_is_the_same_evidence_again():
-    from godot_rag.retrieve.evidence.docs_evidence import same_evidence_overrules
+    from godot_rag.retrieve.evidence.docs_overrules import same_evidence_overrules
 
     move = ["Input.is_action_pressed", "CharacterBody3D.move_and_slide"]
     # A tutorial's step pages repeat its script: the page retrieved first stays, a later one showing no more goes,
@@ -709,7 +709,8 @@ def test_min_api_specificity_rejects_the_entry_of_a_generic_member_and_keeps_the
     `min_api_specificity` (a member most docs records and real chunks use: `Node.add_child`): then it is rejected as
     generic, named with its specificity; the entry of a member few use (`Timer.start`) stays. Another section of the
     generic member's page, which names it only in another member's entry, does not stand in for it."""
-    from godot_rag.retrieve.evidence.docs_features import DocsApiStats, GuideModel
+    from godot_rag.retrieve.evidence.docs_stats import DocsApiStats
+    from godot_rag.retrieve.evidence.guide_model import GuideModel
 
     ref = ClassReference({"classes": {
         "Node": {"inherits": None, "page": "classes/class_node", "members": {"add_child": {"kind": "method", "type": "void"}}},

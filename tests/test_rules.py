@@ -26,15 +26,18 @@ from godot_rag.retrieve.engine.types import Candidate
 # isort: split
 # -- the rule tables, each imported in this one place (a module that moves is one line to change) ----------------
 from godot_rag.retrieve.evidence.docs_evidence import EVIDENCE_RULES, FACT_RULES, REJECT_RULES
-from godot_rag.retrieve.evidence.docs_features import GUIDE_SHARE_RULES
+from godot_rag.retrieve.evidence.guide_decision import GUIDE_SHARE_RULES
 from godot_rag.retrieve.migration.version import WEAK_OVERRULES
 from godot_rag.retrieve.migration.version_rules import GODOT3_OVERRULES, OCCURRENCE_RULES, VERSION_RULES
 
 # isort: split
 # -- the code paths the rows drive ---------------------------------------------------------------------------------
-from godot_rag.retrieve.evidence.docs_features import FEATURES, DocsApiStats, GuideModel
+from godot_rag.retrieve.evidence.docs_features import FEATURES
+from godot_rag.retrieve.evidence.docs_stats import DocsApiStats
+from godot_rag.retrieve.evidence.guide_model import GuideModel
 from godot_rag.retrieve.evidence.validate import ValidationContext, mapping_evidence, validate
-from godot_rag.retrieve.migration.occurrences import ChunkScope, mapping_occurrences
+from godot_rag.retrieve.migration.occurrences import mapping_occurrences
+from godot_rag.retrieve.migration.version_occurrence import ChunkScope
 from godot_rag.retrieve.migration.version import converter_renames, effective_hint, version_context
 from godot_rag.retrieve.migration.version_stage import mapping_markers
 from godot_rag.retrieve.recall.codematch import renameable_names

@@ -348,7 +348,7 @@ def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_remo
     from .eval.judge_calibration import JudgeSetError, read_judge_set
     from .eval.judge_calibration import calibrate as run_calibration
     from .models.llm import LLMError
-    from .retrieve.evidence.judge import prompt_id
+    from .retrieve.evidence.judge_questions import prompt_id
     from .retrieve.pipeline import Retriever
     from .store import calibration as cal_store
 

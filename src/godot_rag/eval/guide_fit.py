@@ -1,4 +1,4 @@
-"""Fit the guide model (`retrieve/docs_features.py`) on a judged pool: `godot-rag fit-guides`.
+"""Fit the guide model (`retrieve/evidence/guide_model.py`, over `docs_features.py`) on a judged pool: `godot-rag fit-guides`.
 
 1. F runs, with the evidence rules deciding guides, over the judged chunks and every `hub_every`-th other chunk
    of the queries file (one run per chunk takes a while on a small machine): each guide
@@ -24,17 +24,9 @@ from ..gdscript.facts import parse_chunk
 from ..gdscript.record_api import global_uses
 from ..gdscript.resolve import resolve_uses
 from ..retrieve.engine.config import RetrieveConfig
-from ..retrieve.evidence.docs_features import (
-    FEATURES,
-    DocsApiStats,
-    callback_key,
-    chunk_callbacks,
-    chunk_classes,
-    chunk_side,
-    construct_key,
-    contradictions,
-    guide_features,
-)
+from ..retrieve.evidence.chunk_side import chunk_callbacks, chunk_classes, chunk_side
+from ..retrieve.evidence.docs_features import FEATURES, contradictions, guide_features
+from ..retrieve.evidence.docs_stats import DocsApiStats, callback_key, construct_key
 from .judged import grades_of
 from .queries import read_queries
 

@@ -17,11 +17,11 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 from ..records import TABLES
 from ..retrieve.engine.types import Candidate
-from ..retrieve.evidence.judge import ask, prompt_id, question_of
+from ..retrieve.evidence.judge_questions import JudgeLLM, ask, prompt_id, question_of
 from ..retrieve.pipeline import Retriever
 
 FIELDS: dict[str, type | tuple[type, ...]] = {"id": str, "chunk_text": str, "table": str, "record": str, "label": int,
@@ -30,12 +30,6 @@ FIELDS: dict[str, type | tuple[type, ...]] = {"id": str, "chunk_text": str, "tab
 
 class JudgeSetError(ValueError):
     pass
-
-
-class Judge(Protocol):
-    """The model asked: its identity names the calibration."""
-
-    def identity(self) -> dict[str, Any]: ...
 
 
 def read_judge_set(path: Path) -> list[dict[str, Any]]:
@@ -161,7 +155,7 @@ def confidence_band(pairs: list[dict[str, Any]], scores: list[float], min_auc: f
     return ([good[0]["confidence"][0], good[-1]["confidence"][1]] if good else None), bins
 
 
-def score_pairs(retriever: Retriever, llm: Judge, pairs: list[dict[str, Any]],
+def score_pairs(retriever: Retriever, llm: JudgeLLM, pairs: list[dict[str, Any]],
                 progress: Callable[[], object] | None = None) -> list[float]:
     """P(yes) for every pair, asked as F asks (grouped by chunk: the prefix is evaluated once)."""
     order = sorted(range(len(pairs)), key=lambda i: pairs[i]["chunk_text"])
@@ -219,7 +213,7 @@ class CalibrationOptions(TypedDict, total=False):
     progress: Callable[[], object] | None  # called after each pair the model is asked
 
 
-def calibrate(retriever: Retriever, llm: Judge, pairs: list[dict[str, Any]],
+def calibrate(retriever: Retriever, llm: JudgeLLM, pairs: list[dict[str, Any]],
               **options: Unpack[CalibrationOptions]) -> dict[str, Any]:
     max_loss, min_auc, min_removed = options.get("max_loss", 0.02), options.get("min_auc", 0.7), options.get("min_removed", 0.2)
     ident = llm.identity()

@@ -33,7 +33,10 @@ from .recall.rerank import open_reranker
 from .strategies import STRATEGIES, check_strategy
 
 if TYPE_CHECKING:
-    from .evidence.docs_features import DocsApiStats, GuideModel
+    from ..models.embedder import Embedder
+    from .evidence.docs_stats import DocsApiStats
+    from .evidence.guide_model import GuideModel
+    from .recall.rerank import Reranker
 
 T = TypeVar("T")
 FREEZE_AFTER_ROWS = 2000  # record payloads unpacked since the last gc.freeze that make a query end with one
@@ -43,9 +46,9 @@ class Retriever:
     """Holds the loaded records, BM25 indexes and lazily loaded models for one database, and runs
     a strategy's stages over one chunk."""
 
-    def __init__(self, db: Database, *, cache_dir: Path | None = None, embedder=None, llm=None,
-                 cross_encoder_path: str | None = None, judge_calibration: Path | None = None,
-                 embed_threads: int | None = None):
+    def __init__(self, db: Database, *, cache_dir: Path | None = None, embedder: Embedder | None = None,
+                 llm: Any = None, cross_encoder_path: str | None = None, judge_calibration: Path | None = None,
+                 embed_threads: int | None = None) -> None:
         """`embed_threads`: the query encoder's threads (None: its engine's default; 1 in a batch's workers)."""
         self.db = db
         self.embed_threads = embed_threads
@@ -63,7 +66,7 @@ class Retriever:
         self._local = threading.local()
 
     # -- resources (I/O at the edges) -------------------------------------------------
-    def conn(self):
+    def conn(self) -> psycopg.Connection:
         c = getattr(self._local, "conn", None)
         if c is not None and not c.closed and c.broken:
             c.close()  # the server restarted under us: open a new connection
@@ -77,7 +80,7 @@ class Retriever:
         return self._embedder is not None
 
     @property
-    def embedder(self):
+    def embedder(self) -> Embedder:
         with self.lock:
             if self._embedder is None:
                 from ..models.embedder import Embedder
@@ -157,7 +160,8 @@ class Retriever:
         """(the fitted guide model, the corpus's API use counts), or None without a model file."""
         def build() -> tuple[GuideModel, DocsApiStats] | None:
             from ..store.guide_model import read
-            from .evidence.docs_features import DocsApiStats, GuideModel
+            from .evidence.docs_stats import DocsApiStats
+            from .evidence.guide_model import GuideModel
 
             data = read()
             if not data:
@@ -169,7 +173,8 @@ class Retriever:
                 stats = DocsApiStats.build(self.records("docs_chunks"), self.class_reference())
                 return (stats.n_records, stats.member_records, stats.class_records, stats.construct_records, stats.page_nodes,
                         stats.section_classes, stats.native_pages)
-            n, members, classes, constructs, page_nodes, sections, native = self._derived("docs_api_stats", ["docs_chunks"], counts)
+            n, members, classes, constructs, page_nodes, sections, native = self._derived("docs_api_stats", ["docs_chunks"],
+                                                                                           counts)
             return model, DocsApiStats(self.class_reference(), n, members, classes, dict(model.chunk_share), constructs,
                                        page_nodes, sections, native)
         return self._once("guide_model", build)
@@ -181,7 +186,7 @@ class Retriever:
             "converter_renames", ["api_mapping"],
             lambda: converter_renames(self.records("api_mapping").values(), self.class_reference()).to_plain())), keep=False)
 
-    def reranker(self, name: str):
+    def reranker(self, name: str) -> Reranker:
         return self._once(f"reranker {name}", lambda: open_reranker(name, self.llm, self.cross_encoder_path), keep=False)
 
     def warm(self, cfg: RetrieveConfig | None = None, embed: bool = True, log: Callable[[str], None] | None = None) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
@@ -19,7 +19,8 @@ GODOT_VERSIONS = ("auto", "3", "4")
 
 Fusion = Literal["maxnorm", "rrf", "minmax", "zscore"]
 Reranker = Literal["none", "nanoranker", "qwen", "cross-encoder"]
-Weight = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False, strict=True)]  # strict: "0.5" and true are refused, as for the ints
+# strict: "0.5" and true are refused, as for the ints
+Weight = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False, strict=True)]
 Share = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]
 
 
@@ -54,13 +55,16 @@ class RetrieveConfig(BaseModel):
     ef_search: int = Field(100, ge=1, le=1000, strict=True)
     reranker: Reranker = Field("none", description="nanoranker and Qwen P(yes) measured no better than D's order")
     rerank_top: int = Field(30, ge=1, le=500, strict=True, description="how many fused candidates the reranker sees")
-    rerank_weight: float = Field(0.3, ge=0.0, le=1.0, allow_inf_nan=False, strict=True, description="share of the reranker in F's score")
+    rerank_weight: float = Field(0.3, ge=0.0, le=1.0, allow_inf_nan=False, strict=True,
+                                 description="share of the reranker in F's score")
     validator_llm: StrictBool = Field(False, description="add the Qwen judge to F's validator")
     validate_top: int = Field(5, ge=1, le=100, strict=True, description="most docs accepts the judge sees")
-    judge_thresholds: dict[Literal["api_mapping", "docs_chunks"], Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]] | None = Field(
+    judge_thresholds: dict[Literal["api_mapping", "docs_chunks"],
+                           Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]] | None = Field(
         None, description="override the calibrated P(yes) threshold per table (the judge then decides)")
     judge_citations: StrictBool = Field(False, description="a deciding judge also cites the literals it relies on (about 2 s "
-                                        "per yes with the 1.5B on 2 cores; checked, and mostly hallucinated by the bundled models)")
+                                        "per yes with the 1.5B on 2 cores; checked, and mostly hallucinated by the "
+                                        "bundled models)")
     guide_model: StrictBool = Field(True, description="F: the fitted model (store/guide_model.json) decides guides; "
                                     "false: the evidence rules decide them as for class-reference records")
     min_direct_evidence: int = Field(1, ge=0, le=50, strict=True)
@@ -75,8 +79,8 @@ class RetrieveConfig(BaseModel):
                                                  "copied page; guides that add nothing to it are rejected (0 turns it off)")
     same_evidence: StrictBool = Field(True, description="F: a guide that shows the chunk nothing (shared API, globals, "
                                       "callbacks, classes, matched code lines) that an accepted guide retrieved before it "
-                                      "does not show too is rejected as the same evidence again (rule same_evidence; not in Godot 3 "
-                                      "code)")
+                                      "does not show too is rejected as the same evidence again (rule same_evidence; "
+                                      "not in Godot 3 code)")
     min_guide_specificity: Share = Field(0.5, description="F: a guide whose shared API, globals, callbacks and classes are "
                                          "all less specific than this (`_ready` 0.30, `_process` 0.41, `@export` 0.41; "
                                          "`Node.get_node` 0.14) shares only generic API and is rejected (rule generic_only; "
@@ -92,10 +96,11 @@ class RetrieveConfig(BaseModel):
     k_api: int = Field(15, ge=0, le=100, strict=True, description="F: member entries of the resolved API uses, after the guides")
     resolve_max_hops: int = Field(1, ge=0, le=5, strict=True, description="F: call chains followed through return types")
 
-    def __init__(self, **data):
+    def __init__(self, **data: Any) -> None:
         unknown = [k for k in data if k not in type(self).model_fields]
         if unknown:
-            raise ConfigError(f"unknown setting(s) {', '.join(clip(k) for k in unknown[:5])}; valid: {', '.join(sorted(type(self).model_fields))}")
+            raise ConfigError(f"unknown setting(s) {', '.join(clip(k) for k in unknown[:5])}; "
+                              f"valid: {', '.join(sorted(type(self).model_fields))}")
         try:
             super().__init__(**data)
         except ValidationError as e:
@@ -108,13 +113,13 @@ class RetrieveConfig(BaseModel):
         return self.model_dump()
 
     @classmethod
-    def from_mapping(cls, data: dict) -> "RetrieveConfig":
+    def from_mapping(cls, data: dict) -> RetrieveConfig:
         if not isinstance(data, dict):
             raise ConfigError("settings must be an object of name -> value")
         return cls(**data)
 
     @classmethod
-    def merged(cls, base: object = None, **named) -> "RetrieveConfig":
+    def merged(cls, base: object = None, **named: Any) -> RetrieveConfig:
         """The one merge of settings: a table of them (a TOML file's [retrieve], a request's `config`),
         overridden by named values (flags, `--set`, a request's own fields); None leaves a name unset."""
         if base is not None and not isinstance(base, dict):
@@ -122,7 +127,7 @@ class RetrieveConfig(BaseModel):
         return cls.from_mapping(dict(base or {}) | {k: v for k, v in named.items() if v is not None})
 
     @classmethod
-    def from_file(cls, path: Path, **overrides) -> "RetrieveConfig":
+    def from_file(cls, path: Path, **overrides: Any) -> RetrieveConfig:
         try:
             with open(path, "rb") as fh:
                 data = tomllib.load(fh)
@@ -147,5 +152,6 @@ def _describe(e: ValidationError) -> str:
         field = str(err["loc"][0]) if err["loc"] else ""
         hint = f"; valid: {', '.join(VALID[field])}" if field in VALID else ""
         kind = "unknown" if field in VALID else "invalid"
-        parts.append(f"{kind} {field} {value}: {err['msg']}{hint}" if field in VALID else f"setting '{name}' = {value}: {err['msg']}")
+        parts.append(f"{kind} {field} {value}: {err['msg']}{hint}" if field in VALID
+                     else f"setting '{name}' = {value}: {err['msg']}")
     return "; ".join(parts)

@@ -27,14 +27,17 @@ class Resources(Protocol):
 
     def api_index(self) -> dict: ...
 
-    def guide_model(self) -> Any: ...  # evidence.docs_features: (GuideModel, DocsApiStats) or None
+    def guide_model(self) -> Any: ...  # evidence: (guide_model.GuideModel, docs_stats.DocsApiStats) or None
 
     def renames(self) -> Any: ...  # migration.version.ConverterRenames
 
     def reranker(self, name: str) -> Any: ...
 
     @property
-    def embedder(self) -> Any: ...
+    def embedder(self) -> Any: ...  # models.embedder.Embedder, made on first use
+
+    @property
+    def embedder_loaded(self) -> bool: ...  # whether it was made yet
 
     def retrieve(self, chunk: str, strategy: str = "F", cfg: RetrieveConfig | None = None, explain: bool = True,
                  context: Any = None) -> RetrieveResult: ...

@@ -161,7 +161,7 @@ class QueryContext:
             return part.split(".", 1)[1] in self.lists.retrievers
         return part in self._parts if part in KEYED_PARTS else True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.texts:
             self.texts = [self.chunk]
         if not self.dense_texts:
@@ -171,16 +171,16 @@ class QueryContext:
     def tables(self) -> list[str]:
         return self.cfg.tables
 
-    def note(self, **info) -> None:
+    def note(self, **info: Any) -> None:
         """Adds to the running stage's log (counts, settings): the summary `--explain` prints."""
         self._notes.update(info)
 
-    def log_extra(self, stage: str, ms: float, **info) -> None:
+    def log_extra(self, stage: str, ms: float, **info: Any) -> None:
         """A step timed on its own inside a stage (loading a model is never a query stage's time)."""
         self.trace.stages.append(StageLog(stage=stage, ms=round(ms, MS_DIGITS), info=info))
         self._set_aside_ms += ms
 
-    def load_step(self, label: str, loaded: bool, load: Callable[[], object], **info) -> None:
+    def load_step(self, label: str, loaded: bool, load: Callable[[], object], **info: Any) -> None:
         """Run `load` (a model, an index) as its own trace step `load:<label>`, never inside the
         query stage that first needs it; nothing when it is already loaded."""
         if not loaded:
@@ -189,7 +189,7 @@ class QueryContext:
             freeze_loaded()
             self.log_extra(f"load:{label}", (time.perf_counter() - t) * 1000, **info)
 
-    def ensure_loaded(self, label: str, lazy, **info):
+    def ensure_loaded(self, label: str, lazy: T, **info: Any) -> T:
         """`load_step` for a lazy model with `loaded` and `load()` (a remote LLM has neither)."""
         if lazy is not None and hasattr(lazy, "load"):
             self.load_step(label, getattr(lazy, "loaded", True), lazy.load, **info)
@@ -221,4 +221,4 @@ StageFn = Callable[[QueryContext, Pool], Pool]
 # `tsquery`: A's query and row counts; `texts`: the BM25 query texts, the chunk when no stage sets them).
 # The typed parts are named by their keys; these are the names the keys may take.
 KEYED_PARTS = ("tokens", "vectors", "facts", "resolution", "version", "occurrences", "class_uses", "validation")
-PARTS = KEYED_PARTS + ("texts", "lists.bm25", "lists.embedding", "pool", "verdicts", "cut", "tsquery")
+PARTS = (*KEYED_PARTS, "texts", "lists.bm25", "lists.embedding", "pool", "verdicts", "cut", "tsquery")

@@ -34,7 +34,7 @@ def per_candidate(cls: type[_Info]) -> type[_Info]:
     defaults = {name: f.default for name, f in cls.model_fields.items() if not f.is_required()}
     names = tuple(cls.model_fields)  # the JSON's key order
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self: _Info, **data: Any) -> None:
         object.__setattr__(self, "__dict__", {n: data[n] if n in data else defaults[n] for n in names})
         object.__setattr__(self, "__pydantic_fields_set__", set(data))
         object.__setattr__(self, "__pydantic_extra__", None)
@@ -51,7 +51,7 @@ class Pending(Generic[_Info]):
     """A per-candidate info that is built when it is first read (`Candidate.info`) or when the candidate
     leaves in a result (`Candidate.settle`). Most of a query's candidates stop at the shortlist, and nothing
     reads their list, union, fuse, codematch or merge infos, so they are never built."""
-    __slots__ = ("cls", "make", "args")
+    __slots__ = ("args", "cls", "make")
 
     def __init__(self, cls: type[_Info], make: Callable[..., _Info], args: tuple):
         self.cls, self.make, self.args = cls, make, args
@@ -114,7 +114,7 @@ DocsEvidenceKind = Literal["resolved_api", "api_symbol", "call", "method_call", 
 
 
 class DocsEvidence(Compact):
-    """A literal a docs record shares with the chunk's code, weighted (retrieve/docs_evidence.py)."""
+    """A literal a docs record shares with the chunk's code, weighted (evidence/docs_evidence.py)."""
     literal: str
     kind: DocsEvidenceKind
     weight: float
@@ -249,7 +249,7 @@ class ValidateInfo(StageInfo):
     evidence: list[EvidenceItem]
     contradictions: list[Contradiction]
     reasons: list[str]
-    rules: list[str] | None = None  # docs_chunks: the named rules that rejected it (retrieve/docs_evidence.py)
+    rules: list[str] | None = None  # docs_chunks: the named rules that rejected it (evidence/docs_evidence.py, docs_overrules.py)
     occurrences: list[Occurrence] | None = None  # api_mapping: each use of the old name, decided
     support: float | None = None  # docs_chunks: weighted evidence for and against
     against: float | None = None
@@ -258,7 +258,8 @@ class ValidateInfo(StageInfo):
     clone_lines: list[int] | None = None  # docs_chunks: the chunk's lines (1-based) the record's code matches
     copy_source: bool | None = None  # docs_chunks: the record's page is one the chunk copies
     copied_from: str | None = None  # docs_chunks: the page the chunk copies, which already shows this record's evidence
-    repeats: str | None = None  # guides: the page (or record of its page) retrieved before it that shows all it shows (same_evidence)
+    # guides: the page (or record of its page) retrieved before it that shows all it shows (same_evidence)
+    repeats: str | None = None
     model: dict[str, Any] | None = None  # guides: the fitted model's features, contributions, P(direct) and threshold
     cosine: float | None = None  # docs_chunks: the chunk's and the record's cosine (read for a record only BM25 found)
 
@@ -341,7 +342,7 @@ STAGE_COLUMNS: dict[str, Column] = {
     "api": Column(label="api", score="score", source=True),
     "validate": Column(label="validate", unit="verdict", score="confidence", unit_scale=True, lossy=True),
     "judge": Column(label="judge", score="confidence", unit_scale=True, lossy=True),
-    "score": Column(label="score", unit="×conf", score="score"),
+    "score": Column(label="score", unit="×conf", score="score"),  # noqa: RUF001 - the multiplication sign, as the table shows it
     "cut": Column(label="final", unit="rank", lossy=True),
 }
 

@@ -5,7 +5,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializeAsAny, field_validator
 
-from .trace import STAGE_INFO, Pending, QueryTrace, StageInfo, StageLog  # noqa: F401  (StageLog re-exported)
+from .trace import STAGE_INFO, Pending, QueryTrace, StageInfo
+from .trace import StageLog as StageLog  # re-exported: the result's stage log
 
 
 class Candidate(BaseModel):
@@ -23,7 +24,7 @@ class Candidate(BaseModel):
 
     @field_validator("trace", mode="before")
     @classmethod
-    def _typed(cls, value):
+    def _typed(cls, value: Any) -> Any:  # raw input: a parsed JSON dict, or infos already typed
         """Parsed JSON (a cached or remote result) comes back as the same typed infos."""
         if isinstance(value, dict):
             return {k: STAGE_INFO[k].model_validate(v) if isinstance(v, dict) and k in STAGE_INFO else v
@@ -31,7 +32,7 @@ class Candidate(BaseModel):
         return value
 
     @classmethod
-    def _unvalidated(cls, fields: dict[str, Any], fields_set: set[str]) -> "Candidate":
+    def _unvalidated(cls, fields: dict[str, Any], fields_set: set[str]) -> Candidate:
         """An instance set up as pydantic sets one, from fields already known to be valid: candidates are
         made and copied hundreds of times per query, and validating them was a third of strategy B's time."""
         c = cls.__new__(cls)
@@ -42,7 +43,7 @@ class Candidate(BaseModel):
         return c
 
     @classmethod
-    def of_record(cls, table: str, id: str, payload: dict, score: float, rank: int, source: str) -> "Candidate":
+    def of_record(cls, table: str, id: str, payload: dict, score: float, rank: int, source: str) -> Candidate:
         """A candidate for a stored record (its payload was checked at load), as a retriever's list holds it."""
         return cls._unvalidated({"table": table, "id": id, "payload": payload, "score": score, "rank": rank, "source": source,
                                  "group": None, "verdict": None, "reason": None, "trace": {}},
@@ -57,7 +58,7 @@ class Candidate(BaseModel):
         else:
             super().__setattr__(name, value)
 
-    def derive(self) -> "Candidate":
+    def derive(self) -> Candidate:
         """A copy for the next stage: its own trace dict, the (read-only) payload and infos shared. What
         model_copy does, minus its per-field bookkeeping."""
         return Candidate._unvalidated({**self.__dict__, "trace": dict(self.trace)}, set(self.__pydantic_fields_set__))
@@ -74,12 +75,12 @@ class Candidate(BaseModel):
             raise ValueError(f"stage {stage!r} already explained candidate {self.id}")
         self.trace[stage] = info  # type: ignore[assignment]  # a Pending is built before anything reads it
 
-    def absorb(self, other: "Candidate") -> None:
+    def absorb(self, other: Candidate) -> None:
         """The same record from another list: its stage infos join this candidate's (none replaced)."""
         for stage, info in other.trace.items():
             self.trace.setdefault(stage, info)
 
-    def info(self, stage: str):
+    def info(self, stage: str) -> Any:  # the info's class depends on the stage (STAGE_INFO)
         """This candidate's info from `stage`, or None when that stage did not see it."""
         got = self.trace.get(stage)
         if type(got) is Pending:
@@ -89,7 +90,7 @@ class Candidate(BaseModel):
     def has_info(self, stage: str) -> bool:
         return stage in self.trace
 
-    def settle(self) -> "Candidate":
+    def settle(self) -> Candidate:
         """Every info built: before the candidate leaves in a result (serialised, compared, shown)."""
         for stage, info in self.trace.items():
             if type(info) is Pending:
@@ -106,7 +107,7 @@ _CHECKED: set[tuple[str, type]] = set()  # (stage, info class) pairs add_stage h
 _PLAIN_FIELDS = frozenset(Candidate.model_fields) - {"trace"}  # `trace` keeps pydantic's path (its validator)
 
 
-def sort_and_rank(cands: list["Candidate"]) -> list["Candidate"]:
+def sort_and_rank(cands: list[Candidate]) -> list[Candidate]:
     """Order by the current score (ties by id) and set each candidate's rank."""
     cands.sort(key=lambda c: (-c.score, c.id))
     for i, c in enumerate(cands):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from ...gdscript.classref import ClassReference
 from ..engine.stage import Stage
 from ..engine.state import PartKey, Pool, QueryContext
 from ..engine.trace import SCORE_DIGITS, ApiInfo, ApiUseEntry
@@ -15,7 +16,7 @@ from ..query.parse import FACTS, RESOLUTION
 BOLD_NAME_RE = re.compile(r"\*\*(@?[A-Za-z_\\][A-Za-z0-9_\\]*)\*\*")
 
 
-def build_api_index(docs: Mapping[str, dict], ref) -> dict:
+def build_api_index(docs: Mapping[str, dict[str, Any]], ref: ClassReference) -> dict[str, Any]:
     """Where the class reference documents each member: (class, member) -> docs chunk id,
     class -> its page's first chunk, page path -> class."""
     page_class = {info["page"]: cls for cls, info in ref.classes.items()}
@@ -114,7 +115,8 @@ def api_list(ctx: QueryContext) -> list[Candidate]:
     for cls, whole in ctx[CLASS_USES].items():
         if (rid := index["first"].get(cls)) is not None:
             found.setdefault(rid, (len(found) + 1, []))[1].append(
-                ApiUseEntry(api=cls, line=ctx[FACTS].line_of(cls) or 1, col=1, code=whole.code, via=whole.via, entry="class page"))
+                ApiUseEntry(api=cls, line=ctx[FACTS].line_of(cls) or 1, col=1, code=whole.code, via=whole.via,
+                            entry="class page"))
     out = []
     for rid, (rank, uses) in found.items():
         c = Candidate(table="docs_chunks", id=rid, payload=recs[rid], score=weight, rank=rank, source="api",
@@ -140,8 +142,8 @@ def run_api(ctx: QueryContext, pool: Pool) -> Pool:
             c.source = f"{c.source}+api"
             c.group = "api_reference"
             c.score = before + weight  # the api source's own weight, added to the fused score
-            c.add_stage("api", ApiInfo(weight=weight, score_before=round(before, SCORE_DIGITS), score=round(c.score, SCORE_DIGITS),
-                                       uses=own.uses))
+            c.add_stage("api", ApiInfo(weight=weight, score_before=round(before, SCORE_DIGITS),
+                                       score=round(c.score, SCORE_DIGITS), uses=own.uses))
         joined.append(c)
     out = dict(pool)
     out["docs_chunks"] = [joined + list(api.values())]

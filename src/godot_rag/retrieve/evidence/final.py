@@ -85,5 +85,6 @@ def run_cut_validated(ctx: QueryContext, pool: Pool) -> Pool:
 SCORE = Stage("score", run_score, "final score = fused score x (0.5 + 0.5 x validator or judge confidence)",
               requires=("verdicts",))
 CUT = Stage("cut", run_cut, "the first k of each table", requires=("pool",), provides=("cut",))
-CUT_VALIDATED = Stage("cut", run_cut_validated, "accepted records by final score: k per table, docs as k guides + k_api API entries",
+CUT_VALIDATED = Stage("cut", run_cut_validated,
+                      "accepted records by final score: k per table, docs as k guides + k_api API entries",
                       requires=("verdicts",), provides=("cut",))

@@ -23,16 +23,11 @@ hallucinated. Migration findings follow the mappings the judge leaves accepted.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import threading
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
-from ...gdscript.lexicon import IDENT_RE, KEYWORDS
 from ...records import evidence_text, model_text
 from ...store import calibration
 from ..engine.stage import Stage
@@ -41,112 +36,11 @@ from ..engine.trace import RATIO_DIGITS, JudgeInfo, Occurrence
 from ..engine.types import Candidate
 from ..migration.version import EVIDENCE_STATUSES, evidence_rank
 from ..migration.version_stage import VERSION_MARKERS
+from .judge_questions import JudgeLLM, ask, check_cited, prompt_id, question_of
 from .validation_context import VALIDATION
 
-SYSTEM = ("You review Godot game code written in GDScript. You get SOURCE_CODE and then one question about it. "
-          "Answer with JSON: {\"answer\": \"yes\" or \"no\", \"evidence\": [up to 3 exact strings found in both "
-          "SOURCE_CODE and the record]}.")
-MAX_CHUNK_CHARS = 1200  # about 350 tokens: the shared prefix costs ~2.5 s with the 1.5B on 2 cores
-RECORD_CHARS = 300
-NUMBERING_CHARS = 6  # what numbering adds to a line: `NNN| ` and its newline
-LITERALS_ASKED = 10  # shared literals whose record lines a docs question shows
-NOTES_CHARS, LINE_CHARS = 300, 200  # of a mapping's notes and of the chunk's line, in an occurrence question
 STALE_SHOWN = 3  # skipped calibrations the trace names
-CACHE_SIZE = 4096  # judged questions kept per process (a long-running `serve` stays bounded)
-_cache: "OrderedDict[tuple, dict]" = OrderedDict()
-_cache_lock = threading.Lock()  # questions to a server are asked from several threads
-
-
-def numbered(chunk: str) -> str:
-    """The chunk with line numbers, so a question can point at a line; the shared prefix of every question."""
-    out, size = [], 0
-    for i, line in enumerate(chunk.splitlines(), 1):
-        size += len(line) + NUMBERING_CHARS
-        if size > MAX_CHUNK_CHARS:
-            out.append("... (cut)")
-            break
-        out.append(f"{i:>3}| {line}")
-    return "\n".join(out)
-
-
-def prefix(chunk: str) -> str:
-    return f"SOURCE_CODE (line numbers added):\n{numbered(chunk)}\n\n"
-
-
-def docs_question(c: Candidate, evidence: list[str]) -> str:
-    """The record's lines that hold the shared literals, then the question: about 70 tokens, 0.64 s with
-    the 1.5B on 2 cores (the first 500 characters and a literal list were 162 tokens, 1.35 s)."""
-    rec = focused_text(c.table, c.payload, evidence[:LITERALS_ASKED], limit=RECORD_CHARS)  # as the judge set keeps them
-    return (f"RECORD (Godot 4 documentation):\n{rec}\n\n"
-            "Question: does RECORD document the Godot API or the technique that SOURCE_CODE uses?")
-
-
-def occurrence_question(c: Candidate, line: int, line_text: str) -> str:
-    p = c.payload
-    src, dst, change = p["source_api"], p["target_api"], p["change_type"].replace("_", " ")
-    notes = (p.get("notes") or p.get("description") or "")[:NOTES_CHARS]
-    return (f"MIGRATION RECORD: Godot 3 `{src}` became `{dst}` in Godot 4 ({change}). {notes}\n\n"
-            f"Line {line}: {line_text.strip()[:LINE_CHARS]}\n\n"
-            f"Question: is `{src}` on line {line} the Godot 3 `{src}` that became `{dst}` (yes), "
-            f"or valid Godot 4 code as it stands (no)?")
-
-
-def question_of(c: Candidate, chunk: str, at: tuple[int, int] | None, evidence: list[str]) -> tuple[str, str, bool]:
-    """(cache key, question, whether to ask for cited evidence): the same for F and for calibration. `at`:
-    the (line, column) of the occurrence a mapping's question is about; None for a docs question."""
-    if at is not None:
-        line_no, col = at
-        lines = chunk.splitlines()
-        line = lines[line_no - 1] if 0 < line_no <= len(lines) else ""
-        return f"{c.table}:{c.id}@{line_no}:{col}", occurrence_question(c, line_no, line), False
-    return f"{c.table}:{c.id}", docs_question(c, evidence), True
-
-
-@lru_cache(maxsize=1)
-def prompt_id() -> str:
-    """A fingerprint of the questions as asked (chat template, system prompt, layout, record excerpt,
-    answer prefix): a calibration holds only for the prompt it was measured with. Rendered from an
-    example longer than every cut, so a change to a template or a limit changes it."""
-    from ...models.llm import ANSWER_PREFIX, _chatml
-
-    chunk = "extends Node2D\n\nfunc _ready():\n" + "".join(f"\tvar v{i} = Viewport.new()  # {'x' * 40}\n" for i in range(40))
-    line = "\tvar v = Viewport.new()" + " " * 250 + "# end"
-    doc = Candidate(table="docs_chunks", id="p#0", payload={
-        "section_path": ["Page", "Section"],
-        "content": "Viewport.new() and play() " + "long " * 60 + "\n" + "".join(f"Line {i} about Viewport.new() and play(){' and more' * i}.\n" for i in range(30))})
-    rename = Candidate(table="api_mapping", id="m", payload={"source_api": "Viewport", "target_api": "SubViewport",
-                                                             "change_type": "class_rename", "notes": "Renamed. " * 60})
-    literals = [f"Viewport.new{i}" for i in range(12)] + ["play"]
-    text = "\x00".join([_chatml(SYSTEM, prefix(chunk) + docs_question(doc, literals)),
-                        occurrence_question(rename, 4, line), ANSWER_PREFIX])
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def check_cited(cited: list[str], chunk: str, record_text: str) -> tuple[list[str], list[str]]:
-    ok: list[str] = []
-    bad: list[str] = []
-    for s in cited:
-        s = s.strip()
-        (ok if s and s in chunk and s in record_text else bad).append(s)
-    return ok, bad
-
-
-def ask(llm, chunk: str, key: str, question: str, evidence: bool) -> dict:
-    """One judged question, cached per (model, chunk, question)."""
-    ident = llm.identity()
-    ck = (ident["model"], ident.get("sha256"), hashlib.sha256(chunk.encode()).hexdigest(), key, evidence,
-          hashlib.sha256(question.encode()).hexdigest())
-    with _cache_lock:
-        if ck in _cache:
-            _cache.move_to_end(ck)
-            return dict(_cache[ck], cached=True)
-    res = llm.judge_answer(SYSTEM, prefix(chunk) + question, evidence=evidence)
-    out = {**res, "cached": False}
-    with _cache_lock:
-        _cache[ck] = out
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-    return out
+JudgedTable = Literal["api_mapping", "docs_chunks"]  # the tables the judge asks about
 
 
 def table_calibration(cal: dict | None, table: str, override: float | None) -> dict:
@@ -156,8 +50,9 @@ def table_calibration(cal: dict | None, table: str, override: float | None) -> d
     if override is not None:
         return {**t, "mode": "decide", "threshold": override, "threshold_from": "request"}
     if table not in tables:
-        return {"mode": "annotate", "calibrated": False, "threshold": None, "why": "no calibration for this model and table: annotate only "
-                                                              "(run `godot-rag judge calibrate`, or set judge_thresholds)"}
+        return {"mode": "annotate", "calibrated": False, "threshold": None,
+                "why": "no calibration for this model and table: annotate only "
+                       "(run `godot-rag judge calibrate`, or set judge_thresholds)"}
     if t.get("mode") != "decide" or t.get("threshold") is None:
         return {**t, "mode": "annotate", "why": t.get("why") or "the calibration separates nothing: annotate only"}
     return {**t, "threshold_from": "calibration"}
@@ -212,8 +107,9 @@ def docs_targets(ctx: QueryContext, docs: list[Candidate], tcal: dict) -> list[C
     return sorted(inside, key=lambda c: -c.score)[: ctx.cfg.validate_top]
 
 
-def _judged(c: Candidate, j: dict, tcal: dict, question: Literal["occurrence", "docs"], occ: Occurrence | dict | None, chunk: str,
-            cited_asked: bool) -> Candidate:
+def _judged(job: JudgeJob, j: dict, tcal: dict, chunk: str) -> Candidate:
+    """The candidate with the judge's answer `j` to `job` applied under the table's calibration `tcal`."""
+    c, question, occ, cited_asked = job.candidate, job.question, job.occurrence, job.cite
     det = c.info("validate")
     # Citations are checked against the whole record, not only the lines shown.
     whole = evidence_text(c.payload) if c.table == "docs_chunks" else model_text(c.table, c.payload)
@@ -274,7 +170,7 @@ def judge_jobs(ctx: QueryContext, occ_targets: list[tuple[Candidate, Occurrence]
     return jobs
 
 
-def ask_all(llm, chunk: str, jobs: list[JudgeJob]) -> list[dict]:
+def ask_all(llm: JudgeLLM, chunk: str, jobs: list[JudgeJob]) -> list[dict]:
     """The answers, in the jobs' order; asked in parallel where the LLM serves several at once (a server)."""
     def one(job: JudgeJob) -> dict:
         return ask(llm, chunk, job.key, job.text, job.cite)
@@ -283,6 +179,12 @@ def ask_all(llm, chunk: str, jobs: list[JudgeJob]) -> list[dict]:
         with ThreadPoolExecutor(min(llm.parallel, len(jobs))) as pool_ex:
             return list(pool_ex.map(one, jobs))
     return [one(j) for j in jobs]
+
+
+def table_calibrations(cal: dict | None, thresholds: dict[JudgedTable, float] | None) -> dict[str, dict]:
+    """`table_calibration` of each table the judge asks about, under the request's thresholds."""
+    over = thresholds or {}
+    return {t: table_calibration(cal, t, over.get(t)) for t in ("api_mapping", "docs_chunks")}
 
 
 def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
@@ -309,8 +211,7 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
         cal, cal_file, stale = calibration.find(ident, ctx.resources.judge_calibration, prompt_id())
     except calibration.CalibrationError as e:
         return fallback(f"judge calibration unreadable: {e}")
-    over = cfg.judge_thresholds or {}
-    tcal = {t: table_calibration(cal, t, over.get(t)) for t in ("api_mapping", "docs_chunks")}
+    tcal = table_calibrations(cal, cfg.judge_thresholds)
     mappings = ctx.table_lists(pool, "api_mapping") if "api_mapping" in ctx.tables else []
     docs = ctx.table_lists(pool, "docs_chunks") if "docs_chunks" in ctx.tables else []
     occ_targets = mapping_targets(ctx, mappings, tcal["api_mapping"])
@@ -331,15 +232,19 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
         answers = ask_all(llm, ctx.chunk, jobs)
     except LLMError as e:
         return fallback(f"LLM unavailable ({e})")
-    judged = {}
-    for job, j in zip(jobs, answers):
-        c = job.candidate
-        judged[(c.table, c.id)] = _judged(c, dict(j, model=ident["model"]), tcal[c.table], job.question, job.occurrence,
-                                          ctx.chunk, job.cite)
+    judged = {(job.candidate.table, job.candidate.id): _judged(job, dict(j, model=ident["model"]),
+                                                                 tcal[job.candidate.table], ctx.chunk)
+              for job, j in zip(jobs, answers)}
     changed = sum(judged[k].verdict != c.verdict for c in mappings + docs if (k := (c.table, c.id)) in judged)
     ctx.note(changed=changed)
+    return _judged_pool(ctx, pool, judged, [c for c, _ in occ_targets])
+
+
+def _judged_pool(ctx: QueryContext, pool: Pool, judged: dict[tuple[str, str], Candidate], asked: list[Candidate]) -> Pool:
+    """The pool with the judged candidates in place; the findings follow the mappings again when the judge changed
+    the verdict on one (`asked`: the mappings asked about)."""
     out = {t: [[judged.get((c.table, c.id), c) for c in ctx.table_lists(pool, t)]] for t in ctx.tables}
-    if "label_prototypes" in ctx.tables and any(judged[(c.table, c.id)].verdict != c.verdict for c, _ in occ_targets):
+    if "label_prototypes" in ctx.tables and any(judged[(c.table, c.id)].verdict != c.verdict for c in asked):
         from .validate import follow_mappings
 
         out["label_prototypes"] = [follow_mappings(ctx, out)]
@@ -352,34 +257,3 @@ JUDGE = Stage("judge", run_judge,
               requires=("verdicts", VALIDATION, VERSION_MARKERS))
 
 
-EXCERPT_LINE_CHARS = 160
-
-
-def focused_text(table: str, rec: dict, literals: list[str], limit: int = 300) -> str:
-    """The record as the Qwen judge reads it next to the chunk: a docs chunk's section path and the lines
-    of its content that hold the most of the literals it shares with the chunk, in their order ("..."
-    marks a gap), within `limit` characters (a cut at the head would often miss them, and every
-    character costs prompt time). Without a shared name that fits, the head; other tables: their model text."""
-    names = {n for lit in literals for n in IDENT_RE.findall(lit) if len(n) > 2 and n not in KEYWORDS}
-    if table != "docs_chunks" or not names:
-        return model_text(table, rec, limit)
-    head = " / ".join(rec.get("section_path") or [])
-    lines = [line.strip()[:EXCERPT_LINE_CHARS] for line in (rec.get("content") or "").splitlines()]
-    ranked = sorted((-len(names & set(IDENT_RE.findall(line))), i) for i, line in enumerate(lines))
-    keep: list[int] = []
-    for score, i in ranked:
-        if score == 0:
-            break
-        trial = sorted(keep + [i])
-        if len(_excerpt(head, lines, trial)) <= limit:
-            keep = trial
-    return _excerpt(head, lines, keep) if keep else model_text(table, rec, limit)
-
-
-def _excerpt(head: str, lines: list[str], keep: list[int]) -> str:
-    out = [head] if head else []
-    for n, i in enumerate(keep):
-        if n and i > keep[n - 1] + 1:
-            out.append("...")
-        out.append(lines[i])
-    return "\n".join(out)

@@ -41,28 +41,34 @@ from ..engine.stage import Stage
 from ..engine.state import Pool, QueryContext
 from ..engine.trace import JudgeInfo, ValidateInfo
 from ..engine.types import Candidate
-from ..migration.occurrences import ChunkScope, Occurrences, mapping_occurrences
+from ..migration.occurrences import Occurrences, mapping_occurrences
 from ..migration.version import EVIDENCE_STATUSES, WEAK_OVERRULES, decide_ambiguous, evidence_rank
+from ..migration.version_occurrence import ChunkScope
 from ..migration.version_stage import OCCURRENCES, VERSION_MARKERS
 from ..query.parse import FACTS, RESOLUTION
 from ..recall.codematch import renameable_names
 from ..recall.embedding import VECTORS
 from ..recall.prefilter import absent_reason
 from .api_source import CLASS_USES
-from .docs_evidence import (
-    CONFIDENCE_DIGITS,
-    copied_page_overrules,
-    docs_evidence,
-    model_shared,
-    other_members_overruled,
-    same_evidence_overrules,
-)
-from .docs_features import missing_cosines
+from .docs_evidence import CONFIDENCE_DIGITS, docs_evidence
+from .docs_overrules import copied_page_overrules, model_shared, other_members_overruled, same_evidence_overrules
+from .guide_decision import missing_cosines
 from .validation_context import VALIDATION, MappingConfidence, ValidationContext
 
-__all__ = ["ChunkScope", "ValidationContext", "Occurrences", "validate", "docs_evidence", "copied_page_overrules",
-           "other_members_overruled",
-           "mapping_occurrences", "mapping_evidence", "prototype_evidence", "follow_mappings", "VALIDATE"]
+__all__ = [
+    "VALIDATE",
+    "ChunkScope",
+    "Occurrences",
+    "ValidationContext",
+    "copied_page_overrules",
+    "docs_evidence",
+    "follow_mappings",
+    "mapping_evidence",
+    "mapping_occurrences",
+    "other_members_overruled",
+    "prototype_evidence",
+    "validate",
+]
 LITERALS_SHOWN = 8  # evidence literals an accept's reason names
 OCCURRENCES_SHOWN, OCCURRENCES_CITED = 20, 3  # occurrences the trace keeps, and a rejection's reason cites
 EVIDENCE_SHOWN = 10  # a finding's evidence items the trace keeps
@@ -106,9 +112,9 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
     elif accepted:
         base = max(base, bounds.sure)
     confidence = base if accepted else 0.0
-    return {"evidence": evidence, "occurrences": [{**{k: d[k] for k in ("line", "col", "region", "status", "why", "start", "end")},
-                                                   "ambiguous": bool(d.get("ambiguous")), **({"rule": d["rule"]} if d.get("rule") else {})}
-                                                  for d in decisions][:OCCURRENCES_SHOWN],
+    shown = [{**{k: d[k] for k in ("line", "col", "region", "status", "why", "start", "end")},
+              "ambiguous": bool(d.get("ambiguous")), **({"rule": d["rule"]} if d.get("rule") else {})} for d in decisions]
+    return {"evidence": evidence, "occurrences": shown[:OCCURRENCES_SHOWN],
             "contradictions": [], "confidence": round(confidence, CONFIDENCE_DIGITS), "accepted": accepted, "reasons": reasons}
 
 
@@ -215,7 +221,8 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     r = ctx.resources
     ref = r.class_reference()
     candidates = [c for t in ctx.tables for c in ctx.table_lists(pool, t)]
-    vctx = ValidationContext(facts=ctx[FACTS], resolution=ctx[RESOLUTION], ref=ref, version=ctx[VERSION_MARKERS], idf=r.bm25.docs_idf(ctx.cfg),
+    vctx = ValidationContext(facts=ctx[FACTS], resolution=ctx[RESOLUTION], ref=ref, version=ctx[VERSION_MARKERS],
+                             idf=r.bm25.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx[FACTS], ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
                              same_evidence=ctx.cfg.same_evidence, min_guide_specificity=ctx.cfg.min_guide_specificity,
@@ -263,6 +270,7 @@ def follow_mappings(ctx: QueryContext, pool: Pool) -> list[Candidate]:
 
 
 VALIDATE = Stage("validate", run_validate,
-                 "direct evidence: shared literals in code, API contradictions, version decisions per occurrence; accept or reject with reasons",
+                 "direct evidence: shared literals in code, API contradictions, version decisions per occurrence; "
+                 "accept or reject with reasons",
                  requires=("pool", FACTS, RESOLUTION, VERSION_MARKERS, OCCURRENCES, CLASS_USES),
                  provides=(VALIDATION, "verdicts"), optional=(VECTORS,))

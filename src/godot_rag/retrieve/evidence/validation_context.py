@@ -10,10 +10,12 @@ from ...gdscript.facts import GDScriptFacts
 from ...gdscript.lexicon import IDENT_RE
 from ..engine.config import RetrieveConfig
 from ..engine.state import PartKey
-from ..migration.occurrences import ChunkScope
 from ..migration.version import VersionContext
+from ..migration.version_occurrence import ChunkScope
 from .api_source import ClassUse
-from .docs_features import ChunkSide, DocsApiStats, GuideModel, chunk_side, migrated_api
+from .chunk_side import ChunkSide, chunk_side, migrated_api
+from .docs_stats import DocsApiStats
+from .guide_model import GuideModel
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class MappingConfidence:
     weak: float  # the most, with only weak evidence (a node name, a comment)
 
     @classmethod
-    def of(cls, cfg: RetrieveConfig) -> "MappingConfidence":
+    def of(cls, cfg: RetrieveConfig) -> MappingConfidence:
         return cls(cfg.mapping_confidence_sure, cfg.mapping_confidence_ambiguous, cfg.mapping_confidence_weak)
 
 
@@ -62,16 +64,18 @@ class ValidationContext(ChunkScope):
     min_idf: float = 5.0
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
-    min_guide_specificity: float = 0.0  # a guide sharing only less specific API is generic (docs_features.decide_guide)
-    same_evidence: bool = True  # a guide showing nothing a guide retrieved before it does not is rejected (same_evidence_overrules)
-    min_api_specificity: float = 0.0  # a class-reference entry of only less specific uses is generic (0: off; the setting's default is RetrieveConfig's)
+    min_guide_specificity: float = 0.0  # a guide sharing only less specific API is generic (guide_decision.decide_guide)
+    # a guide showing nothing a guide retrieved before it does not is rejected (same_evidence_overrules)
+    same_evidence: bool = True
+    # a class-reference entry of only less specific uses is generic (0: off; the setting's default is RetrieveConfig's)
+    min_api_specificity: float = 0.0
     docs: DocsEvidenceSettings = DOCS_EVIDENCE
     mapping_confidence: MappingConfidence = field(default_factory=lambda: MappingConfidence.of(RetrieveConfig()))
-    guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (docs_features.py)
+    guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (guide_decision.py)
     cosines: dict[str, float] = field(default_factory=dict)  # docs records only BM25 found -> their cosine
     class_uses: Mapping[str, ClassUse] = field(default_factory=dict)  # the classes it uses as a whole (api_source.class_uses)
     # (source, target, line, col) of each Godot 3 use in code an accepted api_mapping stands on (`validate` fills it
-    # before the docs: a Godot 3 chunk shares with a guide the API its names become, docs_features.migrated_api)
+    # before the docs: a Godot 3 chunk shares with a guide the API its names become, chunk_side.migrated_api)
     migrated: list[tuple[str, str, int, int]] = field(default_factory=list)
 
     @property
@@ -88,7 +92,7 @@ class ValidationContext(ChunkScope):
         return long_rare_names(self, strings=True)
 
     @cached_property
-    def alone(self) -> "ValidationContext":
+    def alone(self) -> ValidationContext:
         """This context with the chunk's own resolution (`Resolution.chunk_alone`): what the mapping, finding and
         guide decisions read. The guide model's features were fitted on chunks alone, and a Godot 3 use is the
         chunk's to show; only the class-reference entries read what the project's declarations typed."""

@@ -4,9 +4,13 @@ Godot 4 name, and the answer says so."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel
 
+from ...gdscript.classref import ClassReference
+from ..engine.resources import Resources
 from ..migration.version import CLASS_TYPES
 
 SYMBOL_RE = re.compile(r"^@?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
@@ -33,11 +37,46 @@ class LookupResult(BaseModel):
     record: dict | None = None
 
 
-def _renames(mappings: dict[str, dict], name: str, types: set[str]) -> list[dict]:
+def _renames(mappings: Mapping[str, dict[str, Any]], name: str, types: set[str]) -> list[dict[str, Any]]:
     return [m for m in mappings.values() if m["source_api"] == name and m["change_type"] in types]
 
 
-def lookup(retriever, symbol: str) -> LookupResult:
+def _godot4_class(ref: ClassReference, mappings: Mapping[str, dict[str, Any]], cls: str,
+                  member: str) -> tuple[str, str, list[dict[str, Any]]]:
+    """(class, member, the renames that led there) for an asked class: itself, the Godot 4 class a Godot 3 one was
+    renamed to, or the global scope of a bare global function or constant (`load`, `PI`)."""
+    renamed: list[dict[str, Any]] = []
+    if not ref.has_class(cls) and not (cls.startswith("@") and cls in ref.classes):
+        renamed = _renames(mappings, cls, CLASS_TYPES)
+        target = renamed[0]["target_api"] if renamed else None
+        if target is not None and ref.has_class(target):
+            cls = target
+        elif not member and (glob := ref.global_member(cls)):  # a global function or constant: `load`, `PI`
+            cls, member = glob[0], cls
+        else:
+            near = ref.where(cls)
+            raise SymbolError(f"{cls}: no such class in the Godot 4 class reference, nor a Godot 3 class that was renamed"
+                              + (f" (Godot 4 documents {', '.join(near)})" if near else ""))
+    return cls, member, renamed
+
+
+def _godot4_member(ref: ClassReference, mappings: Mapping[str, dict[str, Any]], cls: str,
+                   member: str) -> tuple[str, tuple[str, dict[str, Any]], list[dict[str, Any]]]:
+    """(member, (owner, its entry), the rename that led there) for an asked member of a Godot 4 class: itself, or
+    the Godot 4 name a Godot 3 one was renamed to on that class."""
+    found = ref.member(cls, member)
+    if found is not None:
+        return member, found, []
+    member_renames = [(m, f) for m in _renames(mappings, member, MEMBER_RENAME_TYPES)
+                      if (f := ref.member(cls, m["target_api"]))]
+    if not member_renames:
+        raise SymbolError(f"{cls}.{member}: {cls} has no member {member} in Godot 4"
+                          + (f" (Godot 4 documents {', '.join(ref.where(member))})" if ref.where(member) else ""))
+    first, found = member_renames[0]
+    return first["target_api"], found, [first]
+
+
+def lookup(retriever: Resources, symbol: str) -> LookupResult:
     symbol = (symbol or "").strip()
     if not SYMBOL_RE.match(symbol):
         raise SymbolError(f"{symbol[:80]!r}: give a class or Class.member, e.g. CharacterBody2D or Input.is_action_pressed")
@@ -45,33 +84,13 @@ def lookup(retriever, symbol: str) -> LookupResult:
     if not ref:
         raise SymbolError("the database has no class reference: run `godot-rag ingest` and `load` over the docs pages")
     mappings = retriever.records("api_mapping")
-    cls, _, member = symbol.partition(".")
-    renamed: list[dict] = []
-    if not ref.has_class(cls) and not (cls.startswith("@") and cls in ref.classes):
-        renamed = _renames(mappings, cls, CLASS_TYPES)
-        target = renamed[0]["target_api"] if renamed else None
-        if target is not None and ref.has_class(target):
-            cls = target
-        elif not member and ref.global_member(cls):  # a global function or constant: `load`, `PI`
-            cls, member = ref.global_member(cls)[0], cls
-        else:
-            near = ref.where(cls)
-            raise SymbolError(f"{cls}: no such class in the Godot 4 class reference, nor a Godot 3 class that was renamed"
-                              + (f" (Godot 4 documents {', '.join(near)})" if near else ""))
+    cls, member, renamed = _godot4_class(ref, mappings, *symbol.partition(".")[::2])
     info = ref.classes[cls]
     out = {"symbol": symbol, "class_name": cls, "inherits": ref.lineage(cls)[1:], "page": info.get("page")}
     index = retriever.api_index()
     if member:
-        found = ref.member(cls, member)
-        if found is None:
-            member_renames = [m for m in _renames(mappings, member, MEMBER_RENAME_TYPES) if ref.member(cls, m["target_api"])]
-            if not member_renames:
-                raise SymbolError(f"{cls}.{member}: {cls} has no member {member} in Godot 4"
-                                  + (f" (Godot 4 documents {', '.join(ref.where(member))})" if ref.where(member) else ""))
-            renamed += member_renames[:1]
-            member = member_renames[0]["target_api"]
-            found = ref.member(cls, member)
-        owner, minfo = found
+        member, (owner, minfo), rename = _godot4_member(ref, mappings, cls, member)
+        renamed += rename
         rid = index["members"].get((owner, member)) or index["first"].get(owner)
         out.update(member=member, owner=owner, kind=minfo.get("kind") or "member", type=ref.type_of(minfo),
                    godot4=f"{cls}.{member}")

@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from ..evidence import docs_evidence, docs_features
+from ..evidence import docs_evidence, guide_decision
 from ..migration import version, version_rules
 
 RuleRow = tuple[str, str, Callable[..., Any]]  # (rule, outcome, the function that decides it)
@@ -35,8 +35,8 @@ def _rule_tables() -> list[tuple[str, str, list[RuleRow]]]:
         ("REJECT_RULES", "a docs record; every rule is tested, and any that fires rejects (a guide the guide model "
          "decides keeps only api_contradiction)", [(r.name, "rejected", r.test) for r in docs_evidence.REJECT_RULES]),
         ("GUIDE_SHARE_RULES", "a guide the guide model accepted that is no copy, in code that is not Godot 3; either "
-         "rule rejects it", [(name, "rejected", docs_features.decide_guide)
-                             for name in docs_features.GUIDE_SHARE_RULES]),
+         "rule rejects it", [(name, "rejected", guide_decision.decide_guide)
+                             for name in guide_decision.GUIDE_SHARE_RULES]),
     ]
 
 

@@ -7,13 +7,14 @@ so the cut records come back) and `trace.candidate_ids` (table -> stage -> ranke
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ...gdscript.facts import parse_chunk
+from ...gdscript.facts import GDScriptFacts, parse_chunk
 from ...records import TABLES
 from ..engine.trace import CutInfo
 from ..engine.types import Candidate, RetrieveResult
@@ -55,8 +56,38 @@ def page_of(record_id: str) -> str:
     return record_id.split("#", 1)[0]
 
 
-def _cell(stage: str, info, list_rank: int | None) -> dict:
-    """{present, rank, score, verdict, detail} of one record at one stage."""
+def _validate_detail(info: Any) -> str:
+    return f"{info.verdict}, confidence {info.confidence}" + (": " + "; ".join(info.reasons) if info.reasons else "")
+
+
+def _cut_cell(info: Any) -> dict[str, Any]:
+    return {"rank": info.rank if info.kept else None,
+            "detail": f"kept: rank {info.rank}" if info.kept else f"cut: position {info.position} > k {info.k}"}
+
+
+# stage -> what its info (of that stage's own class) and the record's rank in its list say, as cell fields
+CELL_OF: dict[str, Callable[[Any, int | None], dict[str, Any]]] = {
+    "tsquery": lambda info, _: {"score": info.ts_rank_cd, "detail": f"ts_rank_cd {info.ts_rank_cd}"},
+    "bm25": lambda info, _: {"score": info.score,
+                             "detail": f"BM25 {info.score}" + (f" in segment {info.text}" if info.text else "")},
+    "embedding": lambda info, _: {"score": info.cosine, "detail": f"cosine {info.cosine}"},
+    "union": lambda info, list_rank: {"rank": list_rank, "detail": "found by " + info.source},
+    "fuse": lambda info, _: {"score": info.score, "detail": f"{info.method} fused score {info.score}"},
+    "codematch": lambda info, _: {"score": info.ratio, "detail": f"code-clone ratio {info.ratio}"},
+    "merge": lambda info, _: {"score": info.score, "detail": f"best rank {info.best_rank} over the chunk and its segments"},
+    "rerank": lambda info, _: {"score": info.score, "detail": f"{info.backend}: #{info.rank_before or '-'} -> #{info.rank}"},
+    "api": lambda info, _: {"score": info.score,
+                            "detail": "api source: " + ", ".join(f"{u.api} (line {u.line})" for u in info.uses)},
+    "validate": lambda info, _: {"score": info.confidence, "verdict": info.verdict, "detail": _validate_detail(info)},
+    "judge": lambda info, _: {"score": info.confidence, "verdict": "accept" if info.accepted else "reject",
+                              "detail": f"judge {info.answer} P(yes) {info.p_yes}"},
+    "score": lambda info, _: {"score": info.score, "detail": f"final score {info.score}"},
+    "cut": lambda info, _: _cut_cell(info),
+}
+
+
+def _cell(stage: str, info: Any, list_rank: int | None) -> dict:
+    """{present, rank, score, verdict, detail} of one record at one stage (`info`: that stage's, of its own class)."""
     if info is None and list_rank is None:
         return {"present": False}
     cell = {"present": True, "rank": getattr(info, "rank", None) if info is not None else None, "score": None,
@@ -66,35 +97,8 @@ def _cell(stage: str, info, list_rank: int | None) -> dict:
     if info is None:
         cell["detail"] = "rank only"
         return cell
-    if stage == "tsquery":
-        cell.update(score=info.ts_rank_cd, detail=f"ts_rank_cd {info.ts_rank_cd}")
-    elif stage == "bm25":
-        cell.update(score=info.score, detail=f"BM25 {info.score}" + (f" in segment {info.text}" if info.text else ""))
-    elif stage == "embedding":
-        cell.update(score=info.cosine, detail=f"cosine {info.cosine}")
-    elif stage == "union":
-        cell.update(rank=list_rank, detail="found by " + info.source)
-    elif stage == "fuse":
-        cell.update(score=info.score, detail=f"{info.method} fused score {info.score}")
-    elif stage == "codematch":
-        cell.update(score=info.ratio, detail=f"code-clone ratio {info.ratio}")
-    elif stage == "merge":
-        cell.update(score=info.score, detail=f"best rank {info.best_rank} over the chunk and its segments")
-    elif stage == "rerank":
-        cell.update(score=info.score, detail=f"{info.backend}: #{info.rank_before or '-'} -> #{info.rank}")
-    elif stage == "api":
-        cell.update(score=info.score, detail="api source: " + ", ".join(f"{u.api} (line {u.line})" for u in info.uses))
-    elif stage == "validate":
-        cell.update(score=info.confidence, verdict=info.verdict,
-                    detail=f"{info.verdict}, confidence {info.confidence}" + (": " + "; ".join(info.reasons) if info.reasons else ""))
-    elif stage == "judge":
-        cell.update(score=info.confidence, verdict="accept" if info.accepted else "reject",
-                    detail=f"judge {info.answer} P(yes) {info.p_yes}")
-    elif stage == "score":
-        cell.update(score=info.score, detail=f"final score {info.score}")
-    elif stage == "cut":
-        cell.update(rank=info.rank if info.kept else None,
-                    detail=f"kept: rank {info.rank}" if info.kept else f"cut: position {info.position} > k {info.k}")
+    if stage in CELL_OF:
+        cell.update(CELL_OF[stage](info, list_rank))
     return cell
 
 
@@ -107,8 +111,23 @@ def absent_source(result: RetrieveResult, table: str, rid: str, records: Mapping
 
 
 @lru_cache(maxsize=8)
-def _facts(chunk: str):
+def _facts(chunk: str) -> GDScriptFacts:
     return parse_chunk(chunk)
+
+
+def _passed(stage: str, cell: dict, info: Any, list_rank: int | None, rank_in: dict[str, dict[str, int]]) -> bool:
+    """Whether the record went on past this stage."""
+    passed = cell["present"]
+    if stage in ("validate", "judge"):
+        if cell.get("verdict"):
+            passed = cell["verdict"] == "accept"
+        elif stage == "validate" and "validate" in rank_in:
+            passed = list_rank is not None
+    if stage == "cut" and isinstance(info, CutInfo):
+        passed = info.kept
+    if stage == "cut" and info is None and "cut" in rank_in:
+        passed = list_rank is not None
+    return passed
 
 
 def _journey(table: str, rid: str, placed: tuple[Candidate, str] | None, lists: dict, columns: list[str],
@@ -121,17 +140,7 @@ def _journey(table: str, rid: str, placed: tuple[Candidate, str] | None, lists: 
         list_rank = rank_in[stage].get(rid) if stage in rank_in else None
         info = trace.get(stage)
         cell = _cell(stage, info, list_rank)
-        passed = cell["present"]
-        if stage in ("validate", "judge"):
-            if cell.get("verdict"):
-                passed = cell["verdict"] == "accept"
-            elif stage == "validate" and "validate" in rank_in:
-                passed = list_rank is not None
-        if stage == "cut" and isinstance(info, CutInfo):
-            passed = info.kept
-        if stage == "cut" and info is None and "cut" in rank_in:
-            passed = list_rank is not None
-        if passed:
+        if _passed(stage, cell, info, list_rank, rank_in):
             if lost and stage in SOURCES:
                 lost = None  # back through another source (the api list)
             seen = True
@@ -139,33 +148,51 @@ def _journey(table: str, rid: str, placed: tuple[Candidate, str] | None, lists: 
             lost = stage
         cells[stage] = cell
     rec: dict[str, Any] = {"cells": cells, "cand": cand}
+    rec.update(_outcome(Journey(table, rid, cand, where, lost, seen, cells, columns), result, records))
+    return rec
+
+
+@dataclass(frozen=True)
+class Journey:
+    """Where one record went through the columns' stages: the stage that lost it, whether any stage let it pass."""
+    table: str
+    rid: str
+    cand: Candidate | None
+    where: str | None  # returned | cut | rejected, where the result places it
+    lost: str | None
+    seen: bool
+    cells: dict
+    columns: list[str]
+
+
+def _outcome(j: Journey, result: RetrieveResult, records: Mapping[str, dict] | None) -> dict[str, Any]:
+    """{outcome, lost, reason}: where the record's journey ended, and why."""
+    table, rid, cand, where, lost, cells = j.table, j.rid, j.cand, j.where, j.lost, j.cells
     if where == "returned":
-        rec.update(outcome="returned", lost=None)
-    elif lost == "cut" or where == "cut":
-        ci = trace.get("cut")
+        return {"outcome": "returned", "lost": None}
+    if lost == "cut" or where == "cut":
+        ci = cand.trace.get("cut") if cand is not None else None
         ci = ci if isinstance(ci, CutInfo) else None
         reason = (f"accepted, but position {ci.position}{' in ' + ci.group if ci.group else ''} > k {ci.k}" if ci else
                   f"not among the first k ({result.k.get(table, result.config.get('k'))}) at the cut")
-        rec.update(outcome="cut", lost="cut", reason=reason)
-    elif lost in ("validate", "judge") or where == "rejected":
+        return {"outcome": "cut", "lost": "cut", "reason": reason}
+    if lost in ("validate", "judge") or where == "rejected":
         dropped = absent_source(result, table, rid, records)
-        rec.update(outcome="rejected", lost=lost or "validate",
-                   reason=cand.reason if cand is not None and cand.reason else
-                   absent_reason(dropped) + " (known before validation: no candidate was built for it)" if dropped else
-                   "rejected by the validator (its reasons are not in the result: only the first k rejected records "
-                   "of each table come back)")
-    elif lost == "shortlist":
+        return {"outcome": "rejected", "lost": lost or "validate",
+                "reason": cand.reason if cand is not None and cand.reason else
+                absent_reason(dropped) + " (known before validation: no candidate was built for it)" if dropped else
+                "rejected by the validator (its reasons are not in the result: only the first k rejected records "
+                "of each table come back)"}
+    if lost == "shortlist":
         merged = cells.get("merge", {})
-        rank = merged.get("rank") if merged.get("present") else _last_rank(cells, columns)
-        rec.update(outcome="lost", lost="shortlist", reason=f"ranked #{rank} before the shortlist; only the first "
-                   f"rerank_top ({result.config.get('rerank_top')}) docs go on to the validator")
-    elif lost:
-        rec.update(outcome="lost", lost=lost, reason=f"lost at {lost}")
-    elif not seen:
-        rec.update(outcome="unseen", lost=None, reason="no stage saw it")
-    else:
-        rec.update(outcome="lost", lost="cut", reason="not returned")
-    return rec
+        rank = merged.get("rank") if merged.get("present") else _last_rank(cells, j.columns)
+        return {"outcome": "lost", "lost": "shortlist", "reason": f"ranked #{rank} before the shortlist; only the first "
+                f"rerank_top ({result.config.get('rerank_top')}) docs go on to the validator"}
+    if lost:
+        return {"outcome": "lost", "lost": lost, "reason": f"lost at {lost}"}
+    if not j.seen:
+        return {"outcome": "unseen", "lost": None, "reason": "no stage saw it"}
+    return {"outcome": "lost", "lost": "cut", "reason": "not returned"}
 
 
 def _last_rank(cells: dict, columns: list[str]) -> int | None:
@@ -215,25 +242,27 @@ def why(result: RetrieveResult, record: str, records: Mapping[str, dict] | None 
     off = {s for s in columns if s in skipped or not any(j["cells"][s]["present"] for j in journeys.values())}
     wanted = [key for key in journeys if key[1] == record] or sorted(
         (key for key in journeys if key[0] == "docs_chunks" and page_of(key[1]) == record), key=lambda k: k[1])
-    out = []
-    for table, rid in sorted(wanted, key=lambda k: tables.index(k[0]) if k[0] in tables else 99):
-        j = journeys[(table, rid)]
-        cand = j["cand"]
-        steps = []
-        for s in columns:
-            cell = j["cells"][s]
-            lost_here = j["lost"] == s and j["outcome"] != "returned"
-            status: StepStatus = ("off" if s in off else "lost here" if lost_here else "reached" if cell["present"]
-                                  else "absent")
-            steps.append(WhyStep(stage=s, status=status, rank=cell.get("rank") if cell["present"] else None,
-                                 score=cell.get("score") if cell["present"] else None,
-                                 detail=(cell.get("detail") or "") if cell["present"] else ""))
-        if j["outcome"] == "returned":
-            verdict = f"returned at #{cand.rank}" + (f" ({cand.group})" if cand.group else "")
-        else:
-            verdict = f"lost at {'the cut at k' if j['lost'] == 'cut' else j['lost']}: {j['reason']}"
-        out.append(WhyRecord(table=table, id=rid, outcome=j["outcome"], lost_at=j["lost"],
-                             final_rank=cand.rank if j["outcome"] == "returned" else None,
-                             group=cand.group if j["outcome"] == "returned" else None,
-                             verdict=" ".join(verdict.split()), steps=steps, ranks_only=cand is None))
-    return out
+    return [_why_record(table, rid, journeys[(table, rid)], columns, off)
+            for table, rid in sorted(wanted, key=lambda k: tables.index(k[0]) if k[0] in tables else 99)]
+
+
+def _why_record(table: str, rid: str, j: dict[str, Any], columns: list[str], off: set[str]) -> WhyRecord:
+    """One record's journey (`_journey`) as the answer gives it: a step per column and a one-line verdict."""
+    cand = j["cand"]
+    steps = []
+    for s in columns:
+        cell = j["cells"][s]
+        lost_here = j["lost"] == s and j["outcome"] != "returned"
+        status: StepStatus = ("off" if s in off else "lost here" if lost_here else "reached" if cell["present"]
+                              else "absent")
+        steps.append(WhyStep(stage=s, status=status, rank=cell.get("rank") if cell["present"] else None,
+                             score=cell.get("score") if cell["present"] else None,
+                             detail=(cell.get("detail") or "") if cell["present"] else ""))
+    if j["outcome"] == "returned":
+        verdict = f"returned at #{cand.rank}" + (f" ({cand.group})" if cand.group else "")
+    else:
+        verdict = f"lost at {'the cut at k' if j['lost'] == 'cut' else j['lost']}: {j['reason']}"
+    return WhyRecord(table=table, id=rid, outcome=j["outcome"], lost_at=j["lost"],
+                     final_rank=cand.rank if j["outcome"] == "returned" else None,
+                     group=cand.group if j["outcome"] == "returned" else None,
+                     verdict=" ".join(verdict.split()), steps=steps, ranks_only=cand is None)

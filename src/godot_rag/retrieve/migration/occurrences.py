@@ -3,16 +3,13 @@ in the chunk, each with its version decision (`version_rules.classify_in_context
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from typing import Any
 
-from ...gdscript.classref import ClassReference
 from ...gdscript.facts import GDScriptFacts
-from ...gdscript.project import RequestContext
-from ...gdscript.resolution import Resolution
 from ..engine.trace import Occurrence
 from ..engine.types import Candidate
 from ..recall.prefilter import source_absent
-from .version import VersionContext
+from .version_occurrence import ChunkScope
 from .version_rules import classify_in_context
 
 # Characters quoted (display only): a syntax change's match, a negative pattern in a reason.
@@ -22,18 +19,7 @@ SYNTAX_QUOTED, NEGATIVE_QUOTED = 60, 50
 Occurrences = dict[str, list[Occurrence]]
 
 
-@dataclass
-class ChunkScope:
-    """The chunk as the occurrence decisions read it: its facts, its resolved uses, the Godot 4 API."""
-    facts: GDScriptFacts
-    resolution: Resolution
-    ref: ClassReference
-    renamed_classes: dict[str, str] = field(default_factory=dict)  # Godot 3 class name -> Godot 4 name
-    version: VersionContext | None = None  # the chunk's own markers (the version stage's, before the mappings')
-    context: RequestContext | None = None  # the project around the chunk (project_context.py)
-
-
-def _regex_hits(facts: GDScriptFacts, patterns: list[str]) -> list[dict]:
+def _regex_hits(facts: GDScriptFacts, patterns: list[str]) -> list[dict[str, Any]]:
     """Occurrences of syntax-change patterns, matched on the code with comments removed."""
     out = []
     for rx in patterns:
@@ -53,14 +39,14 @@ def _claimed(facts: GDScriptFacts, patterns: list[str], start: int, end: int) ->
     return None
 
 
-def _overrides_virtual(p: dict, facts: GDScriptFacts, d: dict) -> bool:
+def _overrides_virtual(p: dict[str, Any], facts: GDScriptFacts) -> bool:
     """`func get_preset_name():` where Godot 4 renamed the callback to `_get_preset_name`: the
     declaration is the Godot 3 override, not a local name."""
     return (p["change_type"] in ("method_rename", "method_change") and str(p["target_api"]).startswith("_")
             and p["source_api"] in facts.functions)
 
 
-def mapping_occurrences(v: ChunkScope, c: Candidate) -> dict:
+def mapping_occurrences(v: ChunkScope, c: Candidate) -> dict[str, list[dict[str, Any]]]:
     """Every literal occurrence of the mapping's source, each with its version decision (pass 1)."""
     facts, p = v.facts, c.payload
     src = p["source_api"]
@@ -73,12 +59,14 @@ def mapping_occurrences(v: ChunkScope, c: Candidate) -> dict:
                               "rule": "godot3_syntax"})
     elif not source_absent(facts, p):
         for occ in facts.occurrences(src):
-            status, why, rule = classify_in_context(facts, v.resolution, v.ref, p, occ, v.renamed_classes, v.version, v.context)
+            status, why, rule = classify_in_context(v, p, occ)
             decisions.append({**occ, "status": status, "why": why, "rule": rule})
     for d in decisions:
         neg = _claimed(facts, p.get("negative_patterns") or [], d["start"], d["end"]) if d["status"] != "ignored" else None
         if neg:
-            d["status"], d["why"], d["rule"] = "ignored", f"line {d['line']}:{d['col']}: claimed by negative pattern {neg[:NEGATIVE_QUOTED]}", "negative_pattern"
-        elif d["status"] != "ignored" and not regex_terms and src in facts.declared and not _overrides_virtual(p, facts, d):
-            d["status"], d["why"], d["rule"] = "ignored", f"line {d['line']}:{d['col']}: the chunk declares '{src}' itself", "declared_by_chunk"
+            why = f"line {d['line']}:{d['col']}: claimed by negative pattern {neg[:NEGATIVE_QUOTED]}"
+            d["status"], d["why"], d["rule"] = "ignored", why, "negative_pattern"
+        elif d["status"] != "ignored" and not regex_terms and src in facts.declared and not _overrides_virtual(p, facts):
+            why = f"line {d['line']}:{d['col']}: the chunk declares '{src}' itself"
+            d["status"], d["why"], d["rule"] = "ignored", why, "declared_by_chunk"
     return {"occurrences": decisions}

@@ -3,12 +3,14 @@ api_mapping records hold, and how the markers and the `godot_version` hint decid
 overrule weak evidence. The decision for each occurrence, rule by rule, is in `version_rules.py`."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...gdscript.classref import ClassReference
 from ...gdscript.facts import GDScriptFacts
+from ...gdscript.project import RequestContext
 from ...gdscript.resolution import Resolution
 
 # Change types whose Godot 3 use is a string literal (a setting path, an action, a theme key, a signal name).
@@ -60,16 +62,16 @@ class ConverterRenames:
         """The Godot 3 names the converter renames (a view of `code`'s keys: read per chunk, never copied)."""
         return self.code.keys()
 
-    def to_plain(self) -> dict:
+    def to_plain(self) -> dict[str, Any]:
         """A plain-data form (the derived cache's marshal)."""
         return {"code": {k: sorted(v) for k, v in self.code.items()}, "classes": self.classes, "new": sorted(self.new)}
 
     @classmethod
-    def from_plain(cls, data: dict) -> "ConverterRenames":
+    def from_plain(cls, data: dict[str, Any]) -> ConverterRenames:
         return cls({k: frozenset(v) for k, v in data["code"].items()}, dict(data["classes"]), frozenset(data["new"]))
 
 
-def converter_renames(mappings, ref: ClassReference) -> ConverterRenames:
+def converter_renames(mappings: Iterable[Mapping[str, Any]], ref: ClassReference) -> ConverterRenames:
     mappings = list(mappings)
     code: dict[str, set[str]] = {}
     for r in mappings:
@@ -79,7 +81,7 @@ def converter_renames(mappings, ref: ClassReference) -> ConverterRenames:
     return ConverterRenames({k: frozenset(v) for k, v in code.items()}, classes, frozenset(version_names(mappings, ref)[1]))
 
 
-def version_names(mappings, ref: ClassReference) -> tuple[set[str], set[str]]:
+def version_names(mappings: Iterable[Mapping[str, Any]], ref: ClassReference) -> tuple[set[str], set[str]]:
     """(Godot 3 names the converter renames, the Godot 4 names they became) from the api_mapping records.
     A new name counts only where Godot 4 documents it by itself: `set_one_shot` was Timer's method in
     Godot 3 too, and in Godot 4 it is only the `one_shot` setter, so calling it says nothing of the version.
@@ -115,7 +117,7 @@ def version_context(facts: GDScriptFacts, res: Resolution, godot4_only_names: Ab
     return ctx
 
 
-def effective_hint(hint: str, context) -> str:
+def effective_hint(hint: str, context: RequestContext | None) -> str:
     """The godot_version hint: the setting, else the project's major version from the request context."""
     if hint != "auto" or context is None or context.major is None:
         return hint

@@ -11,8 +11,9 @@ from ..engine.state import PartKey, Pool, QueryContext
 from ..engine.trace import Occurrence
 from ..engine.types import Candidate
 from ..query.parse import FACTS, RESOLUTION
-from .occurrences import ChunkScope, Occurrences, mapping_occurrences
+from .occurrences import Occurrences, mapping_occurrences
 from .version import VersionContext, effective_hint, version_context
+from .version_occurrence import ChunkScope
 
 VERSION_MARKERS = PartKey[VersionContext]("version", "the chunk's version markers, the mappings' Godot 3 uses included")
 OCCURRENCES = PartKey[Occurrences]("occurrences", "each api_mapping candidate's occurrences, decided")

@@ -19,15 +19,17 @@ def run_parse(ctx: QueryContext, pool: Pool) -> Pool:
     return pool
 
 
-PARSE = Stage("parse", run_parse, "tree-sitter GDScript: code/comment/string regions, calls, chains, declarations, version markers",
+PARSE = Stage("parse", run_parse,
+              "tree-sitter GDScript: code/comment/string regions, calls, chains, declarations, version markers",
               provides=(FACTS,))
 
 
-def run_resolve(ctx, pool):
+def run_resolve(ctx: QueryContext, pool: Pool) -> Pool:
     """The resolve stage: each API use of the chunk, resolved through the Godot 4 class reference."""
     context = ctx.context
     res = resolve_uses(ctx[FACTS], ctx.resources.class_reference(), extends_hint(ctx[FACTS], ctx.cfg.extends, context),
-                       ctx.cfg.resolve_max_hops, project=context and context.index(), own_scope=context and context.own_scope())
+                       ctx.cfg.resolve_max_hops, project=context.index() if context is not None else None,
+                       own_scope=context.own_scope() if context is not None else None)
     ctx[RESOLUTION] = res
     ctx.trace.resolve = res.to_trace()
     ctx.note(uses=len(res.uses), unresolved=len(res.unresolved), own_class=res.own_class, own_class_from=res.own_class_from)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
+from typing import Any, overload
 
 import numpy as np
 from scipy import sparse
@@ -19,7 +20,15 @@ from scipy import sparse
 from ..engine.trace import RATIO_DIGITS
 
 
-def idf(n_docs: int, df):
+@overload
+def idf(n_docs: int, df: float) -> float: ...
+
+
+@overload
+def idf(n_docs: int, df: np.ndarray) -> np.ndarray: ...
+
+
+def idf(n_docs: int, df: float | np.ndarray) -> float | np.ndarray:
     """Lucene's idf, ln(1 + (N - df + 0.5) / (df + 0.5)): the one formula for scoring, explaining and the validator."""
     return np.log1p((n_docs - df + 0.5) / (df + 0.5))
 
@@ -43,15 +52,15 @@ class BM25Index:
     def n_docs(self) -> int:
         return len(self.ids)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._weights = None
         self._position: dict[str, int] | None = None
         self.avgdl = float(self.doc_len.mean()) if len(self.doc_len) else 0.0
 
-    def idf(self, df: np.ndarray | float) -> np.ndarray:
+    def idf(self, df: np.ndarray) -> np.ndarray:
         return idf(self.n_docs, df)
 
-    def with_params(self, params: BM25Params) -> "BM25Index":
+    def with_params(self, params: BM25Params) -> BM25Index:
         """The same counts under other k1/b: only the weights are computed again, the counts are shared."""
         return self if params == self.params else replace(self, params=params)
 
@@ -129,7 +138,8 @@ def top_k(scores: np.ndarray, k: int) -> list[int]:
     return sorted(nz.tolist(), key=lambda i: (-scores[i], i))
 
 
-def explain(index: BM25Index, tokens: list[str], doc: int, _sub=None, term_weights: dict[str, float] | None = None) -> dict:
+def explain(index: BM25Index, tokens: list[str], doc: int, _sub: tuple[list[str], sparse.csr_matrix] | None = None,
+            term_weights: dict[str, float] | None = None) -> dict[str, Any]:
     """Per matched term: df, tf, idf, tfn and contribution; `_sub` is an optional
     (terms, docs x terms CSR) slice for explaining many docs of one query."""
     k1, b = index.params.k1, index.params.b
@@ -153,7 +163,7 @@ def explain(index: BM25Index, tokens: list[str], doc: int, _sub=None, term_weigh
             "score": round(sum(t["contribution"] for t in terms), RATIO_DIGITS)}
 
 
-def query_slice(index: BM25Index, tokens: list[str]):
+def query_slice(index: BM25Index, tokens: list[str]) -> tuple[list[str], sparse.csr_matrix]:
     terms = query_terms(index, tokens)
     cols = [index.vocab[t] for t in terms]
     return terms, index.tf[:, cols].tocsr()

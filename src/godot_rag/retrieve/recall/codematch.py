@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
-from ...gdscript.facts import parse_chunk
+from ...gdscript.classref import ClassReference
+from ...gdscript.facts import GDScriptFacts, parse_chunk
 from ...gdscript.lexicon import IDENT, KEYWORDS
 from ...records import record_code
 from ..engine.stage import Stage
@@ -107,7 +108,7 @@ def _chunk_lines(chunk: str, renameable: frozenset[str]) -> tuple[tuple[ChunkLin
             frozenset(len(t) for _, t in qlines))
 
 
-def renameable_names(facts, ref=None) -> frozenset[str]:
+def renameable_names(facts: GDScriptFacts, ref: ClassReference | None = None) -> frozenset[str]:
     """The author's names: what the chunk declares (less the engine callbacks it overrides, `_process`),
     and names the Godot 4 API does not know (a fragment's locals declared above it). Without the class
     reference, a capitalised name is taken for a class and kept."""

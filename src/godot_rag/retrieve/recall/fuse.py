@@ -170,7 +170,7 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> l
     """Interleave the whole-chunk list with per-segment lists: a candidate's merged rank is its
     best rank in any list (ties go to candidates of the whole-chunk list), so the best answer
     for each part of a chunk that touches several topics reaches the top ranks."""
-    lists = [whole] + segments
+    lists = [whole, *segments]
     merged: dict[str, Candidate] = {}
     ranks: dict[str, list[int | None]] = {}
     for li, cands in enumerate(lists):
@@ -179,7 +179,7 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> l
                 merged[c.id] = c  # this query's own copy, from the stage before; the other texts' copies go
             ranks.setdefault(c.id, [None] * len(lists))[li] = i + 1
 
-    def key(cid: str):
+    def key(cid: str) -> tuple[int, int, int, str]:
         r = ranks[cid]
         return (min(x for x in r if x), r[0] or NO_RANK, min((x for x in r[1:] if x), default=NO_RANK), cid)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -36,7 +36,7 @@ class Bm25Indexes:
         self._counts: dict[tuple[str, str], bm25_mod.BM25Index] = {}
         self._weighted: OrderedDict[tuple[str, str, bm25_mod.BM25Params], bm25_mod.BM25Index] = OrderedDict()
 
-    def docs_idf(self, cfg: RetrieveConfig):
+    def docs_idf(self, cfg: RetrieveConfig) -> Callable[[str], float]:
         """term -> idf in the docs (the default tokenizer): how rare a shared identifier is."""
         index = self.index("docs_chunks", TokenizerConfig(), cfg)
         return lambda term: float(bm25_mod.idf(index.n_docs, index.df_of(term.lower())))

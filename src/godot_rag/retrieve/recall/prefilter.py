@@ -18,6 +18,7 @@ from ..query.parse import FACTS
 if TYPE_CHECKING:
     from ...store.records_cache import Records
     from ..engine.state import QueryContext
+    from ..engine.trace import QueryTrace
 
 TABLE = "api_mapping"
 
@@ -68,7 +69,7 @@ def drop_absent(ctx: QueryContext, table: str, ranked: list[tuple[str, float]], 
     return kept
 
 
-def dropped_ids(trace) -> set[str]:
+def dropped_ids(trace: QueryTrace) -> set[str]:
     """The api_mapping ids a query's prefilter dropped: found by BM25 or the embedding, absent from the union."""
     lists = trace.candidate_ids.get(TABLE, {})
     if "union" not in lists:

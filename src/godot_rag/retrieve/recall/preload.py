@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import atexit
 import threading
+from typing import TYPE_CHECKING
 
 from ...gdscript.tokenize import tokenizer_of
+from ..engine.resources import Resources
 from ..engine.state import QueryContext
 from .lexical import load_index
+
+if TYPE_CHECKING:
+    from ...models.embedder import Embedder
+
+
 
 EXIT_WAIT_S = 120  # how long an exiting process waits for an embedder load still under way
 _LOADING: set[threading.Thread] = set()  # the embedder loads still under way
@@ -23,16 +30,16 @@ def _wait_for_loads() -> None:
         thread.join(EXIT_WAIT_S)
 
 
-def _load_quietly(embedder) -> None:
+def _load_quietly(embedder: Embedder) -> None:
     try:
         embedder.load()
-    except Exception:  # noqa: BLE001 - the embed_query stage loads it again and reports the error there
+    except Exception:  # any: the embed_query stage loads it again and reports the error there
         pass
     finally:
         _LOADING.discard(threading.current_thread())
 
 
-def start_embedder(retriever) -> threading.Thread | None:
+def start_embedder(retriever: Resources) -> threading.Thread | None:
     """Loads the embedder on a daemon thread (None when it is loaded already)."""
     if retriever.embedder_loaded and retriever.embedder.loaded:
         return None

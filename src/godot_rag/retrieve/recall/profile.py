@@ -3,9 +3,10 @@ the embedding searches its intent. Every literal and migration signal is checked
 chunk; those not found are logged as hallucinated and dropped (unless the config keeps them)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from typing import Any
+from typing import Any, Protocol
 
 from ...gdscript.lexicon import IDENT_RE
 from ..engine.stage import Stage
@@ -27,9 +28,8 @@ SYSTEM = ("You write search profiles for Godot documentation retrieval. Reply wi
           "leave it empty for Godot 4 code.")
 
 
-def parse_profile(text: str) -> tuple[dict, list[str]]:
-    """Robust parse: the first JSON object in the text, with missing keys filled in. Returns (profile, problems)."""
-    problems = []
+def _first_json_object(text: str) -> Any:
+    """The first balanced `{...}` of the text that parses as JSON, or None."""
     start = text.find("{")
     obj = None
     while start >= 0 and obj is None:
@@ -40,21 +40,31 @@ def parse_profile(text: str) -> tuple[dict, list[str]]:
             elif text[i] == "}":
                 depth -= 1
                 if depth == 0:
-                    try:
+                    with contextlib.suppress(json.JSONDecodeError):
                         obj = json.loads(text[start:i + 1])
-                    except json.JSONDecodeError:
-                        pass
                     break
         if obj is None:
             start = text.find("{", start + 1)
+    return obj
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings of a JSON list ([] for anything else)."""
+    return [x for x in value if isinstance(x, str)] if isinstance(value, list) else []
+
+
+def parse_profile(text: str) -> tuple[dict, list[str]]:
+    """Robust parse: the first JSON object in the text, with missing keys filled in. Returns (profile, problems)."""
+    problems = []
+    obj = _first_json_object(text)
     if not isinstance(obj, dict):
         problems.append("no JSON object in the answer")
         obj = {}
     profile: dict[str, Any] = {  # str search_intent, the rest lists of str
         "search_intent": obj.get("search_intent") if isinstance(obj.get("search_intent"), str) else "",
-        "important_literals": [x for x in obj.get("important_literals", []) if isinstance(x, str)] if isinstance(obj.get("important_literals"), list) else [],
-        "likely_doc_topics": [x for x in obj.get("likely_doc_topics", []) if isinstance(x, str)] if isinstance(obj.get("likely_doc_topics"), list) else [],
-        "migration_signals": [x for x in obj.get("migration_signals", []) if isinstance(x, str)] if isinstance(obj.get("migration_signals"), list) else [],
+        "important_literals": _strings(obj.get("important_literals", [])),
+        "likely_doc_topics": _strings(obj.get("likely_doc_topics", [])),
+        "migration_signals": _strings(obj.get("migration_signals", [])),
     }
     for key in PROFILE_SCHEMA["required"]:
         if key not in obj:
@@ -64,7 +74,7 @@ def parse_profile(text: str) -> tuple[dict, list[str]]:
         if key not in profile:
             problems.append(f"unexpected key {key}")
             if isinstance(obj[key], list):
-                profile["migration_signals" if "migration" in key else "important_literals"] += [x for x in obj[key] if isinstance(x, str)]
+                profile["migration_signals" if "migration" in key else "important_literals"] += _strings(obj[key])
             elif isinstance(obj[key], str) and "migration" in key:
                 profile["migration_signals"].append(obj[key])
     return profile, problems
@@ -84,10 +94,10 @@ def check_profile(profile: dict, chunk: str, keep_hallucinated: bool = False) ->
         found = [x for x in profile[key] if occurs(x, chunk)]
         missing = [x for x in profile[key] if not occurs(x, chunk)]
         checks[key] = {"found": found, "hallucinated": missing}
-    used = {
-        "literals": checks["important_literals"]["found"] + (checks["important_literals"]["hallucinated"] if keep_hallucinated else []),
-        "migration_signals": checks["migration_signals"]["found"] + (checks["migration_signals"]["hallucinated"] if keep_hallucinated else []),
-    }
+    def used_of(key: str) -> list[str]:
+        return checks[key]["found"] + (checks[key]["hallucinated"] if keep_hallucinated else [])
+
+    used = {"literals": used_of("important_literals"), "migration_signals": used_of("migration_signals")}
     return {"checks": checks, "used": used, "kept_hallucinated": keep_hallucinated}
 
 
@@ -98,7 +108,13 @@ def profile_queries(profile: dict, checked: dict) -> tuple[str, str]:
     return lexical, dense
 
 
-def request_profile(llm, chunk: str) -> tuple[dict, dict]:
+class ChatLLM(Protocol):
+    """What the profile stage asks of an LLM (models.llm's): a chat turn, its reply as JSON under a schema."""
+    def chat(self, system: str, user: str, *, max_tokens: int = ...,
+             json_schema: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+
+def request_profile(llm: ChatLLM, chunk: str) -> tuple[dict, dict]:
     res = llm.chat(SYSTEM, "SOURCE_CODE:\n" + chunk[:4000], max_tokens=300, json_schema=PROFILE_SCHEMA)
     profile, problems = parse_profile(res["text"])
     return profile, {"raw_answer": res["text"], "parse_problems": problems, "model": getattr(llm, "name", "llm")}
@@ -144,7 +160,8 @@ def run_profile_diff(ctx: QueryContext, pool: Pool) -> Pool:
     return pool
 
 
-PROFILE = Stage("profile", run_profile, "Qwen search profile: intent, literals (checked against the chunk), doc topics, migration signals",
+PROFILE = Stage("profile", run_profile,
+                "Qwen search profile: intent, literals (checked against the chunk), doc topics, migration signals",
                 provides=("texts",))
 PROFILE_DIFF = Stage("profile_diff", run_profile_diff, "records that appeared or vanished against D on the raw chunk",
                      requires=("pool",))

@@ -7,6 +7,8 @@ blends them with the fused score and records before/after ranks.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...records import model_text
@@ -15,6 +17,11 @@ from ..engine.stage import Stage
 from ..engine.state import Pool, QueryContext
 from ..engine.trace import SCORE_DIGITS, RerankInfo
 from ..engine.types import Candidate
+
+if TYPE_CHECKING:
+    from ...models.reranker import LocalCrossEncoder, NanoRanker, QwenPointwise
+
+    Reranker = NanoRanker | LocalCrossEncoder | QwenPointwise
 
 
 def _minmax(a: np.ndarray) -> np.ndarray:
@@ -38,14 +45,15 @@ def apply_rerank(candidates: list[Candidate], model_scores: list[float], backend
     out = []
     for i, (c, raw, before_score, before) in enumerate(scored):
         c.rank = i + 1
-        c.add_stage("rerank", RerankInfo(backend=backend, model_score=round(raw, SCORE_DIGITS), score_before=round(before_score, SCORE_DIGITS),
+        c.add_stage("rerank", RerankInfo(backend=backend, model_score=round(raw, SCORE_DIGITS),
+                                         score_before=round(before_score, SCORE_DIGITS),
                                          weight=weight, score=round(c.score, SCORE_DIGITS), rank_before=before, rank=i + 1,
                                          rank_change=(before or c.rank) - c.rank))
         out.append(c)
     return out
 
 
-def open_reranker(name: str, llm, cross_encoder_path: str | None):
+def open_reranker(name: str, llm: object | None, cross_encoder_path: str | None) -> Reranker:
     """The reranker backend by name (loaded on first use); a backend without what it needs is a ConfigError."""
     from ...models import reranker as rr
 
