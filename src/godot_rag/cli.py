@@ -24,8 +24,11 @@ def make_db(dsn, data_dir):
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    # One line: drivers (psycopg) add hint lines of their own.
-    click.echo("error: " + " ".join(part.strip() for part in str(message).splitlines() if part.strip()), err=True)
+    # One line: drivers (psycopg) add hint lines of their own. No password: a driver's message may quote the DSN.
+    from .errors import mask_secrets
+
+    text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    click.echo("error: " + mask_secrets(text), err=True)
     sys.exit(code)
 
 

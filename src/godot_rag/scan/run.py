@@ -334,6 +334,7 @@ def _strings(value, fn):
 def _database_state(db) -> str:
     import psycopg
 
+    from ..errors import mask_secrets
     from ..store.db import StoreError
     from ..store.queries import require_records
     from ..store.scan_cache import database_digest
@@ -343,7 +344,7 @@ def _database_state(db) -> str:
             require_records(conn, db.describe())
             return database_digest(conn)
     except psycopg.Error as e:
-        raise StoreError(f"database error ({db.describe()}): {str(e).strip().splitlines()[0]}") from None
+        raise StoreError(f"database error ({db.describe()}): {mask_secrets(str(e).strip().splitlines()[0])}") from None
 
 
 def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progress, cancelled, t0, started) -> ScanResult:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import warnings
 from contextlib import contextmanager
@@ -11,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+
+from ..errors import MASK, mask_secrets
 
 DSN_ENV = "GODOT_RAG_DSN"
 DATA_ENV = "GODOT_RAG_DATA"
@@ -38,13 +39,14 @@ def data_dir_from(value: str | os.PathLike | None) -> Path:
 
 
 def mask_dsn(dsn: str) -> str:
-    """The DSN with any password replaced by ***, in URI (`postgresql://u:secret@h/db`) and key=value form."""
+    """The DSN with any password replaced by ***, in URI (`postgresql://u:secret@h/db`) and key=value form
+    (errors.mask_secrets: the one rule, for a DSN the driver cannot parse too)."""
     try:
         params = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
-        return re.sub(r"(://[^:/@]*:).*@", r"\1***@", re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn))
+        return mask_secrets(dsn)
     if "password" in params:
-        params["password"] = "***"
+        params["password"] = MASK
     return " ".join(f"{k}={v}" for k, v in params.items())
 
 
@@ -88,7 +90,7 @@ class Database:
         where the caches live) replaced by what they are."""
         text = text.replace(self.describe(), self.describe_public())
         if self.dsn is not None:
-            return text.replace(self.dsn, mask_dsn(self.dsn))
+            return mask_secrets(text.replace(self.dsn, mask_dsn(self.dsn)))
         for path, shown in ((self.data_dir, "(the data directory)"), (self.data_dir.parent, "(the database folder)")):
             for form in {str(path.resolve()), str(path.absolute())} - {"/"}:
                 text = text.replace(form, shown)
@@ -134,16 +136,21 @@ class Database:
     def connect(self, **kwargs) -> psycopg.Connection:
         try:
             conn = psycopg.connect(self.uri(), connect_timeout=10, **kwargs)
+        except psycopg.ProgrammingError as e:  # a DSN the driver cannot parse: its message quotes the DSN
+            raise StoreUnavailable(f"the database is unreachable ({self.describe()}): "
+                                   f"{mask_secrets(str(e).strip())}") from None
         except psycopg.OperationalError as e:
             if not (self.embedded and self._server is not None):
-                raise StoreUnavailable(f"the database is unreachable ({self.describe()}): {str(e).strip()}") from e
+                raise StoreUnavailable(f"the database is unreachable ({self.describe()}): "
+                                       f"{mask_secrets(str(e).strip())}") from e
             # Our own embedded server went away (killed, OOM): start it again rather than answer 503 forever.
             logging.getLogger(__name__).warning("embedded PostgreSQL in %s is gone; starting it again", self.data_dir)
             self.restart()
             try:
                 conn = psycopg.connect(self.uri(), connect_timeout=10, **kwargs)
             except psycopg.OperationalError as e2:
-                raise StoreUnavailable(f"the database is unreachable ({self.describe()}): {str(e2).strip()}") from e2
+                raise StoreUnavailable(f"the database is unreachable ({self.describe()}): "
+                                       f"{mask_secrets(str(e2).strip())}") from e2
         from pgvector.psycopg import register_vector
 
         try:
