@@ -20,9 +20,11 @@ from tqdm import tqdm
 from .formats import check_chunk_id, error_line, json_lines
 from .gdscript.chunk_text import ChunkTextError, check_chunk_text
 from .gdscript.project import RequestContext
-from .jsonlines import STDIN, read_jsonl_lines
+from .jsonlines import STDIN, read_jsonl_lines, unknown_fields
 from .retrieve.engine.config import ConfigError
 from .store.db import database_workers
+
+LINE_FIELDS = ("chunkText", "chunk_text", "id", "context")  # what a batch line may hold
 
 
 class BadBatch(ValueError):
@@ -57,6 +59,9 @@ def _item(n: int, rec: Any) -> BatchItem:
         return _bad(n, cid, f"a line must be a JSON object with a chunkText field, not {type(rec).__name__}", 422)
     if "chunkText" not in rec and "chunk_text" not in rec:
         return _bad(n, cid, "field 'chunkText' (or 'chunk_text') is missing", 422)
+    unknown = unknown_fields(rec, LINE_FIELDS)
+    if unknown:  # as HTTP answers a misspelled key: never a silent default
+        return _bad(n, cid, unknown, 400)
     if id_problem:
         return _bad(n, cid, id_problem, 422)
     try:
@@ -106,16 +111,19 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
     from .retrieve.pipeline import Retriever
     from .store.db import Database
 
-    cfg = RetrieveConfig.from_mapping(cfg_dict)
-    llm = make_llm(**llm_spec) if llm_spec else None
-    db = Database(dsn=dsn, data_dir=data_dir)
-    db.release_at_worker_exit()
-    # One process per core: the encoder inside each must not spread over both cores too.
-    _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder, judge_calibration=judge_calibration,
-                                     embed_threads=1)
-    _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, (fmt, prompt_budget)
-    _worker["context"] = context
-    _worker["retriever"].warm(cfg, embed=strategy != "B")
+    try:
+        cfg = RetrieveConfig.from_mapping(cfg_dict)
+        llm = make_llm(**llm_spec) if llm_spec else None
+        db = Database(dsn=dsn, data_dir=data_dir)
+        db.release_at_worker_exit()
+        # One process per core: the encoder inside each must not spread over both cores too.
+        _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder,
+                                         judge_calibration=judge_calibration, embed_threads=1)
+        _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, (fmt, prompt_budget)
+        _worker["context"] = context
+        _worker["retriever"].warm(cfg, embed=strategy != "B")
+    except Exception as e:  # noqa: BLE001 - raised again with the first line: an initializer that raises is
+        _worker["error"] = e  # restarted by the pool forever, a traceback each time
 
 
 def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: BatchItem,
@@ -141,6 +149,10 @@ def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: 
 
 
 def _retrieve_one(item: BatchItem) -> str:
+    if "error" in _worker:
+        from .store.db import StoreError
+
+        raise StoreError(f"a batch worker could not start: {type(_worker['error']).__name__}: {_worker['error']}")
     return _retrieve_line(_worker["retriever"], _worker["strategy"], _worker["cfg"], _worker["format"], item,
                           base=_worker["context"])
 

@@ -252,12 +252,19 @@ def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budg
         if batch:
             from .batch import run_batch
 
+            stopped = "interrupted; the output holds every input line finished before it, whole and in input order"
             try:
-                run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
-                          llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder,
-                          strict=strict, fmt=fmt or "records", prompt_budget=prompt_budget, context=context)
+                summary = run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
+                                    llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder,
+                                    strict=strict, fmt=fmt or "records", prompt_budget=prompt_budget, context=context)
             except KeyboardInterrupt:
-                fail("interrupted; the output holds every input line finished before it, whole and in input order", 130)
+                fail(stopped, 130)
+            except SystemExit as e:  # SIGTERM (`_terminated`): said as Ctrl-C is, with its own code
+                if _ENDING and e.code == 128 + signal.SIGTERM:
+                    fail(stopped, 128 + signal.SIGTERM)
+                raise
+            if summary["bad_lines"] and not summary["chunks"]:
+                fail(f"no good line in the batch ({summary['bad_lines']} bad line(s); each has its error line)")
             return
         if source is None:
             raise click.UsageError("give a FILE, - for stdin, or --batch FILE.jsonl")

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ..formats import one_line, record_rows
 from ..gdscript.chunk_text import ChunkTextError, check_chunk_text
 from ..gdscript.project import RequestContext
+from ..jsonlines import unknown_fields
 from ..models.llm import LLMError
 from ..retrieve.engine.config import ConfigError, RetrieveConfig
 from ..retrieve.explain.lookup import LookupResult, SymbolError
@@ -42,7 +43,7 @@ log = logging.getLogger("godot_rag.mcp")
 Strategy = Literal["A", "B", "C", "D", "E", "F"]
 GodotVersion = Literal["auto", "3", "4"]
 Chunk = Annotated[str, Field(description="The raw GDScript chunk, exactly as it appears in the .gd file.")]
-K = Annotated[int, Field(ge=1, le=100, description="Results per table (F: the guides group of docs).")]
+K = Annotated[int, Field(ge=1, le=100, strict=True, description="Results per table (F: the guides group of docs).")]
 Extends = Annotated[str | None, Field(description="The script's class when the chunk has no `extends` line.")]
 ProjectContext = Annotated[dict[str, Any] | None, Field(
     description="The project around the chunk (every field optional): project_symbols ([{name, kind, file, line, "
@@ -122,6 +123,11 @@ class GodotRagMCP(MCPServer):
     """The SDK's server, with every tool error on one line (argument errors name the argument)."""
 
     async def call_tool(self, name, arguments, context=None):
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None and isinstance(arguments, dict):  # a misspelled argument is refused, as HTTP refuses a key
+            unknown = unknown_fields(arguments, tool.parameters.get("properties", {}))
+            if unknown:
+                raise ToolError(f"{name}: {unknown.replace('field(s)', 'argument(s)')}")
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as e:
@@ -277,7 +283,9 @@ def serve_stdio(server: GodotRagMCP) -> None:
     """Until the client closes stdin. The SDK points fd 1 at stderr meanwhile, so nothing stray reaches the wire."""
     import anyio
 
-    anyio.run(server.run_stdio_async)
+    from .mcp_stdio import run_stdio
+
+    anyio.run(run_stdio, server)
 
 
 def serve_http(server: GodotRagMCP, host: str, port: int, announce) -> None:

@@ -196,26 +196,51 @@ def _start_worker(initializer, initargs: tuple) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the pool
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # SIGTERM ends a worker at once; the parent reaps it
     initializer(*initargs)
+
+
+WORKER_JOIN_S = 5  # how long a stopped worker may take to go, after SIGKILL
 
 
 @contextmanager
 def database_workers(db: Database, n: int, initializer, initargs: tuple):
-    """A pool of `n` spawned processes that each open `db` (and call `release_at_worker_exit`). Ctrl-C
-    reaches only this process, which ends the pool. This process holds the server too: workers that end
-    normally let go of it, and terminated ones (an error, Ctrl-C) leave stale handles that this process's
-    `stop` drops, so its last handle stops the server."""
+    """A pool of `n` spawned processes that each open `db` (and call `release_at_worker_exit`). The database
+    is reached once first: an unreachable one is one StoreUnavailable here, before any worker starts.
+    Ctrl-C reaches only this process, which ends the pool. This process holds the server too: workers that
+    end normally let go of it, and stopped ones (an error, a signal) are reaped here, so this process's
+    `stop` drops their stale handles and its last handle stops the server."""
     import multiprocessing
 
-    db.uri()
+    db.connect().close()
     pool = multiprocessing.get_context("spawn").Pool(n, initializer=_start_worker, initargs=(initializer, initargs))
     try:
         yield pool
         pool.close()
         pool.join()  # workers exit normally and let go of the database
     finally:
-        pool.terminate()
-        pool.join()
+        stop_pool(pool)
+
+
+def stop_pool(pool) -> None:
+    """`Pool.terminate` that cannot hang. A worker killed while it waits for a task (SIGTERM to the process
+    group, as `timeout` and a terminal send) dies holding the task queue's lock, and `terminate` would wait
+    for that lock forever: kill and reap the workers first (no zombie keeps a handle alive), then give
+    this process fresh locks for the queues no worker uses any more."""
+    import multiprocessing.pool as mp_pool
+    import threading
+
+    pool._worker_handler._state = mp_pool.TERMINATE  # no new workers in place of the ones killed here
+    workers = list(pool._pool)
+    for proc in workers:
+        if proc.exitcode is None:
+            proc.kill()
+    for proc in workers:
+        proc.join(WORKER_JOIN_S)
+    pool._inqueue._rlock = threading.Lock()
+    pool._outqueue._wlock = None  # this process is the queue's only writer now
+    pool.terminate()
+    pool.join()
 
 
 def _ensure_runtime_dir() -> None:
