@@ -36,28 +36,10 @@ def _too_deep(value: object, limit: int) -> bool:
     return False
 
 
-def _unencodable(value: object) -> bool:
-    """Whether a string in `value` (a key or a value) holds a lone surrogate (`"\\ud800"`), which UTF-8
-    cannot encode: every later write of it would fail."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
-
-
 def parse_json(data: bytes | str, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_DEPTH) -> object:
-    """The parsed value of one JSON text, or `JSONInputError`: over `max_bytes` (413), not UTF-8, malformed,
-    nested over `max_depth` levels, or holding a string UTF-8 cannot encode (400)."""
+    """The parsed value of one JSON text, or `JSONInputError`: over `max_bytes` (413), not UTF-8, malformed or
+    nested over `max_depth` levels (400). A lone surrogate (`"\\ud800"`) is kept: the check of the field it
+    is in names its place (chunk_text.py)."""
     if len(data) > max_bytes:
         raise JSONInputError(f"the JSON input is over {max_bytes} bytes", 413)
     if isinstance(data, bytes):
@@ -73,8 +55,6 @@ def parse_json(data: bytes | str, max_bytes: int = MAX_JSON_BYTES, max_depth: in
         raise JSONInputError(f"malformed JSON: nested more than {max_depth} levels") from None
     if _too_deep(value, max_depth):
         raise JSONInputError(f"malformed JSON: nested more than {max_depth} levels")
-    if _unencodable(value):
-        raise JSONInputError("malformed JSON: a string holds a lone surrogate (\\ud800-\\udfff), which UTF-8 cannot encode")
     return value
 
 

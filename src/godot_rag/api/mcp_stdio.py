@@ -15,6 +15,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from ..formats import one_line
 from ..jsonlines import JSONInputError, parse_json
 
 MAX_LINE_BYTES = 16 * 2**20  # one JSON-RPC message: a chunk with its project's symbol table fits many times
@@ -31,14 +32,17 @@ def _id_of(line: str) -> Any:
 
 
 def refusal(line: str) -> tuple[int, str, Any] | None:
-    """(JSON-RPC error code, message, the request's id or None) for a line the server cannot take, else None."""
+    """(JSON-RPC error code, message, the request's id or None) for a line the server cannot take, else None:
+    one our JSON reader refuses, or one the SDK's own decoder would drop (a lone surrogate, not JSON-RPC)."""
     try:
-        value = parse_json(line, max_bytes=MAX_LINE_BYTES)
+        parse_json(line, max_bytes=MAX_LINE_BYTES)
     except JSONInputError as e:
-        return types.PARSE_ERROR, f"parse error: {e}", _id_of(line)
+        return types.PARSE_ERROR, f"parse error: {e}", None
     try:
-        types.jsonrpc_message_adapter.validate_python(value, by_name=False)
-    except ValidationError:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as e:
+        if any(err.get("type") == "json_invalid" for err in e.errors()):
+            return types.PARSE_ERROR, f"parse error: {one_line(str(e.errors()[0].get('msg')))[:200]}", _id_of(line)
         return types.INVALID_REQUEST, "invalid request: not a JSON-RPC 2.0 message", _id_of(line)
     return None
 
