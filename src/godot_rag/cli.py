@@ -659,6 +659,8 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, judged, outpu
               show_default=True, help="Exit 1 when a finding has this severity or higher.")
 @with_settings
 @click.option("--max-chunk-chars", default=4000, show_default=True, help="Longer functions are cut at statement boundaries.")
+@click.option("--max-file-bytes", default=2 * 2**20, show_default=True, type=click.IntRange(1),
+              help="A larger .gd file is listed as skipped, not scanned.")
 @click.option("--cache", "cache_file", type=click.Path(path_type=Path), default=None,
               help="Result cache file (default: beside the database, cache/scan-cache.sqlite3).")
 @click.option("--refresh", is_flag=True, help="Ignore cached results (they are rewritten).")
@@ -669,7 +671,7 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, judged, outpu
 @with_output
 @with_db
 def scan(project_dir, files, out, strategy, godot_version, workers, formats, changed_since, include_addons, fail_on,
-         rargs, max_chunk_chars, cache_file, refresh, no_extends_hint, no_project_symbols, output, dsn, data_dir):
+         rargs, max_chunk_chars, max_file_bytes, cache_file, refresh, no_extends_hint, no_project_symbols, output, dsn, data_dir):
     """Scan a Godot project (or a folder of projects): every .gd file, chunked, through the retriever;
     writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md. FILES, when given,
     limit the scan to those scripts of the project (what a pre-commit hook passes).
@@ -686,6 +688,7 @@ def scan(project_dir, files, out, strategy, godot_version, workers, formats, cha
                            files=tuple(files),
                            include_addons=include_addons, fail_on=fail_on, quiet=output.quiet, settings=overrides,
                            cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
+                           max_file_bytes=max_file_bytes,
                            extends_hint=not no_extends_hint, project_symbols=not no_project_symbols)
         result = run_scan(opts, dsn=dsn, data_dir=data_dir)
     except (ConfigError, click.BadParameter, ScanError) as e:

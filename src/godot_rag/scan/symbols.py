@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..gdscript.facts import IDENT_RE, parse_script
 from ..gdscript.project import RES, TYPE_NAME, TYPED_SYMBOL_KINDS, Symbol
-from ..store.scan_files import read_script, read_small_text
+from ..store.scan_files import DEFAULT_MAX_FILE_BYTES, read_script, read_small_text
 from .project import VERSION_OF_CONFIG, Project, discover
 
 SYMBOLS_FORMAT = 2  # bump when a file's cached declarations change shape
@@ -130,7 +130,7 @@ def _autoload_symbol(project_dir: Path, name: str, path: str) -> Symbol:
     return Symbol(name=name, kind="autoload", file=rel, scope=RES + rel)
 
 
-def build_project_symbols(project: Project, cache=None) -> ProjectSymbols:
+def build_project_symbols(project: Project, cache=None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ProjectSymbols:
     """The symbol table of one project: every script under its folder (addons included: their
     `class_name`s are the project's names too), through the cache when one is given."""
     t0 = time.perf_counter()
@@ -141,7 +141,9 @@ def build_project_symbols(project: Project, cache=None) -> ProjectSymbols:
     keys: dict[str, str] = {}
     h = hashlib.sha256(f"{SYMBOLS_FORMAT}|{settings}".encode())
     for s in scripts:
-        text, err = read_script(s.path)
+        if s.problem is not None:  # listed by the scan; nothing of it is read
+            continue
+        text, err = read_script(s.path, max_file_bytes)
         if err is not None or text is None:
             continue
         rel = s.path.relative_to(project.dir).as_posix()
