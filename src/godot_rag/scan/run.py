@@ -462,6 +462,7 @@ def _symbol_tables(opts, disc, files, cache) -> dict:
     t0 = time.perf_counter()
     indexes = {rel: RequestContext(project_symbols=t.symbols).index() for rel, t in built.items()}
     by_rel = {p.rel: p for p in disc.projects}
+    memos: dict[str, dict] = {rel: {} for rel in indexes}  # each name's part of the keys, once per project
     for entry in files:
         table = built.get(entry["project"])
         if table is None:
@@ -476,7 +477,8 @@ def _symbol_tables(opts, disc, files, cache) -> dict:
         for c in entry["chunks"]:
             c["context"] = ref
             scopes = [RES + file_rel] + ([ref[2]] if ref[2] else [])
-            c["context_key"] = [chunk_symbols_key(indexes[entry["project"]], c["text"], scopes), *ref[1:]]
+            c["context_key"] = [chunk_symbols_key(indexes[entry["project"]], c["text"], scopes, memos[entry["project"]]),
+                                *ref[1:]]
     if built:  # the keys' time is the symbol table's too
         first = next(iter(built.values()))
         first.seconds += time.perf_counter() - t0

@@ -191,20 +191,40 @@ def file_context(table: ProjectSymbols | None, file_rel: str | None, godot_versi
     return ctx
 
 
-def chunk_symbols_key(index, text: str, starts: list[str]) -> str:
+MANY_DECLARATIONS = 16  # a name declared more often is one digest in a chunk's key: the key's cost stays bounded
+
+
+def _declared_part(index, name: str) -> tuple[str, frozenset[str]]:
+    """A name's declarations as they enter a chunk's key, and the project classes their stated types name
+    (`var cam: Cam`, Cam extends Camera2D: a member's type reads through the project's classes too). A name
+    declared in many places (the same function in every file, a file of one function repeated) is their digest:
+    a key would otherwise grow with the project, and a scan with it as the square of its size."""
+    decls = index.declared[name]
+    lines = "\n".join(f"{s.name}|{s.kind}|{s.file}|{s.scope}|{s.extends}|{s.type}" for s in decls)
+    if len(decls) > MANY_DECLARATIONS:
+        lines = f"{name}#{len(decls)}#{hashlib.sha256(lines.encode()).hexdigest()}"
+    return lines, frozenset(scope for s in decls if (scope := index.type_scope(s)))
+
+
+def chunk_symbols_key(index, text: str, starts: list[str], memo: dict | None = None) -> str:
     """What of the project a chunk's decisions can read, as a digest for its cache key: the symbols named
     in the chunk (name, kind, file, scope, extends, type; not their lines, so an edit that only moves lines
     recomputes nothing elsewhere), the `extends` chains of the project classes it names, of its own file
     (`starts`) and of the project classes its named variables' types name (`ProjectIndex.type_scope`), and the
     engine classes the project's classes end on (what kind of project it is: the validator keeps a feature's
     guides for a chunk of a project of that feature). An edit elsewhere in the
-    project that changes none of these leaves the chunk's cached result valid."""
+    project that changes none of these leaves the chunk's cached result valid. `memo`: kept by the caller
+    across the chunks of one index (each name's part is computed once)."""
     names = set(IDENT_RE.findall(text))
+    memo = memo if memo is not None else {}
     parts: list[str] = []
+    typed: set[str] = set()
     for name in sorted(names & index.declared.keys()):
-        parts.extend(f"{s.name}|{s.kind}|{s.file}|{s.scope}|{s.extends}|{s.type}" for s in index.declared[name])
-    # A member variable's stated type reads through the project's classes too (`var cam: Cam`, Cam extends Camera2D).
-    typed = {scope for name in names & index.declared.keys() for s in index.declared[name] if (scope := index.type_scope(s))}
+        if name not in memo:
+            memo[name] = _declared_part(index, name)
+        part, scopes = memo[name]
+        parts.append(part)
+        typed |= scopes
     for name in sorted((names & index.scopes.keys()) | {s for s in starts if s} | typed):
         parts.append(name + ">" + ">".join(index.chain(name)))
     parts.append("engine:" + ",".join(sorted(index.engine_classes)))
