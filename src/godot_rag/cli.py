@@ -76,13 +76,17 @@ def main():
 _ENDING: list[int] = []
 
 
-def _terminated(signum, frame) -> NoReturn:
+def _terminated(signum, frame) -> None:
+    if _ENDING:  # already ending: a second signal (`timeout` sends SIGTERM to the process and to its group) must
+        return   # not break the cleanup under way (a pool half stopped would hang the exit)
     _ENDING.append(signum)
     raise SystemExit(128 + signum)
 
 
-def _interrupted(signum, frame) -> NoReturn:
-    """Ctrl-C, as Python's own handler does it (KeyboardInterrupt), remembered."""
+def _interrupted(signum, frame) -> None:
+    """Ctrl-C, as Python's own handler does it (KeyboardInterrupt), remembered; once, as SIGTERM."""
+    if _ENDING:
+        return
     _ENDING.append(signum)
     raise KeyboardInterrupt
 

@@ -231,14 +231,15 @@ def stop_pool(pool) -> None:
     import threading
 
     pool._worker_handler._state = mp_pool.TERMINATE  # no new workers in place of the ones killed here
+    # First, so that the pool's own finalizer (at exit) cannot hang either, however far this gets.
+    pool._inqueue._rlock = threading.Lock()
+    pool._outqueue._wlock = None  # this process is the queue's only writer once the workers are gone
     workers = list(pool._pool)
     for proc in workers:
         if proc.exitcode is None:
             proc.kill()
     for proc in workers:
         proc.join(WORKER_JOIN_S)
-    pool._inqueue._rlock = threading.Lock()
-    pool._outqueue._wlock = None  # this process is the queue's only writer now
     pool.terminate()
     pool.join()
 
