@@ -205,7 +205,25 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
     add_scan_routes(app, retriever, STATIC, allow_paths)
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    _document_request_model(app)
     return app
+
+
+def _document_request_model(app: FastAPI) -> None:
+    """/api/retrieve reads its body itself (the one JSON reader), so FastAPI does not see RetrieveRequest:
+    the OpenAPI document gets it here, where the route's requestBody points."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        schema = build()
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        if "RetrieveRequest" not in components:
+            model = RetrieveRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+            components.update(model.pop("$defs", {}))
+            components["RetrieveRequest"] = model
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def bound_heap() -> bool:
