@@ -91,6 +91,11 @@ def _interrupted(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def by_sigterm(e: SystemExit) -> bool:
+    """Whether this exit is SIGTERM's (`_terminated`): a batch or scan then says `interrupted`, as for Ctrl-C."""
+    return bool(_ENDING) and _ENDING[0] == signal.SIGTERM and e.code == 128 + signal.SIGTERM
+
+
 def _unraisable(unraisable) -> None:
     if isinstance(unraisable.exc_value, (SystemExit, KeyboardInterrupt)) and _ENDING:
         return  # the process is ending by that signal: no traceback for the callback it landed in
@@ -263,8 +268,8 @@ def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budg
                                     strict=strict, fmt=fmt or "records", prompt_budget=prompt_budget, context=context)
             except KeyboardInterrupt:
                 fail(stopped, 130)
-            except SystemExit as e:  # SIGTERM (`_terminated`): said as Ctrl-C is, with its own code
-                if _ENDING and e.code == 128 + signal.SIGTERM:
+            except SystemExit as e:  # SIGTERM: said as Ctrl-C is, with its own code
+                if by_sigterm(e):
                     fail(stopped, 128 + signal.SIGTERM)
                 raise
             if summary["bad_lines"] and not summary["chunks"]:
@@ -701,6 +706,10 @@ def scan(project_dir, files, out, strategy, godot_version, workers, formats, cha
         fail(str(e), 130)
     except KeyboardInterrupt:
         fail("interrupted", 130)
+    except SystemExit as e:
+        if by_sigterm(e):
+            fail("interrupted; finished chunks are cached, run the same command again to resume", 128 + signal.SIGTERM)
+        raise
     click.echo(json.dumps(result.summary, indent=2) if output.as_json else summary_text(result.summary))
     sys.exit(1 if result.failed else 0)
 
