@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ..errors import mask_secrets
 from ..formats import one_line, record_rows
 from ..gdscript.chunk_text import ChunkTextError, check_chunk_text
 from ..gdscript.project import RequestContext
@@ -133,13 +134,14 @@ class GodotRagMCP(MCPServer):
         except UnexpectedToolError as e:
             cause = e.__cause__
             log.error("tool %s failed", name, exc_info=cause)
-            raise ToolError(f"{name}: internal error: {type(cause).__name__}: {one_line(str(cause))[:300]}") from None
+            raise ToolError(f"{name}: internal error: {type(cause).__name__}: "
+                            f"{mask_secrets(one_line(str(cause)))[:300]}") from None
         except ToolError as e:
             cause = e.__cause__
             if isinstance(cause, ValidationError):
                 raise ToolError(f"{name}: {_argument_errors(cause)}") from None
             message = str(e).removeprefix(f"Error executing tool {name}: ")
-            raise ToolError(f"{name}: {one_line(message)[:500]}") from None
+            raise ToolError(f"{name}: {mask_secrets(one_line(message))[:500]}") from None
 
 
 def create_server(retriever: Retriever, base_cfg: RetrieveConfig | None = None,
