@@ -55,6 +55,13 @@ def test_the_json_reader_caps_depth_and_size_with_one_message():
         parse_json("{oops")
 
 
+def test_a_setting_nested_too_deep_is_one_line(tmp_path):
+    chunk = tmp_path / "c.gd"
+    chunk.write_text(GOOD)
+    r = godot_rag("retrieve", str(chunk), "--data-dir", str(tmp_path / "db"), "--set", "k=" + deep(3000))
+    assert "--set: malformed JSON: nested more than" in one_line_error(r)
+
+
 def test_batch_line_nested_too_deep_costs_that_line_alone(fixture_db, tmp_path):
     lines = [json.dumps({"id": "a", "chunkText": GOOD}), '{"chunkText": ' + deep(5000) + "}",
              json.dumps({"chunkText": GOOD, "strateg": "B"}), json.dumps({"id": "d", "chunkText": GOOD})]
