@@ -315,6 +315,23 @@ def test_chunk_keys_cost_grows_with_the_file_not_its_square(monkeypatch):
     assert chunk_symbols_key(small, fn, ["res://a.gd"]) == chunk_symbols_key(small, fn, ["res://a.gd"], {})
 
 
+def test_a_repeated_batch_chunk_is_answered_once(retriever, tmp_path, monkeypatch, capsys):
+    from godot_rag.batch import run_batch
+    from godot_rag.retrieve.engine.config import RetrieveConfig
+
+    calls: list[str] = []
+    real = retriever.retrieve
+    monkeypatch.setattr(retriever, "retrieve", lambda chunk, *a, **k: calls.append(chunk) or real(chunk, *a, **k))
+    batch = tmp_path / "b.jsonl"
+    batch.write_text("".join(json.dumps({"id": i, "chunkText": GOOD if i % 2 else GOOD + "# other\n"}) + "\n"
+                             for i in range(6)))
+    summary = run_batch(retriever, batch, "B", RetrieveConfig(), workers=1, quiet=True, fmt="result")
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert summary["chunks"] == 6 and [o["id"] for o in out] == list(range(6)) and len(calls) == 2
+    same = [{k: v for k, v in o.items() if k not in ("id", "line", "chunk")} for o in (out[1], out[3])]
+    assert same[0] == same[1]
+
+
 def test_a_run_of_one_character_is_one_window(embedder):
     from godot_rag.models.embedder import MAX_QUERY_WINDOWS
 

@@ -11,12 +11,14 @@ import queue
 import sys
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from tqdm import tqdm
 
+from .errors import mask_secrets
 from .formats import check_chunk_id, error_line, json_lines
 from .gdscript.chunk_text import ChunkTextError, check_chunk_text
 from .gdscript.project import RequestContext
@@ -111,6 +113,7 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
     from .retrieve.pipeline import Retriever
     from .store.db import Database
 
+    _answered.clear()
     try:
         cfg = RetrieveConfig.from_mapping(cfg_dict)
         llm = make_llm(**llm_spec) if llm_spec else None
@@ -126,6 +129,19 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
         _worker["error"] = e  # restarted by the pool forever, a traceback each time
 
 
+ANSWERED_KEEP = 64  # the latest results kept per process, by chunk text, for repeated chunks
+_answered: OrderedDict[str, Any] = OrderedDict()
+
+
+def _remember(key: str | None, result) -> None:
+    if key is None:
+        return
+    _answered[key] = result
+    _answered.move_to_end(key)
+    while len(_answered) > ANSWERED_KEEP:
+        _answered.popitem(last=False)
+
+
 def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: BatchItem,
                    base: RequestContext | None = None) -> str:
     """The output lines of one good input line (each ending in a newline); a chunk the retriever refuses
@@ -137,14 +153,20 @@ def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: 
 
     n, cid = item.line, item.id
     extra = {"line": n} | ({"id": cid} if cid is not None else {})
+    # A chunk seen a moment ago with the command's own context is answered from then (a corpus with repeats).
+    key = item.chunk if item.context is None else None
     try:
-        result = retriever.retrieve(item.chunk, strategy, cfg, explain=False, context=merged(base, item.context))
+        result = _answered.get(key) if key is not None else None
+        if result is None:
+            result = retriever.retrieve(item.chunk, strategy, cfg, explain=False, context=merged(base, item.context))
+            _remember(key, result)
     except ChunkTextError as e:
         return error_line(str(e), e.status, n if cid is None else cid, extra)
     except (StoreError, LLMError):
         raise  # the database or the LLM is down: every line would fail
     except Exception as e:  # noqa: BLE001 - one line's failure is its error line; the batch goes on
-        return error_line(f"internal error: {type(e).__name__}: {str(e)[:200]}", 500, n if cid is None else cid, extra)
+        return error_line(f"internal error: {type(e).__name__}: {mask_secrets(str(e))[:200]}", 500,
+                          n if cid is None else cid, extra)
     return json_lines(result, fmt[0], chunk=n if cid is None else cid, extra=extra, prompt_budget=fmt[1])
 
 
@@ -237,6 +259,7 @@ def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet
               fmt: str = "records", prompt_budget: int | None = None, context: RequestContext | None = None) -> dict:
     """`path` (a file, a pipe, or `-` for stdin) is read as it comes, except with `strict`, which reads it
     whole first: no line runs when any is bad."""
+    _answered.clear()  # results of another batch in this process (other settings) are not this one's
     items: Iterable[BatchItem] = iter_batch(path)
     if strict:
         items = list(items)
