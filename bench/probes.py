@@ -5,7 +5,8 @@ probes, and prints a Markdown table: probe | expected | observed | ok.
 
 Groups: http (the retrieve API, 1-9), llm (4, an LLM server that is down), dsn (16), cli (10-11), temp (11-17,
 fresh data directories), edges (18-27: odd text, the batch rule, the scan's path rules, answers without
-server paths, serve's --host/--port, Host names, body caps).
+server paths, serve's --host/--port, Host names, body caps), faults (28-36, bench/probes_faults.py: nested JSON,
+a DSN the driver cannot parse, an unreachable or idle batch, hostile scan paths, a chunk of 20,000 `(`, MCP stdio).
 
 Stdlib only (urllib, subprocess). Every process it starts (the servers, the CLI commands and the
 embedded PostgreSQL they start in temporary data directories) is stopped on every exit path.
@@ -42,7 +43,7 @@ SENTINEL = "SENTINEL_probe_outside_the_root"
 LLM_DOWN = "http://127.0.0.1:9"
 SECRET_DSN = "postgresql://u:secret@127.0.0.1:9/db"
 
-GROUPS = ("http", "llm", "dsn", "cli", "temp", "edges")
+GROUPS = ("http", "llm", "dsn", "cli", "temp", "edges", "faults")
 ROWS: list[tuple[str, str, str, bool]] = []
 PROCS: list[subprocess.Popen] = []  # everything started, stopped in cleanup()
 DATA_DIRS: list[Path] = []  # embedded data directories whose postmaster we may have started
@@ -1056,6 +1057,10 @@ def main() -> int:
             probes_http(srv, data_dir)
         if "edges" in only:
             probes_edges(srv, data_dir, tmp, allowed)
+        if "faults" in only:  # 28-36 (bench/probes_faults.py)
+            import probes_faults
+
+            probes_faults.run(sys.modules[__name__], srv, data_dir, tmp)
         if "llm" in only:
             guarded("4. serve with the LLM server down", "503 / 200 fallback", probes_llm_down, data_dir)
         if "dsn" in only:

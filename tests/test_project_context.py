@@ -452,7 +452,8 @@ def test_context_in_batch_lines(fixture_db, project, tmp_path):
     batch.write_text(json.dumps({"chunkText": chunk, "context": {"godot_version": 4}}) + "\n")
     bad = subprocess.run(base + ["--batch", str(batch)], capture_output=True, text=True, env=env, timeout=300)
     line = json.loads(bad.stdout)  # the one batch rule: the bad line's own error line, and the batch goes on
-    assert bad.returncode == 0 and line["line"] == 1 and line["error"].startswith("context.godot_version")
+    assert line["line"] == 1 and line["error"].startswith("context.godot_version")
+    assert bad.returncode == 1 and "no good line" in bad.stderr  # a batch with no good line is a failed command
     bad = subprocess.run(base + ["--batch", str(batch), "--strict"], capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode != 0 and f"{batch}:1: context.godot_version" in bad.stderr and "Traceback" not in bad.stderr
 

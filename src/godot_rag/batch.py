@@ -11,18 +11,22 @@ import queue
 import sys
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from tqdm import tqdm
 
+from .errors import mask_secrets
 from .formats import check_chunk_id, error_line, json_lines
 from .gdscript.chunk_text import ChunkTextError, check_chunk_text
 from .gdscript.project import RequestContext
-from .jsonlines import STDIN, read_jsonl_lines
+from .jsonlines import STDIN, read_jsonl_lines, unknown_fields
 from .retrieve.engine.config import ConfigError
 from .store.db import database_workers
+
+LINE_FIELDS = ("chunkText", "chunk_text", "id", "context")  # what a batch line may hold
 
 
 class BadBatch(ValueError):
@@ -57,6 +61,9 @@ def _item(n: int, rec: Any) -> BatchItem:
         return _bad(n, cid, f"a line must be a JSON object with a chunkText field, not {type(rec).__name__}", 422)
     if "chunkText" not in rec and "chunk_text" not in rec:
         return _bad(n, cid, "field 'chunkText' (or 'chunk_text') is missing", 422)
+    unknown = unknown_fields(rec, LINE_FIELDS)
+    if unknown:  # as HTTP answers a misspelled key: never a silent default
+        return _bad(n, cid, unknown, 400)
     if id_problem:
         return _bad(n, cid, id_problem, 422)
     try:
@@ -106,16 +113,33 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
     from .retrieve.pipeline import Retriever
     from .store.db import Database
 
-    cfg = RetrieveConfig.from_mapping(cfg_dict)
-    llm = make_llm(**llm_spec) if llm_spec else None
-    db = Database(dsn=dsn, data_dir=data_dir)
-    db.release_at_worker_exit()
-    # One process per core: the encoder inside each must not spread over both cores too.
-    _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder, judge_calibration=judge_calibration,
-                                     embed_threads=1)
-    _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, (fmt, prompt_budget)
-    _worker["context"] = context
-    _worker["retriever"].warm(cfg, embed=strategy != "B")
+    _answered.clear()
+    try:
+        cfg = RetrieveConfig.from_mapping(cfg_dict)
+        llm = make_llm(**llm_spec) if llm_spec else None
+        db = Database(dsn=dsn, data_dir=data_dir)
+        db.release_at_worker_exit()
+        # One process per core: the encoder inside each must not spread over both cores too.
+        _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder,
+                                         judge_calibration=judge_calibration, embed_threads=1)
+        _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, (fmt, prompt_budget)
+        _worker["context"] = context
+        _worker["retriever"].warm(cfg, embed=strategy != "B")
+    except Exception as e:  # noqa: BLE001 - raised again with the first line: an initializer that raises is
+        _worker["error"] = e  # restarted by the pool forever, a traceback each time
+
+
+ANSWERED_KEEP = 64  # the latest results kept per process, by chunk text, for repeated chunks
+_answered: OrderedDict[str, Any] = OrderedDict()
+
+
+def _remember(key: str | None, result) -> None:
+    if key is None:
+        return
+    _answered[key] = result
+    _answered.move_to_end(key)
+    while len(_answered) > ANSWERED_KEEP:
+        _answered.popitem(last=False)
 
 
 def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: BatchItem,
@@ -129,18 +153,28 @@ def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: 
 
     n, cid = item.line, item.id
     extra = {"line": n} | ({"id": cid} if cid is not None else {})
+    # A chunk seen a moment ago with the command's own context is answered from then (a corpus with repeats).
+    key = item.chunk if item.context is None else None
     try:
-        result = retriever.retrieve(item.chunk, strategy, cfg, explain=False, context=merged(base, item.context))
+        result = _answered.get(key) if key is not None else None
+        if result is None:
+            result = retriever.retrieve(item.chunk, strategy, cfg, explain=False, context=merged(base, item.context))
+            _remember(key, result)
     except ChunkTextError as e:
         return error_line(str(e), e.status, n if cid is None else cid, extra)
     except (StoreError, LLMError):
         raise  # the database or the LLM is down: every line would fail
     except Exception as e:  # noqa: BLE001 - one line's failure is its error line; the batch goes on
-        return error_line(f"internal error: {type(e).__name__}: {str(e)[:200]}", 500, n if cid is None else cid, extra)
+        return error_line(f"internal error: {type(e).__name__}: {mask_secrets(str(e))[:200]}", 500,
+                          n if cid is None else cid, extra)
     return json_lines(result, fmt[0], chunk=n if cid is None else cid, extra=extra, prompt_budget=fmt[1])
 
 
 def _retrieve_one(item: BatchItem) -> str:
+    if "error" in _worker:
+        from .store.db import StoreError
+
+        raise StoreError(f"a batch worker could not start: {type(_worker['error']).__name__}: {_worker['error']}")
     return _retrieve_line(_worker["retriever"], _worker["strategy"], _worker["cfg"], _worker["format"], item,
                           base=_worker["context"])
 
@@ -225,6 +259,7 @@ def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet
               fmt: str = "records", prompt_budget: int | None = None, context: RequestContext | None = None) -> dict:
     """`path` (a file, a pipe, or `-` for stdin) is read as it comes, except with `strict`, which reads it
     whole first: no line runs when any is bad."""
+    _answered.clear()  # results of another batch in this process (other settings) are not this one's
     items: Iterable[BatchItem] = iter_batch(path)
     if strict:
         items = list(items)

@@ -24,8 +24,11 @@ def make_db(dsn, data_dir):
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    # One line: drivers (psycopg) add hint lines of their own.
-    click.echo("error: " + " ".join(part.strip() for part in str(message).splitlines() if part.strip()), err=True)
+    # One line: drivers (psycopg) add hint lines of their own. No password: a driver's message may quote the DSN.
+    from .errors import mask_secrets
+
+    text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    click.echo("error: " + mask_secrets(text), err=True)
     sys.exit(code)
 
 
@@ -73,15 +76,24 @@ def main():
 _ENDING: list[int] = []
 
 
-def _terminated(signum, frame) -> NoReturn:
+def _terminated(signum, frame) -> None:
+    if _ENDING:  # already ending: a second signal (`timeout` sends SIGTERM to the process and to its group) must
+        return   # not break the cleanup under way (a pool half stopped would hang the exit)
     _ENDING.append(signum)
     raise SystemExit(128 + signum)
 
 
-def _interrupted(signum, frame) -> NoReturn:
-    """Ctrl-C, as Python's own handler does it (KeyboardInterrupt), remembered."""
+def _interrupted(signum, frame) -> None:
+    """Ctrl-C, as Python's own handler does it (KeyboardInterrupt), remembered; once, as SIGTERM."""
+    if _ENDING:
+        return
     _ENDING.append(signum)
     raise KeyboardInterrupt
+
+
+def by_sigterm(e: SystemExit) -> bool:
+    """Whether this exit is SIGTERM's (`_terminated`): a batch or scan then says `interrupted`, as for Ctrl-C."""
+    return bool(_ENDING) and _ENDING[0] == signal.SIGTERM and e.code == 128 + signal.SIGTERM
 
 
 def _unraisable(unraisable) -> None:
@@ -249,12 +261,19 @@ def retrieve(source, batch, workers, strict, strategy, explain, fmt, prompt_budg
         if batch:
             from .batch import run_batch
 
+            stopped = "interrupted; the output holds every input line finished before it, whole and in input order"
             try:
-                run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
-                          llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder,
-                          strict=strict, fmt=fmt or "records", prompt_budget=prompt_budget, context=context)
+                summary = run_batch(retriever, batch, strategy, cfg, workers=workers, quiet=output.quiet,
+                                    llm_spec=llm.spec() if model is not None else None, cross_encoder=rargs.cross_encoder,
+                                    strict=strict, fmt=fmt or "records", prompt_budget=prompt_budget, context=context)
             except KeyboardInterrupt:
-                fail("interrupted; the output holds every input line finished before it, whole and in input order", 130)
+                fail(stopped, 130)
+            except SystemExit as e:  # SIGTERM: said as Ctrl-C is, with its own code
+                if by_sigterm(e):
+                    fail(stopped, 128 + signal.SIGTERM)
+                raise
+            if summary["bad_lines"] and not summary["chunks"]:
+                fail(f"no good line in the batch ({summary['bad_lines']} bad line(s); each has its error line)")
             return
         if source is None:
             raise click.UsageError("give a FILE, - for stdin, or --batch FILE.jsonl")
@@ -662,6 +681,8 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, judged, outpu
               show_default=True, help="Exit 1 when a finding has this severity or higher.")
 @with_settings
 @click.option("--max-chunk-chars", default=4000, show_default=True, help="Longer functions are cut at statement boundaries.")
+@click.option("--max-file-bytes", default=2 * 2**20, show_default=True, type=click.IntRange(1),
+              help="A larger .gd file is listed as skipped, not scanned.")
 @click.option("--cache", "cache_file", type=click.Path(path_type=Path), default=None,
               help="Result cache file (default: beside the database, cache/scan-cache.sqlite3).")
 @click.option("--refresh", is_flag=True, help="Ignore cached results (they are rewritten).")
@@ -672,7 +693,7 @@ def eval_cmd(more_queries, query_files, strategy_list, out, limit, judged, outpu
 @with_output
 @with_db
 def scan(project_dir, files, out, strategy, godot_version, workers, formats, changed_since, include_addons, fail_on,
-         rargs, max_chunk_chars, cache_file, refresh, no_extends_hint, no_project_symbols, output, dsn, data_dir):
+         rargs, max_chunk_chars, max_file_bytes, cache_file, refresh, no_extends_hint, no_project_symbols, output, dsn, data_dir):
     """Scan a Godot project (or a folder of projects): every .gd file, chunked, through the retriever;
     writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md. FILES, when given,
     limit the scan to those scripts of the project (what a pre-commit hook passes).
@@ -689,6 +710,7 @@ def scan(project_dir, files, out, strategy, godot_version, workers, formats, cha
                            files=tuple(files),
                            include_addons=include_addons, fail_on=fail_on, quiet=output.quiet, settings=overrides,
                            cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
+                           max_file_bytes=max_file_bytes,
                            extends_hint=not no_extends_hint, project_symbols=not no_project_symbols)
         result = run_scan(opts, dsn=dsn, data_dir=data_dir)
     except (ConfigError, click.BadParameter, ScanError) as e:
@@ -697,6 +719,10 @@ def scan(project_dir, files, out, strategy, godot_version, workers, formats, cha
         fail(str(e), 130)
     except KeyboardInterrupt:
         fail("interrupted", 130)
+    except SystemExit as e:
+        if by_sigterm(e):
+            fail("interrupted; finished chunks are cached, run the same command again to resume", 128 + signal.SIGTERM)
+        raise
     click.echo(json.dumps(result.summary, indent=2) if output.as_json else summary_text(result.summary))
     sys.exit(1 if result.failed else 0)
 

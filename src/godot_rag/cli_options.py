@@ -3,7 +3,6 @@ the LLM, the retrieval settings and the output. A group hands its command one ty
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,9 +93,15 @@ with_llm = _group(llm_options, "llm", LlmArgs)
 
 
 def _parse_value(raw: str):
+    """A `--set` value: JSON when it is JSON (through the one JSON reader), else the text as given."""
+    from .jsonlines import JSONInputError, parse_json
+    from .retrieve.engine.config import ConfigError
+
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
+        return parse_json(raw)
+    except JSONInputError as e:
+        if "nested more than" in str(e):
+            raise ConfigError(f"--set: {e}") from None
         return raw
 
 

@@ -1,14 +1,17 @@
 """FastAPI app: POST /api/retrieve, GET /api/strategies, GET /api/examples, the debugger page at /."""
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+from ..errors import mask_secrets
 from ..examples import EXAMPLES, REFERENCE_CHUNK  # noqa: F401  (re-exported for callers)
 from ..gdscript.chunk_text import MAX_CHUNK_CHARS, ChunkTextError, check_chunk_text
 from ..gdscript.project import RequestContext
+from ..jsonlines import JSONInputError, parse_json
 from ..models.llm import LLMError
 from ..retrieve.engine.config import ConfigError, RetrieveConfig, clip
 from ..retrieve.engine.types import RetrieveResult
@@ -17,15 +20,19 @@ from ..retrieve.strategies import STRATEGIES, check_strategy, describe
 from ..store.db import StoreError, StoreUnavailable
 
 try:
-    from fastapi import Body, FastAPI
+    from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import FileResponse, JSONResponse
     from fastapi.staticfiles import StaticFiles
-    from pydantic import BaseModel, ConfigDict, Field, field_validator
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+    from starlette.concurrency import run_in_threadpool
+    from starlette.exceptions import HTTPException as StarletteHTTPException
 except ImportError as e:  # pragma: no cover - depends on the extra
     raise ImportError("the HTTP API needs the 'serve' extra: pip install 'godot-rag[serve]'") from e
-from .guards import BodyTooLarge, Guard
+from .guards import MAX_BODY, BodyTooLarge, Guard
 from .guards import error as _error
+
+log = logging.getLogger("godot_rag.api")
 
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 
@@ -35,7 +42,7 @@ class RetrieveRequest(BaseModel):
 
     chunkText: str = Field(..., description="The raw GDScript chunk, exactly as in the .gd file.")
     strategy: str = Field("F", description="A-F; see GET /api/strategies.")
-    k: int = Field(10, ge=1, le=100, description="Results per table.")
+    k: int = Field(10, ge=1, le=100, strict=True, description="Results per table (an integer: `true` is not 1).")
     tables: list[str] | None = Field(None, description="Tables to search (default all three).")
     explain: bool = Field(True, description="Per-term BM25 explanations.")
     # Validated by the one settings model (an unknown name is a 400 listing the valid ones); documented here in full.
@@ -48,7 +55,7 @@ class RetrieveRequest(BaseModel):
         "full", description='"full": the whole result (the debugger page); "result": rejected records by id, without '
                             'payload; "records": {"records": [...]}, the accepted records as `retrieve --format records` writes them; '
                             '"prompt": {"chunk", "prompt", "tokens"}, the accepted evidence as text for a model.')
-    prompt_budget: int | None = Field(None, ge=1, le=100_000, description='With "format": "prompt": the evidence\'s size in '
+    prompt_budget: int | None = Field(None, ge=1, le=100_000, strict=True, description='With "format": "prompt": the evidence\'s size in '
                                                                           "(estimated) tokens (default 600).")
     id: str | int | None = Field(None, description="Your name for the chunk, echoed as `chunk` on each record and `id` on a result.")
 
@@ -106,22 +113,49 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
     def _too_large(request, exc: BodyTooLarge):
         return _error(413, exc.detail)
 
+    @app.exception_handler(StarletteHTTPException)
+    def _http_error(request, exc: StarletteHTTPException):
+        # FastAPI's own answers (404, 405) in our one shape: {"error": ...}.
+        response = _error(exc.status_code, str(exc.detail))
+        response.headers.update(exc.headers or {})  # a 405's Allow
+        return response
+
+    @app.exception_handler(Exception)
+    def _internal_error(request, exc: Exception):
+        log.error("%s %s failed: %s", request.method, request.url.path, mask_secrets(f"{type(exc).__name__}: {exc}"))
+        return _error(500, f"internal error: {type(exc).__name__}")
+
     @app.exception_handler(RequestValidationError)
     def _bad_request(request, exc: RequestValidationError):
+        return _validation_error(exc.errors())
+
+    def _validation_error(raw_errors) -> JSONResponse:
         # Never echo the input back (a 5 MB body must not come back as a 5 MB answer).
         errors = [{"loc": [clip(x) for x in e.get("loc", ())][:5], "msg": str(e.get("msg", ""))[:200], "type": e.get("type")}
-                  for e in exc.errors()[:10]]
+                  for e in raw_errors[:10]]
         unknown = [e["loc"][-1] for e in errors if e["type"] == "extra_forbidden"][:5]
         if unknown:
             valid = ", ".join(RetrieveRequest.model_fields)
             return _error(400, f"unknown request field(s) {', '.join(unknown)}; valid: {valid}", errors=errors)
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
-        return _error(422, f"{'.'.join(first['loc'][1:]) or 'body'}: {first['msg']}", errors=errors)
+        where = [x for x in first["loc"] if x != "body"]
+        return _error(422, f"{'.'.join(map(str, where)) or 'body'}: {first['msg']}", errors=errors)
 
-    @app.post("/api/retrieve", response_model=RetrieveResult,
+    @app.post("/api/retrieve", response_model=RetrieveResult, openapi_extra={"requestBody": {
+        "required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RetrieveRequest"}}}}},
               responses={400: {"description": "unknown strategy or setting"}, 413: {"description": "chunk too long"},
                          422: {"description": "empty chunk, or text that UTF-8 cannot encode"}, 503: {"description": "database unreachable"}})
-    def api_retrieve(req: RetrieveRequest = Body(...)):
+    async def api_retrieve(request: Request):
+        # The body goes through the one JSON reader (size, depth, lone surrogates), then the request model.
+        try:
+            req = RetrieveRequest.model_validate(parse_json(await request.body(), max_bytes=MAX_BODY))
+        except JSONInputError as e:
+            return _error(e.status, str(e))
+        except ValidationError as e:
+            return _validation_error(e.errors())
+        return await run_in_threadpool(answer, req)
+
+    def answer(req: RetrieveRequest):
         try:
             check_chunk_text(req.chunkText)
         except ChunkTextError as e:
@@ -171,7 +205,25 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
     add_scan_routes(app, retriever, STATIC, allow_paths)
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    _document_request_model(app)
     return app
+
+
+def _document_request_model(app: FastAPI) -> None:
+    """/api/retrieve reads its body itself (the one JSON reader), so FastAPI does not see RetrieveRequest:
+    the OpenAPI document gets it here, where the route's requestBody points."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        schema = build()
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        if "RetrieveRequest" not in components:
+            model = RetrieveRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+            components.update(model.pop("$defs", {}))
+            components["RetrieveRequest"] = model
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def bound_heap() -> bool:

@@ -7,6 +7,8 @@ import json
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from ..errors import mask_secrets
+
 MAX_BODY = 2**20  # bytes of a request body, unless the route has its own cap (BODY_LIMITS in create_app)
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 
@@ -20,7 +22,9 @@ class ErrorResponse(JSONResponse):
 
 
 def error(status: int, message: str, **extra) -> JSONResponse:
-    return ErrorResponse(status_code=status, content={"error": message, **extra})
+    """The one error answer: `{"error": "one line", ...}`, with no password (a driver's message may quote a DSN)."""
+    text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    return ErrorResponse(status_code=status, content={"error": mask_secrets(text), **extra})
 
 
 class BodyTooLarge(HTTPException):

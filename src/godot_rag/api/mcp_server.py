@@ -18,9 +18,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ..errors import mask_secrets
 from ..formats import one_line, record_rows
 from ..gdscript.chunk_text import ChunkTextError, check_chunk_text
 from ..gdscript.project import RequestContext
+from ..jsonlines import unknown_fields
 from ..models.llm import LLMError
 from ..retrieve.engine.config import ConfigError, RetrieveConfig
 from ..retrieve.explain.lookup import LookupResult, SymbolError
@@ -42,7 +44,7 @@ log = logging.getLogger("godot_rag.mcp")
 Strategy = Literal["A", "B", "C", "D", "E", "F"]
 GodotVersion = Literal["auto", "3", "4"]
 Chunk = Annotated[str, Field(description="The raw GDScript chunk, exactly as it appears in the .gd file.")]
-K = Annotated[int, Field(ge=1, le=100, description="Results per table (F: the guides group of docs).")]
+K = Annotated[int, Field(ge=1, le=100, strict=True, description="Results per table (F: the guides group of docs).")]
 Extends = Annotated[str | None, Field(description="The script's class when the chunk has no `extends` line.")]
 ProjectContext = Annotated[dict[str, Any] | None, Field(
     description="The project around the chunk (every field optional): project_symbols ([{name, kind, file, line, "
@@ -122,18 +124,24 @@ class GodotRagMCP(MCPServer):
     """The SDK's server, with every tool error on one line (argument errors name the argument)."""
 
     async def call_tool(self, name, arguments, context=None):
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None and isinstance(arguments, dict):  # a misspelled argument is refused, as HTTP refuses a key
+            unknown = unknown_fields(arguments, tool.parameters.get("properties", {}))
+            if unknown:
+                raise ToolError(f"{name}: {unknown.replace('field(s)', 'argument(s)')}")
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as e:
             cause = e.__cause__
             log.error("tool %s failed", name, exc_info=cause)
-            raise ToolError(f"{name}: internal error: {type(cause).__name__}: {one_line(str(cause))[:300]}") from None
+            raise ToolError(f"{name}: internal error: {type(cause).__name__}: "
+                            f"{mask_secrets(one_line(str(cause)))[:300]}") from None
         except ToolError as e:
             cause = e.__cause__
             if isinstance(cause, ValidationError):
                 raise ToolError(f"{name}: {_argument_errors(cause)}") from None
             message = str(e).removeprefix(f"Error executing tool {name}: ")
-            raise ToolError(f"{name}: {one_line(message)[:500]}") from None
+            raise ToolError(f"{name}: {mask_secrets(one_line(message))[:500]}") from None
 
 
 def create_server(retriever: Retriever, base_cfg: RetrieveConfig | None = None,
@@ -277,7 +285,9 @@ def serve_stdio(server: GodotRagMCP) -> None:
     """Until the client closes stdin. The SDK points fd 1 at stderr meanwhile, so nothing stray reaches the wire."""
     import anyio
 
-    anyio.run(server.run_stdio_async)
+    from .mcp_stdio import run_stdio
+
+    anyio.run(run_stdio, server)
 
 
 def serve_http(server: GodotRagMCP, host: str, port: int, announce) -> None:

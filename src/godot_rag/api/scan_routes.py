@@ -7,7 +7,6 @@ The scan runs as a background job; poll GET /api/scan/{job_id} for status, progr
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from ..jsonlines import JSONInputError, parse_json
 from ..scan.allowed import PathNotAllowed, allowed_folder
 from ..scan.jobs import ScanJobs
 from ..scan.project import discover
@@ -96,9 +96,9 @@ def add_scan_routes(app: FastAPI, retriever, static_dir: Path, allow_paths: Sequ
                 return _error(413, f"the request body is over {limit} bytes")
         if ctype == "application/json":
             try:
-                raw = json.loads(bytes(body) or b"null")
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                return _error(400, f"malformed JSON: {e}")
+                raw = parse_json(bytes(body) or b"null", max_bytes=MAX_JSON)
+            except JSONInputError as e:
+                return _error(e.status, str(e))
             if not isinstance(raw, dict) or not isinstance(raw.get("path"), str) or not raw["path"].strip():
                 return _error(400, 'send {"path": "/folder/on/the/server"} or a zip body (Content-Type: application/zip)')
             try:

@@ -30,6 +30,9 @@ TYPED_SYMBOL_KINDS = ("var", "const")  # the kinds whose `type` the table keeps
 TYPE_NAME = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"  # a stated type: `Label`, `Outer.Inner`
 GLOBAL_CLASS_KINDS = ("class_name", "autoload")  # project classes any script can name (an inner class: through its outer)
 RES = "res://"
+# A res:// path as long as the file system allows (Linux's PATH_MAX, 4096 bytes), with `::Outer.Inner` after it:
+# a script's own symbol is named by its path, so the table takes any path Godot can open.
+MAX_PATH_CHARS = 4096 + len(RES) + 1000
 MAX_CHAIN = 32  # extends hops followed through the project's classes (a cycle stops there)
 
 
@@ -44,13 +47,13 @@ class Symbol(BaseModel):
     carry its stated `type`."""
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(..., min_length=1, max_length=300)
+    name: str = Field(..., min_length=1, max_length=MAX_PATH_CHARS)
     kind: Literal["script", "class_name", "class", "autoload", "func", "static_func", "signal", "var", "const", "enum",
                   "enum_value"]
-    file: str | None = Field(None, max_length=1000)
+    file: str | None = Field(None, max_length=MAX_PATH_CHARS)
     line: int | None = Field(None, ge=1)
-    scope: str | None = Field(None, max_length=1000)
-    extends: str | None = Field(None, max_length=1000)
+    scope: str | None = Field(None, max_length=MAX_PATH_CHARS)
+    extends: str | None = Field(None, max_length=MAX_PATH_CHARS)
     # var / const: the type its declaration states (`@onready var label: Label`, `:= Label.new()`, `as Label`), an
     # engine or a project class; a chunk that uses the name without declaring it reaches that class's members
     type: str | None = Field(None, max_length=300, pattern=TYPE_NAME)
@@ -63,8 +66,8 @@ class RequestContext(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     project_symbols: list[Symbol] | None = Field(None, max_length=500_000, description="names the project declares")
-    file_path: str | None = Field(None, max_length=1000, description="the chunk's file, relative to the project")
-    extends: str | None = Field(None, max_length=1000, description="the file's `extends` as written")
+    file_path: str | None = Field(None, max_length=MAX_PATH_CHARS, description="the chunk's file, relative to the project")
+    extends: str | None = Field(None, max_length=MAX_PATH_CHARS, description="the file's `extends` as written")
     godot_version: str | None = Field(None, pattern=r"^[34](\.\d+){0,2}$", description='the project\'s Godot version, e.g. "4.3"')
     _index: ProjectIndex | None = PrivateAttr(None)
 

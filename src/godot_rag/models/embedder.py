@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 import warnings
 from pathlib import Path
@@ -29,6 +30,12 @@ import numpy as np
 from .bert_dir import PooledBertEncoder
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# A query's cost grows with its word pieces; a run of one character (20,000 `(`) is one piece per character and
+# says nothing more after its first few: such a run is cut to RUN_LIMIT characters, and a query is at most
+# MAX_QUERY_WINDOWS windows, evenly spread (a real chunk of the 20,000-character cap is about 30).
+RUN_LIMIT = 128
+RUN_RE = re.compile(r"(.)\1{%d,}" % RUN_LIMIT, re.DOTALL)
+MAX_QUERY_WINDOWS = 40
 POOLINGS = ("window-mean", "truncate")
 PRECISIONS = ("int8", "fp32")
 ENGINES = ("onnx", "torch")
@@ -182,16 +189,30 @@ class Embedder:
         >= 0.993 with the batched vector). A one-window query, most of them, gets the very vector `encode` gives.
         Records keep `encode`, so the stored vectors do not move."""
         model = self.load()
+        text = squeeze_runs(text)
         if self.pooling == "window-mean" and isinstance(model, PooledBertEncoder):
             whole = model.encode_whole(text or " ")
             if whole is not None:
                 return _window_mean(whole[None, :], [0], 1)[0], 1
-        windows = self.windows(text or " ")
+        windows = spread(self.windows(text or " "), MAX_QUERY_WINDOWS)
         vecs = np.concatenate([model.encode([w], 1) for w in windows])
         return _window_mean(vecs, [0] * len(windows), 1)[0], len(windows)
 
     def window_count(self, text: str) -> int:
         return len(self.windows(text))
+
+
+def squeeze_runs(text: str) -> str:
+    """`text` with every run of one character over RUN_LIMIT cut to RUN_LIMIT (real code has none that long)."""
+    return RUN_RE.sub(lambda m: m.group(1) * RUN_LIMIT, text) if len(text) > RUN_LIMIT else text
+
+
+def spread(windows: list[str], limit: int) -> list[str]:
+    """At most `limit` of `windows`, evenly spaced, the first and the last kept."""
+    if len(windows) <= limit:
+        return windows
+    step = (len(windows) - 1) / (limit - 1)
+    return [windows[round(i * step)] for i in range(limit)]
 
 
 def _window_mean(vecs: np.ndarray, owner: list[int], n: int) -> np.ndarray:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
+from ..errors import mask_secrets
 from ..gdscript.chunk_text import check_chunk_text
 from ..gdscript.classref import ClassReference
 from ..gdscript.project import RequestContext
@@ -227,7 +228,8 @@ class Retriever:
             try:
                 return self._retrieve(chunk, strategy, cfg, explain, context)
             except psycopg.OperationalError as e:
-                raise StoreUnavailable(f"the database is unreachable ({self.db.describe()}): {str(e).strip()}") from e
+                raise StoreUnavailable(f"the database is unreachable ({self.db.describe()}): "
+                                       f"{mask_secrets(str(e).strip())}") from e
 
     def _retrieve(self, chunk: str, strategy: str, cfg: RetrieveConfig, explain: bool,
                   context: RequestContext | None = None) -> RetrieveResult:

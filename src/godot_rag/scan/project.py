@@ -5,10 +5,13 @@ Godot 4.x (Godot 3.0 wrote 3). A scan root may hold several projects (a folder o
 belongs to the nearest project above it, and one that has none is `auto`. Every `.gitignore` on the way
 is honoured (pathspec, git's rules), and `.godot/`, `.import/`, `.git/` and, unless asked, `addons/` are
 skipped. Nothing outside the scan root is read: links to directories are not followed, and a file
-whose real path leaves the root (a link) is listed but never opened.
+whose real path leaves the root (a link) is listed but never opened. Whatever cannot be named, followed or
+opened (a name that is not UTF-8, a dangling link, a link loop, a folder whose path is over the system's
+limit) is listed with the reason as a `Script` with a `problem`, never read: one bad path costs that path.
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass, field
@@ -43,6 +46,7 @@ class Script:
     rel: str  # relative to the scan root, posix
     project: Project
     outside: bool = False  # a link whose target is outside the scan root: never read
+    problem: str | None = None  # why it cannot be scanned (a name that is not UTF-8, a broken link): listed, never read
 
 
 def inside(root: Path, path: Path) -> bool:
@@ -58,6 +62,36 @@ class Discovery:
     scripts: list[Script]
     skipped_dirs: dict[str, int] = field(default_factory=dict)  # reason -> directories skipped
     ignored_files: int = 0  # .gd files excluded by a .gitignore
+
+
+def shown_path(root: Path, path: Path) -> str:
+    """`path` relative to `root`, posix, as text any report can hold: bytes that are not UTF-8 as \\xNN."""
+    rel = os.path.relpath(path, root).replace(os.sep, "/")
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
+
+
+def name_problem(path: Path) -> str | None:
+    """Why a path found on disk cannot be scanned by its name, or None."""
+    try:
+        os.fsencode(path.name).decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"the file name is not UTF-8 (byte {e.start} of the name): not read"
+    return None
+
+
+def link_problem(entry: os.DirEntry) -> str | None:
+    """Why a link cannot be followed (dangling, a loop), or None (not a link, or one that resolves)."""
+    if not entry.is_symlink():
+        return None
+    try:
+        os.stat(entry.path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a link loop: not followed"
+        if e.errno == errno.ENOENT:
+            return "a dangling link (its target does not exist): not followed"
+        return f"a link that cannot be followed ({e.strerror or e}): not followed"
+    return None
 
 
 def read_project(project_dir: Path, rel: str, root: Path | None = None) -> Project:
@@ -106,6 +140,26 @@ def _ignored(specs: list[tuple[Path, Any]], path: Path, is_dir: bool) -> bool:
     return verdict
 
 
+def _fallback(projects: list[Project], fallback: Project) -> Project:
+    """The project of a script with none above it: the root's `auto` project, listed once."""
+    if fallback not in projects:
+        projects.append(fallback)
+    return fallback
+
+
+def _enter(root: Path, dir_: Path, project: Project | None, specs: list, projects: list[Project]):
+    """(the project in force, the .gitignore specs in force, the sorted entries) of one directory; OSError
+    when it cannot be read."""
+    spec = _gitignore(dir_, root)
+    if spec is not None:
+        specs = specs + [(dir_, spec)]
+    if (dir_ / "project.godot").is_file():
+        rel = "." if dir_ == root else dir_.relative_to(root).as_posix()
+        project = read_project(dir_, rel, root)
+        projects.append(project)
+    return project, specs, sorted(os.scandir(dir_), key=lambda e: e.name)
+
+
 def discover(root: Path, include_addons: bool = False) -> Discovery:
     root = Path(root).resolve()
     projects: list[Project] = []
@@ -117,26 +171,26 @@ def discover(root: Path, include_addons: bool = False) -> Discovery:
     stack: list[tuple[Path, Project | None, list]] = [(root, None, [])]
     while stack:
         dir_, project, specs = stack.pop()
-        spec = _gitignore(dir_, root)
-        if spec is not None:
-            specs = specs + [(dir_, spec)]
-        if (dir_ / "project.godot").is_file():
-            rel = "." if dir_ == root else dir_.relative_to(root).as_posix()
-            project = read_project(dir_, rel, root)
-            projects.append(project)
         try:
-            entries = sorted(os.scandir(dir_), key=lambda e: e.name)
-        except OSError:
+            project, specs, entries = _enter(root, dir_, project, specs, projects)
+        except OSError as err:  # a path over the system's limit, a folder that went away: listed, the rest goes on
             skipped["unreadable"] = skipped.get("unreadable", 0) + 1
+            owner = project or _fallback(projects, fallback)
+            scripts.append(Script(dir_, shown_path(root, dir_) + "/", owner,
+                                  problem=f"a folder that cannot be read ({err.strerror or type(err).__name__}): not scanned"))
             continue
         subdirs = []
         for e in entries:
+            path = Path(e.path)
+            broken = link_problem(e)
+            if broken is not None:
+                scripts.append(Script(path, shown_path(root, path), project or _fallback(projects, fallback), problem=broken))
+                continue
             try:
                 is_dir = e.is_dir(follow_symlinks=False)
                 is_file = e.is_file()
             except OSError:
                 continue
-            path = Path(e.path)
             if is_dir:
                 if e.name in ALWAYS_SKIPPED:
                     skipped[e.name + "/"] = skipped.get(e.name + "/", 0) + 1
@@ -150,13 +204,9 @@ def discover(root: Path, include_addons: bool = False) -> Discovery:
                 if specs and _ignored(specs, path, False):
                     ignored_files += 1
                     continue
-                owner = project
-                if owner is None:
-                    if fallback not in projects:
-                        projects.append(fallback)
-                    owner = fallback
+                owner = project or _fallback(projects, fallback)
                 outside = e.is_symlink() and not inside(root, path)
-                scripts.append(Script(path, path.relative_to(root).as_posix(), owner, outside))
+                scripts.append(Script(path, shown_path(root, path), owner, outside, problem=name_problem(path)))
         for sub in reversed(subdirs):
             stack.append((sub, project, specs))
     scripts.sort(key=lambda s: s.rel)

@@ -27,6 +27,7 @@ from tqdm import tqdm
 from ..retrieve.engine.fingerprint import results_version
 from ..store.db import database_workers
 from ..store.scan_files import (
+    DEFAULT_MAX_FILE_BYTES,
     check_out_dir,
     git_changed_files,
     read_handoff,
@@ -75,6 +76,7 @@ class ScanOptions:
     cache: Path | None = None
     refresh: bool = False
     max_chunk_chars: int = DEFAULT_MAX_CHARS
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # a larger .gd file is listed as skipped (--max-file-bytes)
     extends_hint: bool = True  # pass the file's `extends` with the chunks that lack one
     shown_root: str | None = None  # a scan for a client (HTTP): the root's name in the outputs, which show no server path
     project_symbols: bool = True  # pass each chunk its project's symbol table, file and Godot version (the context)
@@ -226,7 +228,17 @@ def check_options(opts: ScanOptions) -> tuple[str, dict]:
         raise ScanError(f"--fail-on {opts.fail_on!r}: valid: {', '.join(FAIL_ON)}")
     if opts.max_chunk_chars < 200:
         raise ScanError("--max-chunk-chars must be at least 200")
+    if opts.max_file_bytes < 1:
+        raise ScanError("--max-file-bytes must be at least 1")
     return strategy, cfg.to_dict()
+
+
+def _real(path: Path) -> Path:
+    """`path` with its links resolved, or as given when they cannot be (a loop)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
 
 
 def plan(opts: ScanOptions, strategy: str, base_cfg: dict) -> tuple[Discovery, list[dict], list[Script]]:
@@ -247,10 +259,10 @@ def plan(opts: ScanOptions, strategy: str, base_cfg: dict) -> tuple[Discovery, l
             changed = git_changed_files(disc.root, opts.changed_since)
         except ValueError as e:
             raise ScanError(str(e)) from None
-        scripts = [s for s in scripts if s.path.resolve() in changed]
+        scripts = [s for s in scripts if _real(s.path) in changed]
     if opts.files:
-        chosen = {Path(f).resolve() for f in opts.files}
-        scripts = [s for s in scripts if s.path.resolve() in chosen]
+        chosen = {_real(Path(f)) for f in opts.files}
+        scripts = [s for s in scripts if _real(s.path) in chosen]
     files = []
     for s in scripts:
         version = opts.godot_version or s.project.godot_version
@@ -259,10 +271,12 @@ def plan(opts: ScanOptions, strategy: str, base_cfg: dict) -> tuple[Discovery, l
                  "chunker": None, "parse_error_lines": [], "error": None, "extends": None, "chunks": []}
         text: str | None
         err: str | None
-        if s.outside or not inside(disc.root, s.path):  # checked again just before the read: it may have changed
+        if s.problem is not None:
+            text, err = None, s.problem
+        elif s.outside or not inside(disc.root, s.path):  # checked again just before the read: it may have changed
             text, err = None, "a link to a file outside the scanned folder: not read"
         else:
-            text, err = read_script(s.path)
+            text, err = read_script(s.path, opts.max_file_bytes)
         if err is not None or text is None:
             entry["error"] = err
             files.append(entry)
@@ -334,6 +348,7 @@ def _strings(value, fn):
 def _database_state(db) -> str:
     import psycopg
 
+    from ..errors import mask_secrets
     from ..store.db import StoreError
     from ..store.queries import require_records
     from ..store.scan_cache import database_digest
@@ -343,7 +358,7 @@ def _database_state(db) -> str:
             require_records(conn, db.describe())
             return database_digest(conn)
     except psycopg.Error as e:
-        raise StoreError(f"database error ({db.describe()}): {str(e).strip().splitlines()[0]}") from None
+        raise StoreError(f"database error ({db.describe()}): {mask_secrets(str(e).strip().splitlines()[0])}") from None
 
 
 def _scan(opts, strategy, base_cfg, disc, files, out_dir, db, retriever, progress, cancelled, t0, started) -> ScanResult:
@@ -443,10 +458,11 @@ def _symbol_tables(opts, disc, files, cache) -> dict:
     wanted = {e["project"] for e in files if e["chunks"]}
     for p in disc.projects:
         if p.rel in wanted:
-            built[p.rel] = build_project_symbols(p, cache)
+            built[p.rel] = build_project_symbols(p, cache, opts.max_file_bytes)
     t0 = time.perf_counter()
     indexes = {rel: RequestContext(project_symbols=t.symbols).index() for rel, t in built.items()}
     by_rel = {p.rel: p for p in disc.projects}
+    memos: dict[str, dict] = {rel: {} for rel in indexes}  # each name's part of the keys, once per project
     for entry in files:
         table = built.get(entry["project"])
         if table is None:
@@ -461,7 +477,8 @@ def _symbol_tables(opts, disc, files, cache) -> dict:
         for c in entry["chunks"]:
             c["context"] = ref
             scopes = [RES + file_rel] + ([ref[2]] if ref[2] else [])
-            c["context_key"] = [chunk_symbols_key(indexes[entry["project"]], c["text"], scopes), *ref[1:]]
+            c["context_key"] = [chunk_symbols_key(indexes[entry["project"]], c["text"], scopes, memos[entry["project"]]),
+                                *ref[1:]]
     if built:  # the keys' time is the symbol table's too
         first = next(iter(built.values()))
         first.seconds += time.perf_counter() - t0

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..gdscript.facts import parse_script
 from ..gdscript.lexicon import IDENT_RE
 from ..gdscript.project import RES, TYPE_NAME, TYPED_SYMBOL_KINDS, Symbol
-from ..store.scan_files import read_script, read_small_text
+from ..store.scan_files import DEFAULT_MAX_FILE_BYTES, read_script, read_small_text
 from .project import VERSION_OF_CONFIG, Project, discover
 
 SYMBOLS_FORMAT = 2  # bump when a file's cached declarations change shape
@@ -131,7 +131,7 @@ def _autoload_symbol(project_dir: Path, name: str, path: str) -> Symbol:
     return Symbol(name=name, kind="autoload", file=rel, scope=RES + rel)
 
 
-def build_project_symbols(project: Project, cache=None) -> ProjectSymbols:
+def build_project_symbols(project: Project, cache=None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ProjectSymbols:
     """The symbol table of one project: every script under its folder (addons included: their
     `class_name`s are the project's names too), through the cache when one is given."""
     t0 = time.perf_counter()
@@ -142,7 +142,9 @@ def build_project_symbols(project: Project, cache=None) -> ProjectSymbols:
     keys: dict[str, str] = {}
     h = hashlib.sha256(f"{SYMBOLS_FORMAT}|{settings}".encode())
     for s in scripts:
-        text, err = read_script(s.path)
+        if s.problem is not None:  # listed by the scan; nothing of it is read
+            continue
+        text, err = read_script(s.path, max_file_bytes)
         if err is not None or text is None:
             continue
         rel = s.path.relative_to(project.dir).as_posix()
@@ -190,20 +192,40 @@ def file_context(table: ProjectSymbols | None, file_rel: str | None, godot_versi
     return ctx
 
 
-def chunk_symbols_key(index, text: str, starts: list[str]) -> str:
+MANY_DECLARATIONS = 16  # a name declared more often is one digest in a chunk's key: the key's cost stays bounded
+
+
+def _declared_part(index, name: str) -> tuple[str, frozenset[str]]:
+    """A name's declarations as they enter a chunk's key, and the project classes their stated types name
+    (`var cam: Cam`, Cam extends Camera2D: a member's type reads through the project's classes too). A name
+    declared in many places (the same function in every file, a file of one function repeated) is their digest:
+    a key would otherwise grow with the project, and a scan with it as the square of its size."""
+    decls = index.declared[name]
+    lines = "\n".join(f"{s.name}|{s.kind}|{s.file}|{s.scope}|{s.extends}|{s.type}" for s in decls)
+    if len(decls) > MANY_DECLARATIONS:
+        lines = f"{name}#{len(decls)}#{hashlib.sha256(lines.encode()).hexdigest()}"
+    return lines, frozenset(scope for s in decls if (scope := index.type_scope(s)))
+
+
+def chunk_symbols_key(index, text: str, starts: list[str], memo: dict | None = None) -> str:
     """What of the project a chunk's decisions can read, as a digest for its cache key: the symbols named
     in the chunk (name, kind, file, scope, extends, type; not their lines, so an edit that only moves lines
     recomputes nothing elsewhere), the `extends` chains of the project classes it names, of its own file
     (`starts`) and of the project classes its named variables' types name (`ProjectIndex.type_scope`), and the
     engine classes the project's classes end on (what kind of project it is: the validator keeps a feature's
     guides for a chunk of a project of that feature). An edit elsewhere in the
-    project that changes none of these leaves the chunk's cached result valid."""
+    project that changes none of these leaves the chunk's cached result valid. `memo`: kept by the caller
+    across the chunks of one index (each name's part is computed once)."""
     names = set(IDENT_RE.findall(text))
+    memo = memo if memo is not None else {}
     parts: list[str] = []
+    typed: set[str] = set()
     for name in sorted(names & index.declared.keys()):
-        parts.extend(f"{s.name}|{s.kind}|{s.file}|{s.scope}|{s.extends}|{s.type}" for s in index.declared[name])
-    # A member variable's stated type reads through the project's classes too (`var cam: Cam`, Cam extends Camera2D).
-    typed = {scope for name in names & index.declared.keys() for s in index.declared[name] if (scope := index.type_scope(s))}
+        if name not in memo:
+            memo[name] = _declared_part(index, name)
+        part, scopes = memo[name]
+        parts.append(part)
+        typed |= scopes
     for name in sorted((names & index.scopes.keys()) | {s for s in starts if s} | typed):
         parts.append(name + ">" + ">".join(index.chain(name)))
     parts.append("engine:" + ",".join(sorted(index.engine_classes)))

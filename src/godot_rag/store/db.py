@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import warnings
 from contextlib import contextmanager
@@ -11,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+
+from ..errors import MASK, mask_secrets
 
 DSN_ENV = "GODOT_RAG_DSN"
 DATA_ENV = "GODOT_RAG_DATA"
@@ -38,13 +39,14 @@ def data_dir_from(value: str | os.PathLike | None) -> Path:
 
 
 def mask_dsn(dsn: str) -> str:
-    """The DSN with any password replaced by ***, in URI (`postgresql://u:secret@h/db`) and key=value form."""
+    """The DSN with any password replaced by ***, in URI (`postgresql://u:secret@h/db`) and key=value form
+    (errors.mask_secrets: the one rule, for a DSN the driver cannot parse too)."""
     try:
         params = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:
-        return re.sub(r"(://[^:/@]*:).*@", r"\1***@", re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn))
+        return mask_secrets(dsn)
     if "password" in params:
-        params["password"] = "***"
+        params["password"] = MASK
     return " ".join(f"{k}={v}" for k, v in params.items())
 
 
@@ -88,7 +90,7 @@ class Database:
         where the caches live) replaced by what they are."""
         text = text.replace(self.describe(), self.describe_public())
         if self.dsn is not None:
-            return text.replace(self.dsn, mask_dsn(self.dsn))
+            return mask_secrets(text.replace(self.dsn, mask_dsn(self.dsn)))
         for path, shown in ((self.data_dir, "(the data directory)"), (self.data_dir.parent, "(the database folder)")):
             for form in {str(path.resolve()), str(path.absolute())} - {"/"}:
                 text = text.replace(form, shown)
@@ -134,16 +136,21 @@ class Database:
     def connect(self, **kwargs) -> psycopg.Connection:
         try:
             conn = psycopg.connect(self.uri(), connect_timeout=10, **kwargs)
+        except psycopg.ProgrammingError as e:  # a DSN the driver cannot parse: its message quotes the DSN
+            raise StoreUnavailable(f"the database is unreachable ({self.describe()}): "
+                                   f"{mask_secrets(str(e).strip())}") from None
         except psycopg.OperationalError as e:
             if not (self.embedded and self._server is not None):
-                raise StoreUnavailable(f"the database is unreachable ({self.describe()}): {str(e).strip()}") from e
+                raise StoreUnavailable(f"the database is unreachable ({self.describe()}): "
+                                       f"{mask_secrets(str(e).strip())}") from e
             # Our own embedded server went away (killed, OOM): start it again rather than answer 503 forever.
             logging.getLogger(__name__).warning("embedded PostgreSQL in %s is gone; starting it again", self.data_dir)
             self.restart()
             try:
                 conn = psycopg.connect(self.uri(), connect_timeout=10, **kwargs)
             except psycopg.OperationalError as e2:
-                raise StoreUnavailable(f"the database is unreachable ({self.describe()}): {str(e2).strip()}") from e2
+                raise StoreUnavailable(f"the database is unreachable ({self.describe()}): "
+                                       f"{mask_secrets(str(e2).strip())}") from e2
         from pgvector.psycopg import register_vector
 
         try:
@@ -189,26 +196,52 @@ def _start_worker(initializer, initargs: tuple) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the pool
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # SIGTERM ends a worker at once; the parent reaps it
     initializer(*initargs)
+
+
+WORKER_JOIN_S = 5  # how long a stopped worker may take to go, after SIGKILL
 
 
 @contextmanager
 def database_workers(db: Database, n: int, initializer, initargs: tuple):
-    """A pool of `n` spawned processes that each open `db` (and call `release_at_worker_exit`). Ctrl-C
-    reaches only this process, which ends the pool. This process holds the server too: workers that end
-    normally let go of it, and terminated ones (an error, Ctrl-C) leave stale handles that this process's
-    `stop` drops, so its last handle stops the server."""
+    """A pool of `n` spawned processes that each open `db` (and call `release_at_worker_exit`). The database
+    is reached once first: an unreachable one is one StoreUnavailable here, before any worker starts.
+    Ctrl-C reaches only this process, which ends the pool. This process holds the server too: workers that
+    end normally let go of it, and stopped ones (an error, a signal) are reaped here, so this process's
+    `stop` drops their stale handles and its last handle stops the server."""
     import multiprocessing
 
-    db.uri()
+    db.connect().close()
     pool = multiprocessing.get_context("spawn").Pool(n, initializer=_start_worker, initargs=(initializer, initargs))
     try:
         yield pool
         pool.close()
         pool.join()  # workers exit normally and let go of the database
     finally:
-        pool.terminate()
-        pool.join()
+        stop_pool(pool)
+
+
+def stop_pool(pool) -> None:
+    """`Pool.terminate` that cannot hang. A worker killed while it waits for a task (SIGTERM to the process
+    group, as `timeout` and a terminal send) dies holding the task queue's lock, and `terminate` would wait
+    for that lock forever: kill and reap the workers first (no zombie keeps a handle alive), then give
+    this process fresh locks for the queues no worker uses any more."""
+    import multiprocessing.pool as mp_pool
+    import threading
+
+    pool._worker_handler._state = mp_pool.TERMINATE  # no new workers in place of the ones killed here
+    # First, so that the pool's own finalizer (at exit) cannot hang either, however far this gets.
+    pool._inqueue._rlock = threading.Lock()
+    pool._outqueue._wlock = None  # this process is the queue's only writer once the workers are gone
+    workers = list(pool._pool)
+    for proc in workers:
+        if proc.exitcode is None:
+            proc.kill()
+    for proc in workers:
+        proc.join(WORKER_JOIN_S)
+    pool.terminate()
+    pool.join()
 
 
 def _ensure_runtime_dir() -> None:
