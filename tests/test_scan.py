@@ -622,8 +622,8 @@ def test_the_cache_key_changes_with_any_rule_of_the_verdicts(tmp_path, monkeypat
     model.write_text(json.dumps(json.loads(shipped) | {"threshold": json.loads(shipped)["threshold"] + 0.01}))
     assert fingerprint.code_digest(copy) != fingerprint.code_digest()
     model.write_text(shipped)
-    rules = copy / "retrieve" / "evidence" / "validation_context.py"  # the docs-evidence weights
-    rules.write_text(rules.read_text().replace("resolved_api: float = 6.0", "resolved_api: float = 7.0", 1))
+    rules = copy / "retrieve" / "evidence" / "docs_evidence.py"  # the docs-evidence weights
+    rules.write_text(rules.read_text().replace("RESOLVED_API = 6.0", "RESOLVED_API = 7.0", 1))
     changed = fingerprint.code_digest(copy)
     assert changed != fingerprint.code_digest()
     key = scan_run.cache_key("func f():\n\tpass\n", "F", {"k": 10}, "db")

@@ -1,7 +1,7 @@
 """The docs-evidence rules of the validator, as tables: what a docs record shares with the chunk's code
 (`EVIDENCE_RULES`, each adding weighted items of its kind), and why a record is rejected
 (`REJECT_RULES`, in order; the trace names the rules that fired). Weights and thresholds are the
-named settings of `DocsEvidenceSettings`.
+named constants beside them (`RESOLVED_API`, ..., `MIN_CONFIDENCE`).
 
 An item's weight is its kind's base plus the idf (in the docs) of its name; a record is accepted on at
 least `min_direct_evidence` items, one of them strong, with no API contradiction in its code, for a
@@ -21,7 +21,7 @@ from ..engine.trace import Contradiction, DocsEvidence, DocsEvidenceKind
 from ..engine.types import Candidate
 from ..recall.codematch import clone_match, numbered_code_lines
 from .guide_decision import GUIDE_SHARE_RULES, GuideInput, candidate_cosine, decide_guide
-from .validation_context import DocsEvidenceSettings, ValidationContext
+from .validation_context import MIN_IDF, ValidationContext
 
 METHOD_CALL_RE = re.compile(rf"\.({IDENT})\s*\(")
 WEIGHT_DIGITS, CONFIDENCE_DIGITS = 3, 4  # as the trace shows them
@@ -29,6 +29,20 @@ CLASSES_SHOWN = 6  # the chunk's classes a class-page rejection names
 MEMBERS_SHOWN = 4  # the members a class-page rejection names
 
 
+# The evidence rules' weights (a rule's item weighs its constant, + idf where said) and the confidence they make.
+RESOLVED_API = 6.0  # a class-reference record that documents a member the chunk resolves to
+CHAIN_SYMBOL = 3.0  # + idf: an API symbol of the record written in one of the chunk's call chains
+BARE_SYMBOL = 1.0  # + idf: a rare API symbol of the record that the chunk names
+CALL = 2.0  # + idf: an `Owner.member` call the chunk and the record share
+METHOD_CALL = 1.0  # + idf: a rare method the chunk and the record both call
+METHOD_CALL_IDF_SLACK = 1.0  # a method call counts from idf MIN_IDF - this
+CODE_LINE = 2.0  # + CODE_LINE_PER_CLONE x clone ratio: a code line of the chunk in the record's code
+CODE_LINE_PER_CLONE = 4.0
+CODE_LINES_SHOWN = 6  # code lines taken as items
+MIN_CONTRADICTION = 1.0  # a contradiction weighs its idf, at least this
+AGAINST_FACTOR = 1.5  # how much a contradiction outweighs support, in the confidence
+PRIOR = 4.0  # support needed for a confidence of one half, without contradictions
+MIN_CONFIDENCE = 0.5
 STRONG_KINDS = ("resolved_api", "api_symbol", "call", "code_line")  # plus a method call of a rare enough name
 
 
@@ -75,16 +89,12 @@ class DocsCase:
     clone_lines: list[int] = field(default_factory=list)
     clone_ratio: float = 0.0
 
-    @property
-    def s(self) -> DocsEvidenceSettings:
-        return self.v.docs
-
     def rare(self, name: str, slack: float = 0.0) -> bool:
-        return self.v.idf(name) >= self.v.min_idf - slack
+        return self.v.idf(name) >= MIN_IDF - slack
 
     @property
     def strong(self) -> list[DocsEvidence]:
-        rare_call = self.s.method_call + self.v.min_idf
+        rare_call = METHOD_CALL + MIN_IDF
         return [i for i in self.items if i.kind in STRONG_KINDS or (i.kind == "method_call" and i.weight >= rare_call)]
 
     @property
@@ -98,7 +108,7 @@ class DocsCase:
     @property
     def confidence(self) -> float:
         s = self.support
-        return s / (s + self.s.against_factor * self.against + self.s.prior) if s else 0.0
+        return s / (s + AGAINST_FACTOR * self.against + PRIOR) if s else 0.0
 
 
 Found = tuple[str, float, int | None]  # (literal, weight, chunk line: None to look it up by name)
@@ -110,40 +120,40 @@ def _resolved_api(d: DocsCase) -> Iterator[Found]:
     if d.page_class is not None:
         for use in d.v.resolution.uses:
             if use.api in d.symbols or (use.member == "new" and use.cls == d.page_class):
-                yield use.api, d.s.resolved_api, use.line
+                yield use.api, RESOLVED_API, use.line
         if d.page_class in d.v.class_uses and len(d.c.payload.get("section_path") or []) <= 1:
-            yield d.v.class_uses[d.page_class].code, d.s.resolved_api, d.v.facts.line_of(d.page_class)
+            yield d.v.class_uses[d.page_class].code, RESOLVED_API, d.v.facts.line_of(d.page_class)
 
 
 def _api_symbol(d: DocsCase) -> Iterator[Found]:
     chains, idf = d.v.chain_haystack, d.v.idf
     for sym in sorted(d.symbols):
         if "." in sym and ("." + sym) in chains and "\n" not in sym:
-            yield sym, d.s.chain_symbol + idf(sym.split(".")[-1]), None
+            yield sym, CHAIN_SYMBOL + idf(sym.split(".")[-1]), None
         elif "." not in sym and sym in d.v.facts.identifiers and d.rare(sym):
-            yield sym, d.s.bare_symbol + idf(sym), None
+            yield sym, BARE_SYMBOL + idf(sym), None
 
 
 def _call(d: DocsCase) -> Iterator[Found]:
     rec_pairs = _record_pairs(d.text)
     for pair in sorted(d.v.call_pairs):
         if pair not in d.seen and pair in rec_pairs:
-            yield pair, d.s.call + d.v.idf(pair.split(".")[-1]), None
+            yield pair, CALL + d.v.idf(pair.split(".")[-1]), None
 
 
 def _method_call(d: DocsCase) -> Iterator[Found]:
     for m in sorted(d.v.facts.method_calls & set(METHOD_CALL_RE.findall(d.text))):
         shown = {i.literal[-len(m) - 1:] for i in d.items}
-        if m not in d.seen and f".{m}" not in shown and d.rare(m.lower(), d.s.method_call_idf_slack):
-            yield f".{m}()", d.s.method_call + d.v.idf(m.lower()), None
+        if m not in d.seen and f".{m}" not in shown and d.rare(m.lower(), METHOD_CALL_IDF_SLACK):
+            yield f".{m}()", METHOD_CALL + d.v.idf(m.lower()), None
 
 
 def _code_line(d: DocsCase) -> Iterator[Found]:
     ratio, lines = clone_match(d.v.facts.text, record_code(d.c.payload), d.v.renameable)
     d.clone_lines, d.clone_ratio = lines, ratio
     tokens_of = dict(numbered_code_lines(d.v.facts.text)) if lines else {}
-    for n in lines[: d.s.code_lines_shown]:
-        yield " ".join(tokens_of[n]), d.s.code_line + d.s.code_line_per_clone * ratio, n
+    for n in lines[: CODE_LINES_SHOWN]:
+        yield " ".join(tokens_of[n]), CODE_LINE + CODE_LINE_PER_CLONE * ratio, n
 
 
 def _string(d: DocsCase) -> Iterator[Found]:
@@ -189,7 +199,7 @@ def _contradictions(d: DocsCase) -> Iterator[Contradiction]:
         twins = facts.shapes.get(shape(ident))
         if twins and not (twins & rec_idents):
             api = d.v.ref.has_class(ident) and all(d.v.ref.has_class(t) for t in twins)
-            weight = round(max(d.v.idf(ident.lower()), d.s.min_contradiction), WEIGHT_DIGITS)
+            weight = round(max(d.v.idf(ident.lower()), MIN_CONTRADICTION), WEIGHT_DIGITS)
             yield Contradiction(literal=ident, near_miss_of=sorted(twins)[0], weight=weight, api=api,
                                 in_code=ident in rec_code_idents)
 
@@ -251,9 +261,9 @@ def _generic_api(d: DocsCase, reasons: list[str]) -> str | None:
 
 def _low_confidence(d: DocsCase, reasons: list[str]) -> str | None:
     conf = d.confidence
-    if reasons or conf >= d.s.min_confidence:
+    if reasons or conf >= MIN_CONFIDENCE:
         return None
-    return f"confidence {conf:.2f} < {d.s.min_confidence} (contradicting evidence)"
+    return f"confidence {conf:.2f} < {MIN_CONFIDENCE} (contradicting evidence)"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from ..recall.codematch import numbered_code_lines
 from .docs_evidence import MEMBERS_SHOWN
 from .validation_context import ValidationContext
 
+MIN_COPIED_LINES = 3  # a page the chunk copies matches at least this many of its code lines
+
 
 def _entry_of(ref: ClassReference, cls: str, member: str) -> str | None:
     """The entry that documents a member under another name: a setter's or getter's property, a constant's enum."""
@@ -68,7 +70,7 @@ def copied_page_overrules(v: ValidationContext, docs: list[tuple[Candidate, dict
         lines.setdefault(page, set()).update(matched)
         names.setdefault(page, set()).update(shown)
     share = {p: sum(sizes[n] for n in ls) / total for p, ls in lines.items()}
-    copied = sorted((p for p, ls in lines.items() if len(ls) >= v.docs.min_copied_lines and share[p] >= v.copy_source_share),
+    copied = sorted((p for p, ls in lines.items() if len(ls) >= MIN_COPIED_LINES and share[p] >= v.copy_source_share),
                     key=lambda p: (-share[p], p))
     for page, info, matched, shown in guides:
         if page in copied:

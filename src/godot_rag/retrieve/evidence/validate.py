@@ -3,7 +3,7 @@
 Evidence is matched at identifier boundaries (`AnimatedSprite` is not in
 `AnimatedSprite2D`), on the chunk's code only (comments and strings are not uses; see
 `godot_rag.gdscript.facts`). Which shared identifiers count is decided by the corpus, not by a
-list: a shared identifier is evidence when its idf in the docs index is at least `min_idf`
+list: a shared identifier is evidence when its idf in the docs index is at least `MIN_IDF`
 (so `func`, `var`, `velocity` do not count, `screen_size` does); a shared call chain
 (`Input.is_action_pressed`, `position.clamp`) always counts, and so does a resolved API use
 (`get_tree().quit()` -> `SceneTree.quit`) whose member entry the record is.

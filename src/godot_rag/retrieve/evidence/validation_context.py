@@ -1,5 +1,5 @@
 """What the validator knows about one chunk, computed once per request (`ValidationContext`, the part `validation`),
-and the docs-evidence weights and thresholds it reads (`DocsEvidenceSettings`)."""
+and how rare a shared name must be to count (`MIN_IDF`, `MIN_NAME_CHARS`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -17,28 +17,8 @@ from .chunk_side import ChunkSide, chunk_side, migrated_api
 from .docs_stats import DocsApiStats
 from .guide_model import GuideModel
 
-
-@dataclass(frozen=True)
-class DocsEvidenceSettings:
-    """The docs-evidence weights and thresholds, by name."""
-    resolved_api: float = 6.0  # a class-reference record that documents a member the chunk resolves to
-    chain_symbol: float = 3.0  # + idf: an API symbol of the record written in one of the chunk's call chains
-    bare_symbol: float = 1.0  # + idf: a rare API symbol of the record that the chunk names
-    call: float = 2.0  # + idf: an `Owner.member` call the chunk and the record share
-    method_call: float = 1.0  # + idf: a rare method the chunk and the record both call
-    method_call_idf_slack: float = 1.0  # a method call counts from idf min_idf - this
-    code_line: float = 2.0  # + code_line_per_clone x clone ratio: a code line of the chunk in the record's code
-    code_line_per_clone: float = 4.0
-    code_lines_shown: int = 6  # code lines taken as items
-    min_name_chars: int = 3  # shorter strings and identifiers are no evidence
-    min_contradiction: float = 1.0  # a contradiction weighs its idf, at least this
-    against_factor: float = 1.5  # how much a contradiction outweighs support, in the confidence
-    prior: float = 4.0  # support needed for a confidence of one half, without contradictions
-    min_confidence: float = 0.5
-    min_copied_lines: int = 3  # a page the chunk copies matches at least this many of its code lines
-
-
-DOCS_EVIDENCE = DocsEvidenceSettings()
+MIN_IDF = 5.0  # a shared name is evidence when its idf in the docs index is at least this (rare enough)
+MIN_NAME_CHARS = 3  # shorter strings and identifiers are no evidence
 
 
 @dataclass(frozen=True)
@@ -61,7 +41,6 @@ class ValidationContext(ChunkScope):
     class_of_page: dict[str, str]  # classes/class_scenetree -> SceneTree
     renameable: frozenset[str] = frozenset()
     code_renames: Mapping[str, frozenset[str]] = field(default_factory=dict)  # the converter's, Godot 3 -> Godot 4 names
-    min_idf: float = 5.0
     min_direct_evidence: int = 1
     copy_source_share: float = 0.5
     min_guide_specificity: float = 0.0  # a guide sharing only less specific API is generic (guide_decision.decide_guide)
@@ -69,7 +48,6 @@ class ValidationContext(ChunkScope):
     same_evidence: bool = True
     # a class-reference entry of only less specific uses is generic (0: off; the setting's default is RetrieveConfig's)
     min_api_specificity: float = 0.0
-    docs: DocsEvidenceSettings = DOCS_EVIDENCE
     mapping_confidence: MappingConfidence = field(default_factory=lambda: MappingConfidence.of(RetrieveConfig()))
     guide_model: tuple[GuideModel, DocsApiStats] | None = None  # the fitted decision for guides (guide_decision.py)
     cosines: dict[str, float] = field(default_factory=dict)  # docs records only BM25 found -> their cosine
@@ -140,4 +118,4 @@ def long_rare_names(v: ValidationContext, strings: bool = False) -> tuple[str, .
     """The chunk's identifiers (`strings`: its identifier-like string values) long and rare enough to be evidence
     where a record holds them too, in order: the same for every record, so the validation context keeps them."""
     names = {s for s in v.facts.string_values if IDENT_RE.fullmatch(s)} if strings else v.facts.identifiers
-    return tuple(n for n in sorted(names) if len(n) >= v.docs.min_name_chars and v.idf(n.lower()) >= v.min_idf)
+    return tuple(n for n in sorted(names) if len(n) >= MIN_NAME_CHARS and v.idf(n.lower()) >= MIN_IDF)
