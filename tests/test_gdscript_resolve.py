@@ -11,11 +11,11 @@ from godot_rag.gdscript.classref import ClassReference
 from godot_rag.gdscript.facts import parse_chunk
 from godot_rag.gdscript.resolve import resolve_uses
 from godot_rag.retrieve.engine.types import Candidate
-from godot_rag.retrieve.evidence.validate import ValidationContext, validate
+from godot_rag.retrieve.evidence.validate import ValidationScope, validate
 from godot_rag.retrieve.migration.version import (
     WEAK_OVERRULES,
     ConverterRenames,
-    VersionContext,
+    VersionMarkers,
     comment_reference_overruled,
     converter_renames,
     decide_ambiguous,
@@ -338,11 +338,11 @@ def test_a_comment_counts_only_where_it_writes_a_dropped_name_as_code(ref):
     # Signal names are strings in code, not names a comment writes as code.
     assert _classify(ref, "# emits about_to_show()\nvar a = 1", _mapping("about_to_show", "about_to_popup", "signal_rename"))[0][0] == "ignored"
     # A comment is weak: only the chunk's Godot 3 code (or a hint of 3 where it says nothing) makes it count.
-    assert comment_reference_overruled(VersionContext(godot3=["line 1: export var"])) is None
-    assert comment_reference_overruled(VersionContext(hint="3")) is None
-    assert "no Godot 3 markers" in comment_reference_overruled(VersionContext())
-    assert "Godot 4 markers" in comment_reference_overruled(VersionContext(godot4=["line 2: await"]))
-    assert "hint is 4" in comment_reference_overruled(VersionContext(hint="4", godot3=["line 1: export var"]))
+    assert comment_reference_overruled(VersionMarkers(godot3=["line 1: export var"])) is None
+    assert comment_reference_overruled(VersionMarkers(hint="3")) is None
+    assert "no Godot 3 markers" in comment_reference_overruled(VersionMarkers())
+    assert "Godot 4 markers" in comment_reference_overruled(VersionMarkers(godot4=["line 2: await"]))
+    assert "hint is 4" in comment_reference_overruled(VersionMarkers(hint="4", godot3=["line 1: export var"]))
 
 
 def _validated(ref, chunk: str, payloads: list[tuple[str, dict]]) -> dict[str, Candidate]:
@@ -354,7 +354,7 @@ def _validated(ref, chunk: str, payloads: list[tuple[str, dict]]) -> dict[str, C
     occurrences = decide_occurrences(ChunkScope(facts, res, ref, {}), mappings)  # the version stage's part
     version = version_context(facts, res, new, old, "auto")
     version.godot3 += mapping_markers(mappings, occurrences)
-    v = ValidationContext(facts=facts, resolution=res, ref=ref, renamed_classes={}, version=version,
+    v = ValidationScope(facts=facts, resolution=res, ref=ref, renamed_classes={}, version=version,
                           idf=lambda t: 6.0, class_of_page={})
     return {c.id: c for c in validate(v, cands, occurrences)}
 
@@ -401,11 +401,11 @@ def test_a_class_read_through_the_renames_is_no_godot4_marker(ref):
 
 
 def test_ambiguous_cases_follow_markers_and_hint():
-    assert decide_ambiguous(VersionContext(hint="auto"))[0] is False
-    assert decide_ambiguous(VersionContext(hint="3"))[0] is True
-    assert decide_ambiguous(VersionContext(godot3=["line 1: export var"]))[0] is True
-    assert decide_ambiguous(VersionContext(hint="3", godot4=["line 2: await"]))[0] is False
-    assert decide_ambiguous(VersionContext(hint="4", godot3=["line 1: yield()"]))[0] is False
+    assert decide_ambiguous(VersionMarkers(hint="auto"))[0] is False
+    assert decide_ambiguous(VersionMarkers(hint="3"))[0] is True
+    assert decide_ambiguous(VersionMarkers(godot3=["line 1: export var"]))[0] is True
+    assert decide_ambiguous(VersionMarkers(hint="3", godot4=["line 2: await"]))[0] is False
+    assert decide_ambiguous(VersionMarkers(hint="4", godot3=["line 1: yield()"]))[0] is False
 
 
 def test_version_context_counts_renamed_godot4_names(ref):

@@ -18,7 +18,7 @@ from godot_rag.retrieve.engine.trace import ValidateInfo
 from godot_rag.retrieve.engine.types import Candidate
 from godot_rag.retrieve.evidence.judge import asked_occurrence, table_calibration
 from godot_rag.retrieve.evidence.judge_questions import focused_text, numbered, occurrence_question, prompt_id
-from godot_rag.retrieve.evidence.validation_context import VALIDATION
+from godot_rag.retrieve.evidence.validation_scope import VALIDATION
 from godot_rag.store import calibration
 
 
@@ -165,7 +165,7 @@ def test_a_finding_follows_the_mapping_the_judge_rejected():
     from types import SimpleNamespace
 
     from godot_rag.gdscript.facts import parse_chunk
-    from godot_rag.retrieve.engine.state import QueryContext
+    from godot_rag.retrieve.engine.state import QueryState
     from godot_rag.retrieve.engine.trace import JudgeInfo
     from godot_rag.retrieve.evidence.validate import follow_mappings
 
@@ -178,7 +178,7 @@ def test_a_finding_follows_the_mapping_the_judge_rejected():
                                "validator_rules": {"must_match": [r"\bViewport\b"]}})
     proto.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=1.0, evidence=[], contradictions=[],
                                              reasons=[]))
-    ctx = QueryContext(chunk=chunk, strategy="F", cfg=RetrieveConfig(), resources=None)
+    ctx = QueryState(chunk=chunk, strategy="F", cfg=RetrieveConfig(), resources=None)
     ctx[VALIDATION] = SimpleNamespace(facts=parse_chunk(chunk))  # the part the validate stage provides
     kept = follow_mappings(ctx, {"api_mapping": [[mapping]], "label_prototypes": [[proto]]})
     assert kept[0].verdict == "accept" and kept[0] is proto  # the mapping still stands: nothing changes
@@ -244,7 +244,7 @@ def test_an_annotation_changes_no_verdict_and_no_score_a_decision_does():
 def test_the_judge_is_not_asked_about_the_page_the_chunk_copies():
     """Guides that show nothing more than the copied page were rejected for it; a judge's reject of that
     page would leave the chunk without a guide, so its records are kept out of the docs questions."""
-    from godot_rag.retrieve.engine.state import QueryContext
+    from godot_rag.retrieve.engine.state import QueryState
     from godot_rag.retrieve.evidence.judge import docs_targets
 
     def doc(cid, copy_source):
@@ -253,6 +253,6 @@ def test_the_judge_is_not_asked_about_the_page_the_chunk_copies():
                                              reasons=[], copy_source=copy_source))
         return c
 
-    ctx = QueryContext(chunk="x", strategy="F", cfg=RetrieveConfig(), resources=None)
+    ctx = QueryState(chunk="x", strategy="F", cfg=RetrieveConfig(), resources=None)
     asked = docs_targets(ctx, [doc("tutorials/copied#000", True), doc("classes/class_node#001", None)], {"mode": "decide"})
     assert [c.id for c in asked] == ["classes/class_node#001"]

@@ -8,7 +8,7 @@ import pytest
 from conftest import REFERENCE_CHUNK, free_port, start_http_server
 from godot_rag.models.llm import LLMError, OpenAICompatLLM, assemble_bundled, make_llm, verify_gguf
 from godot_rag.retrieve.engine.config import RetrieveConfig
-from godot_rag.retrieve.engine.state import QueryContext
+from godot_rag.retrieve.engine.state import QueryState
 from godot_rag.retrieve.evidence.judge_questions import check_cited
 from godot_rag.retrieve.pipeline import Retriever, run_stages
 from godot_rag.retrieve.query.segment import TOKENIZE
@@ -80,7 +80,7 @@ def test_profile_hallucinations_are_caught_and_their_danger_is_visible(retriever
     def mapping_scores(keep):
         chk = check_profile(profile, REFERENCE_CHUNK, keep_hallucinated=keep)
         lexical, dense = profile_queries(profile, chk)
-        ctx = QueryContext(chunk=REFERENCE_CHUNK, strategy="E", cfg=cfg, resources=retriever, texts=[lexical or dense])
+        ctx = QueryState(chunk=REFERENCE_CHUNK, strategy="E", cfg=cfg, resources=retriever, texts=[lexical or dense])
         run_stages(ctx, [TOKENIZE, BM25])  # E's own lexical stages, on the checked profile
         return {c.id: c.score for c in ctx.lists["api_mapping"][0]["bm25"]}, lexical
 

@@ -16,7 +16,7 @@ from godot_rag.gdscript.project import ContextError, RequestContext
 from godot_rag.gdscript.resolve import extends_hint, resolve_uses
 from godot_rag.retrieve.engine.config import ConfigError
 from godot_rag.retrieve.engine.types import Candidate
-from godot_rag.retrieve.evidence.validate import ValidationContext, validate
+from godot_rag.retrieve.evidence.validate import ValidationScope, validate
 from godot_rag.retrieve.migration.version import effective_hint, version_context, version_names
 from godot_rag.retrieve.migration.version_stage import decide_occurrences
 from godot_rag.scan.project import read_project
@@ -153,12 +153,12 @@ def test_the_guide_decision_reads_the_chunks_own_resolution(ref, table):
     context = file_context(table, "ui/hud.gd")
     facts = parse_chunk(HUD_CHUNK)
     res = _resolved(ref, HUD_CHUNK, context)
-    v = ValidationContext(facts=facts, resolution=res, ref=ref, idf=lambda t: 6.0, class_of_page={}, context=context,
+    v = ValidationScope(facts=facts, resolution=res, ref=ref, idf=lambda t: 6.0, class_of_page={}, context=context,
                           version=version_context(facts, res, set(), set(), effective_hint("auto", context)))
     assert "Label.text" in res.apis and "Label.text" not in v.alone.resolution.apis
     assert v.alone.facts is facts and v.alone.alone.resolution is v.alone.resolution
     plain = _resolved(ref, HUD_CHUNK, None)
-    v_plain = ValidationContext(facts=facts, resolution=plain, ref=ref, idf=lambda t: 6.0, class_of_page={},
+    v_plain = ValidationScope(facts=facts, resolution=plain, ref=ref, idf=lambda t: 6.0, class_of_page={},
                                 version=version_context(facts, plain, set(), set(), effective_hint("auto", None)))
     assert v_plain.alone is v_plain
 
@@ -243,7 +243,7 @@ def _validated(ref, chunk: str, name: str, context=None, hint="auto", extends=No
     res = resolve_uses(facts, ref, extends_hint(facts, extends, ctx), project=ctx.index() if ctx else None,
                        own_scope=ctx.own_scope() if ctx else None)
     old, new = version_names([mapping], ref)
-    v = ValidationContext(facts=facts, resolution=res, ref=ref, idf=lambda t: 6.0, class_of_page={}, context=ctx,
+    v = ValidationScope(facts=facts, resolution=res, ref=ref, idf=lambda t: 6.0, class_of_page={}, context=ctx,
                           version=version_context(facts, res, new, old, effective_hint(hint, ctx)),
                           renamed_classes={"Camera": "Camera3D"})
     cands = [Candidate(table="api_mapping", id=mapping["mapping_id"], payload=mapping),

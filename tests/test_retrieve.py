@@ -9,7 +9,7 @@ from godot_rag.gdscript.resolve import resolve_uses
 from godot_rag.retrieve.engine.config import ConfigError, RetrieveConfig
 from godot_rag.retrieve.engine.types import Candidate
 from godot_rag.retrieve.evidence.validate import (
-    ValidationContext,
+    ValidationScope,
     copied_page_overrules,
     docs_evidence,
     mapping_evidence,
@@ -17,7 +17,7 @@ from godot_rag.retrieve.evidence.validate import (
     other_members_overruled,
 )
 from godot_rag.retrieve.explain.why import why
-from godot_rag.retrieve.migration.version import VersionContext
+from godot_rag.retrieve.migration.version import VersionMarkers
 from godot_rag.retrieve.query.segment import split_segments
 from godot_rag.retrieve.recall.codematch import clone_match, renameable_names
 from godot_rag.retrieve.recall.prefilter import dropped_ids
@@ -266,10 +266,10 @@ def _cand(table, payload):
     return Candidate(table=table, id="x", payload=payload)
 
 
-def _vctx(chunk: str) -> ValidationContext:
+def _vctx(chunk: str) -> ValidationScope:
     facts = parse_chunk(chunk)
     ref = ClassReference({})
-    return ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={}, version=VersionContext(),
+    return ValidationScope(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={}, version=VersionMarkers(),
                              idf=lambda t: 6.0, class_of_page={}, renameable=renameable_names(facts, ref))
 
 
@@ -463,10 +463,10 @@ def test_loaded_records_are_kept_out_of_the_garbage_collectors_walks(retriever):
     assert gc.is_tracked(payload) and gc.get_freeze_count() > 0
     assert not any(o is payload for o in gc.get_objects())
     # a model loaded as a trace step (`load:<label>`) is frozen the same way
-    from godot_rag.retrieve.engine.state import QueryContext
+    from godot_rag.retrieve.engine.state import QueryState
 
     model = {}
-    ctx = QueryContext(chunk=GODOT3, strategy="F", cfg=RetrieveConfig(), resources=retriever)
+    ctx = QueryState(chunk=GODOT3, strategy="F", cfg=RetrieveConfig(), resources=retriever)
     ctx.load_step("model", False, lambda: model.setdefault("weights", {"layer": [0.5]}))
     assert model["weights"] is not None and not any(o is model["weights"] for o in gc.get_objects())
     assert [s.stage for s in ctx.trace.stages] == ["load:model"]
@@ -509,7 +509,7 @@ def test_a_query_s_own_objects_do_not_set_off_the_garbage_collector(retriever):
 
 def test_a_stage_list_whose_contracts_do_not_fit_is_refused_when_the_strategy_is_built():
     from godot_rag.retrieve.engine.stage import ContractError, Stage, run_stages
-    from godot_rag.retrieve.engine.state import MissingPart, QueryContext
+    from godot_rag.retrieve.engine.state import MissingPart, QueryState
     from godot_rag.retrieve.evidence.final import CUT
     from godot_rag.retrieve.evidence.validate import VALIDATE
     from godot_rag.retrieve.migration.version_stage import VERSION
@@ -532,7 +532,7 @@ def test_a_stage_list_whose_contracts_do_not_fit_is_refused_when_the_strategy_is
         Strategy("X", "a typo", [Stage("odd", lambda ctx, pool: pool, "", requires=("vibes",))])
     assert [s.stage_names[-1] for s in STRATEGIES.values()] == ["cut", "explain", "cut", "explain", "profile_diff", "explain"]
     # At run time: a stage that does not set a part it declares, and a read of a part nobody set, are errors.
-    ctx = QueryContext(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
+    ctx = QueryState(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
     with pytest.raises(MissingPart, match="the query state has no 'facts'"):
         ctx[FACTS]
     with pytest.raises(MissingPart, match="stage 'lazy' declares it provides facts but did not set it"):
@@ -543,14 +543,14 @@ def test_a_stage_that_reads_or_sets_a_part_it_did_not_declare_fails_when_it_runs
     """The contract holds at run time: a stage sees only the parts it names (required, provided or optional)."""
     from godot_rag.gdscript.facts import parse_chunk
     from godot_rag.retrieve.engine.stage import Stage, run_stages
-    from godot_rag.retrieve.engine.state import QueryContext, UndeclaredPart
+    from godot_rag.retrieve.engine.state import QueryState, UndeclaredPart
     from godot_rag.retrieve.query.parse import FACTS, PARSE, RESOLUTION
 
     def sneaky(ctx, pool):
         ctx[RESOLUTION]  # reads what it never declared
         return pool
 
-    ctx = QueryContext(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
+    ctx = QueryState(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
     with pytest.raises(UndeclaredPart, match="stage 'sneaky' reads the part 'resolution', which its contract does not name"):
         run_stages(ctx, [PARSE, Stage("sneaky", sneaky, "", requires=(FACTS,))])
 
@@ -558,12 +558,12 @@ def test_a_stage_that_reads_or_sets_a_part_it_did_not_declare_fails_when_it_runs
         ctx[FACTS] = parse_chunk(ctx.chunk)
         return pool
 
-    ctx = QueryContext(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
+    ctx = QueryState(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
     with pytest.raises(UndeclaredPart, match="stage 'writer' sets the part 'facts'"):
         run_stages(ctx, [Stage("writer", writer, "")])
     # An optional part is read as None when no earlier stage provided it.
     seen = []
-    ctx = QueryContext(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
+    ctx = QueryState(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
     run_stages(ctx, [Stage("maybe", lambda ctx, pool: seen.append(ctx.get(FACTS)) or pool, "", optional=(FACTS,))])
     assert seen == [None]
 
@@ -636,7 +636,7 @@ def test_a_class_page_section_that_shares_only_the_class_is_no_direct_evidence()
     facts = parse_chunk("func build(menu: PopupMenu):\n    menu.add_item(\"Options\")\n")
     ref = ClassReference({"classes": {"PopupMenu": {"inherits": None, "page": "classes/class_popupmenu",
                                                     "members": {"add_item": {"kind": "method", "type": "void"}}}}})
-    v = ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={}, version=VersionContext(),
+    v = ValidationScope(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={}, version=VersionMarkers(),
                           idf=lambda t: 6.0, class_of_page={"classes/class_popupmenu": "PopupMenu"},
                           renameable=renameable_names(facts, ref))
 
@@ -666,10 +666,10 @@ def test_a_class_page_section_of_other_members_gives_way_to_the_one_that_describ
                                                         "accessor_of": "hide_on_checkable_item_selection"}}
     ref = ClassReference({"classes": {"PopupMenu": {"inherits": None, "page": "classes/class_popupmenu", "members": members}}})
 
-    def context(chunk: str) -> ValidationContext:
+    def context(chunk: str) -> ValidationScope:
         facts = parse_chunk(chunk)
-        return ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={},
-                                 version=VersionContext(), idf=lambda t: 6.0,
+        return ValidationScope(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={},
+                                 version=VersionMarkers(), idf=lambda t: 6.0,
                                  class_of_page={"classes/class_popupmenu": "PopupMenu"}, renameable=renameable_names(facts, ref))
 
     def section(n: int, described: list[str]) -> Candidate:
@@ -729,8 +729,8 @@ def test_min_api_specificity_rejects_the_entry_of_a_generic_member_and_keeps_the
         "metadata": {"page_path": "classes/class_node", "members": ["remove_child"]}})
 
     def verdicts(least: float, *more: Candidate) -> list[dict]:
-        v = ValidationContext(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={},
-                              version=VersionContext(), idf=lambda t: 6.0, renameable=renameable_names(facts, ref),
+        v = ValidationScope(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={},
+                              version=VersionMarkers(), idf=lambda t: 6.0, renameable=renameable_names(facts, ref),
                               class_of_page={"classes/class_node": "Node", "classes/class_timer": "Timer"},
                               guide_model=(model, stats), min_api_specificity=least)
         docs = [(c, docs_evidence(v, c)) for c in [*entries, *more]]

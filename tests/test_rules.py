@@ -35,10 +35,10 @@ from godot_rag.retrieve.migration.version_rules import GODOT3_OVERRULES, OCCURRE
 from godot_rag.retrieve.evidence.docs_features import FEATURES
 from godot_rag.retrieve.evidence.docs_stats import DocsApiStats
 from godot_rag.retrieve.evidence.guide_model import GuideModel
-from godot_rag.retrieve.evidence.validate import ValidationContext, mapping_evidence, validate
+from godot_rag.retrieve.evidence.validate import ValidationScope, mapping_evidence, validate
 from godot_rag.retrieve.migration.occurrences import mapping_occurrences
-from godot_rag.retrieve.migration.version_occurrence import ChunkScope
 from godot_rag.retrieve.migration.version import converter_renames, effective_hint, version_context
+from godot_rag.retrieve.migration.version_occurrence import ChunkScope
 from godot_rag.retrieve.migration.version_stage import mapping_markers
 from godot_rag.retrieve.recall.codematch import renameable_names
 
@@ -128,7 +128,7 @@ def _decisions(ref, renames, mapping: dict, chunk: str, hint: str = "auto", cont
     cand = Candidate(table="api_mapping", id=mapping["mapping_id"], payload=mapping)
     pass1 = mapping_occurrences(scope, cand)["occurrences"]
     version.godot3 += mapping_markers([cand], {cand.id: [Occurrence(**d) for d in pass1]})
-    v = ValidationContext(facts=facts, resolution=res, ref=ref, renamed_classes=renames.classes, version=version,
+    v = ValidationScope(facts=facts, resolution=res, ref=ref, renamed_classes=renames.classes, version=version,
                           idf=lambda t: 6.0, class_of_page={}, context=ctx)
     validated = mapping_evidence(v, cand, {"occurrences": copy.deepcopy(pass1)})["occurrences"]
     return pass1, validated
@@ -330,7 +330,7 @@ def _validated_docs(ref, renames, chunk: str, cands: list[Candidate], **settings
     model, then the overrules over the list), with the chunk's own version markers and the docs' class pages."""
     facts = parse_chunk(chunk)
     res = resolve_uses(facts, ref)
-    v = ValidationContext(facts=facts, resolution=res, ref=ref, renamed_classes=renames.classes, code_renames=renames.code,
+    v = ValidationScope(facts=facts, resolution=res, ref=ref, renamed_classes=renames.classes, code_renames=renames.code,
                           version=version_context(facts, res, renames.new, renames.old, "auto"), idf=docs_idf,
                           class_of_page={info["page"]: cls for cls, info in ref.classes.items() if info.get("page")},
                           renameable=renameable_names(facts, ref), **settings)
@@ -347,7 +347,7 @@ MOVE_RIGHT = 'func _unhandled_input(event):\n\tif event.is_action_pressed("move_
 RESIZED = "func _on_window_resized(new_size):\n\tscreen_size = new_size\n"
 
 # (rule, chunk, the records retrieved in order, the record the rule decides, settings: "model" always | never |
-# generic, and ValidationContext settings). An evidence rule adds an item of its kind; a reject rule rejects the record.
+# generic, and ValidationScope settings). An evidence rule adds an item of its kind; a reject rule rejects the record.
 DOCS_ROWS = [
     # EVIDENCE_RULES, by the kind of item each adds.
     ("resolved_api", TIMER_START, [f"{TIMER}#008"], f"{TIMER}#008", {}),  # Timer.start's entry

@@ -51,7 +51,7 @@ class EvalInputs:
 
 
 @dataclass
-class EvalContext:
+class EvalRun:
     retriever: Retriever
     cfg: RetrieveConfig
     inputs: EvalInputs
@@ -86,7 +86,7 @@ def _inputs(files: list[Path], judged: Sequence[Path], limit: int | None) -> Eva
                       grades, {q for q, _ in grades}, judged_paths)
 
 
-def _ranking_row(ctx: EvalContext, fname: str, strategy: str, q: Query, runs: EvalRuns) -> tuple[Row, RetrieveResult]:
+def _ranking_row(ctx: EvalRun, fname: str, strategy: str, q: Query, runs: EvalRuns) -> tuple[Row, RetrieveResult]:
     """Retrieves for one query; records its TREC lines and page run; returns its row's first columns."""
     t = time.perf_counter()
     result = ctx.retriever.retrieve(q.chunk_text, strategy, ctx.cfg, explain=True)
@@ -105,7 +105,7 @@ def _ranking_row(ctx: EvalContext, fname: str, strategy: str, q: Query, runs: Ev
     return row, result
 
 
-def _run_query(ctx: EvalContext, fname: str, strategy: str, q: Query, runs: EvalRuns) -> None:
+def _run_query(ctx: EvalRun, fname: str, strategy: str, q: Query, runs: EvalRuns) -> None:
     row, result = _ranking_row(ctx, fname, strategy, q, runs)
     row.update(mapping_columns(q, result, accepted_mappings(result)))
     removed: set[tuple[str, str, str]] = set()
@@ -146,7 +146,7 @@ def _summaries(runs: EvalRuns, inputs: EvalInputs, strategies: list[str]) -> lis
 
 def run_eval(retriever: Retriever, files: list[Path], strategies: list[str], cfg: RetrieveConfig,
              **options: Unpack[EvalOptions]) -> dict[str, Any]:
-    ctx = EvalContext(retriever, cfg, _inputs(files, options.get("judged", ()), options.get("limit")))
+    ctx = EvalRun(retriever, cfg, _inputs(files, options.get("judged", ()), options.get("limit")))
     runs = EvalRuns()
     total = sum(len(v) for v in ctx.inputs.query_sets.values()) * len(strategies)
     bar = tqdm(total=total, desc="eval", disable=options.get("quiet", False), file=sys.stderr, unit="query")

@@ -23,7 +23,7 @@ from ..store.db import Database, StoreUnavailable
 from ..store.schema import get_meta
 from .engine.config import RetrieveConfig
 from .engine.stage import run_stages
-from .engine.state import Fallback, QueryContext, freeze_loaded
+from .engine.state import Fallback, QueryState, freeze_loaded
 from .engine.trace import MS_DIGITS
 from .engine.types import RetrieveResult
 from .evidence.api_source import build_api_index
@@ -235,7 +235,7 @@ class Retriever:
                   context: RequestContext | None = None) -> RetrieveResult:
         self.require_records()
         t0 = time.perf_counter()
-        ctx = QueryContext(chunk=chunk, strategy=strategy, cfg=cfg, resources=self, explain=explain, context=context)
+        ctx = QueryState(chunk=chunk, strategy=strategy, cfg=cfg, resources=self, explain=explain, context=context)
         ctx.trace.chunk_chars = len(chunk)
         ctx.trace.context = context.to_trace() if context is not None else None
         try:
@@ -243,7 +243,7 @@ class Retriever:
             pool = run_stages(ctx, STRATEGIES[strategy].stages)
         except Fallback as fb:
             ctx.trace.llm_fallback = fb.reason
-            ctx = QueryContext(chunk=chunk, strategy=strategy, cfg=cfg, resources=self, explain=explain, trace=ctx.trace,
+            ctx = QueryState(chunk=chunk, strategy=strategy, cfg=cfg, resources=self, explain=explain, trace=ctx.trace,
                                context=context)
             pool = run_stages(ctx, STRATEGIES[fb.strategy].stages)
         results = [c for t in cfg.tables for c in ctx.table_lists(pool, t)]

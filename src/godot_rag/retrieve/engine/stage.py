@@ -2,7 +2,7 @@
 and its contract: the parts of the per-query state it requires and the parts it provides.
 
 Each stage records its own typed info on the candidates it touches (`Candidate.add_stage`) and a
-summary for the query (`QueryContext.note`); the runner times it. Strategies are lists of stages
+summary for the query (`QueryState.note`); the runner times it. Strategies are lists of stages
 (`strategies.py`), checked against the contracts when they are built (`check_contract`)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from .state import PARTS, MissingPart, PartKey, Pool, QueryContext, StageFn
+from .state import PARTS, MissingPart, PartKey, Pool, QueryState, StageFn
 from .trace import MS_DIGITS, StageLog
 
 
@@ -95,7 +95,7 @@ def _same_key(strategy: str, stage: str, need: PartRef, given: PartRef | None, b
                             f"provides it as {given.about!r}: the two stages disagree on the part's type")
 
 
-def run_stages(ctx: QueryContext, stages: Sequence[Stage]) -> Pool:
+def run_stages(ctx: QueryState, stages: Sequence[Stage]) -> Pool:
     """Each stage in order, timed, with its summary in the query trace; a stage that does not set a
     part it declares is an error, not a silent gap for the next stage."""
     pool: Pool = {}

@@ -112,7 +112,7 @@ def freeze_loaded() -> None:
 
 
 @dataclass
-class QueryContext:
+class QueryState:
     chunk: str
     strategy: str
     cfg: RetrieveConfig
@@ -214,7 +214,7 @@ class QueryContext:
         return lists[0]
 
 
-StageFn = Callable[[QueryContext, Pool], Pool]
+StageFn = Callable[[QueryState, Pool], Pool]
 
 # Every part a stage contract may name: the typed parts above, and the parts that travel in the pool or
 # the query trace (`pool`: the candidates; `verdicts`: accept/reject on them; `cut`: the final cut;

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from ...gdscript.classref import ClassReference
 from ..engine.stage import Stage
-from ..engine.state import PartKey, Pool, QueryContext
+from ..engine.state import PartKey, Pool, QueryState
 from ..engine.trace import SCORE_DIGITS, ApiInfo, ApiUseEntry
 from ..engine.types import Candidate
 from ..query.parse import FACTS, RESOLUTION
@@ -38,7 +38,7 @@ def build_api_index(docs: Mapping[str, dict[str, Any]], ref: ClassReference) -> 
     return {"members": members, "first": first, "page_class": page_class}
 
 
-def run_shortlist(ctx: QueryContext, pool: Pool) -> Pool:
+def run_shortlist(ctx: QueryState, pool: Pool) -> Pool:
     """Only the first rerank_top docs candidates go on to the validator; the other tables go whole."""
     docs = ctx.table_lists(pool, "docs_chunks")
     if not docs:
@@ -50,7 +50,7 @@ def run_shortlist(ctx: QueryContext, pool: Pool) -> Pool:
     return out
 
 
-def extended_class(ctx: QueryContext) -> str | None:
+def extended_class(ctx: QueryState) -> str | None:
     """The class the chunk's own `extends` line names, when the setting `api_extends` is on and the class is no hub
     of the hierarchy (`extends Camera3D`, not `extends Node2D`): a use of the class, whose description is evidence
     for a script of that node type. A hint's or the project's `extends` is not the chunk's own line: every chunk of
@@ -64,7 +64,7 @@ def extended_class(ctx: QueryContext) -> str | None:
     return res.own_class
 
 
-def typed_classes(ctx: QueryContext) -> dict[str, str]:
+def typed_classes(ctx: QueryState) -> dict[str, str]:
     """The classes the chunk writes as a type (`var anim: AnimationPlayer`, `p: Timer`, `for l: Label in ...`) and
     uses nothing of, with the declaration that writes each (`anim: AnimationPlayer`), when the setting `api_typed` is
     on: an engine object class that is no hub of the hierarchy (not `Node2D`, nor a value type such as `Vector2`,
@@ -90,7 +90,7 @@ class ClassUse(NamedTuple):
 CLASS_USES = PartKey[Mapping[str, ClassUse]]("class_uses", "the classes the chunk uses as a whole")
 
 
-def class_uses(ctx: QueryContext) -> dict[str, ClassUse]:
+def class_uses(ctx: QueryState) -> dict[str, ClassUse]:
     """The classes the chunk uses as a whole rather than through a member: the one its own `extends` names
     (`extended_class`) and those it writes as a type (`typed_classes`), each with the code that says so. Their class
     descriptions are evidence (`docs_evidence._resolved_api`)."""
@@ -100,7 +100,7 @@ def class_uses(ctx: QueryContext) -> dict[str, ClassUse]:
     return out
 
 
-def api_list(ctx: QueryContext) -> list[Candidate]:
+def api_list(ctx: QueryState) -> list[Candidate]:
     index = ctx.resources.api_index()
     recs = ctx.resources.records("docs_chunks")
     weight = ctx.cfg.weight_api
@@ -126,7 +126,7 @@ def api_list(ctx: QueryContext) -> list[Candidate]:
     return out
 
 
-def run_api(ctx: QueryContext, pool: Pool) -> Pool:
+def run_api(ctx: QueryState, pool: Pool) -> Pool:
     ctx[CLASS_USES] = class_uses(ctx)
     if "docs_chunks" not in ctx.tables:
         return pool

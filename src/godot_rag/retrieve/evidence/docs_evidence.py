@@ -21,7 +21,7 @@ from ..engine.trace import Contradiction, DocsEvidence, DocsEvidenceKind
 from ..engine.types import Candidate
 from ..recall.codematch import clone_match, numbered_code_lines
 from .guide_decision import GUIDE_SHARE_RULES, GuideInput, candidate_cosine, decide_guide
-from .validation_context import MIN_IDF, ValidationContext
+from .validation_scope import MIN_IDF, ValidationScope
 
 METHOD_CALL_RE = re.compile(rf"\.({IDENT})\s*\(")
 WEIGHT_DIGITS, CONFIDENCE_DIGITS = 3, 4  # as the trace shows them
@@ -78,7 +78,7 @@ def _digit_idents(text: str) -> frozenset[str]:
 class DocsCase:
     """One docs record against the chunk: what both hold, and the items found so far (a rule sees the
     items of the rules before it: a literal counts once, under the first rule that finds it)."""
-    v: ValidationContext
+    v: ValidationScope
     c: Candidate
     text: str
     symbols: set[str]
@@ -286,14 +286,14 @@ REJECT_RULES = (
 )
 
 
-def docs_evidence(v: ValidationContext, c: Candidate) -> dict:
+def docs_evidence(v: ValidationScope, c: Candidate) -> dict:
     """The record's evidence, contradictions, confidence and verdict (the validate info's fields)."""
     symbols = set(c.payload.get("api_symbols") or [])
     if c.payload.get("symbol"):
         symbols.add(c.payload["symbol"])
     page_class = v.class_of_page.get(c.page or "")
     if page_class is None:
-        v = v.alone  # a guide: the chunk's own resolution (ValidationContext.alone)
+        v = v.alone  # a guide: the chunk's own resolution (ValidationScope.alone)
     d = DocsCase(v, c, evidence_text(c.payload), symbols, page_class)
     for rule in EVIDENCE_RULES:
         for literal, weight, line in rule.find(d):  # lazily: a rule sees the items added before

@@ -9,7 +9,7 @@ from ...gdscript.lexicon import IDENT_RE
 from ..engine.types import Candidate
 from ..recall.codematch import numbered_code_lines
 from .docs_evidence import MEMBERS_SHOWN
-from .validation_context import ValidationContext
+from .validation_scope import ValidationScope
 
 MIN_COPIED_LINES = 3  # a page the chunk copies matches at least this many of its code lines
 
@@ -22,7 +22,7 @@ def _entry_of(ref: ClassReference, cls: str, member: str) -> str | None:
     return found[1].get("accessor_of") or (found[1].get("type") if found[1].get("kind") == "constant" else None)
 
 
-def members_unused(v: ValidationContext, c: Candidate, page_class: str) -> str | None:
+def members_unused(v: ValidationScope, c: Candidate, page_class: str) -> str | None:
     """Why a class page's section of member entries (`metadata.members`) describes nothing the chunk uses: none
     of its members (a setter counts as its property, a constant as its enum; a name the chunk calls on a receiver
     the resolver could not type counts too), and not the class, as its description does. None when it does."""
@@ -50,7 +50,7 @@ def _shown_names(info: dict) -> set[str]:
     return out
 
 
-def copied_page_overrules(v: ValidationContext, docs: list[tuple[Candidate, dict]]) -> None:
+def copied_page_overrules(v: ValidationScope, docs: list[tuple[Candidate, dict]]) -> None:
     """A chunk copied from a guide page has that page as its evidence. A page is a copied one when its
     accepted records match, up to renaming, at least `min_copied_lines` of the chunk's code lines holding
     `copy_source_share` of its code tokens. Another guide record that shows nothing of the chunk a copied
@@ -150,7 +150,7 @@ def _repeats(info: dict, what: str, kind: str) -> None:
                            "too: the same evidence again")
 
 
-def other_members_overruled(v: ValidationContext, docs: list[tuple[Candidate, dict]]) -> None:
+def other_members_overruled(v: ValidationScope, docs: list[tuple[Candidate, dict]]) -> None:
     """A class page's section that names the chunk's API only in other members' entries (`members_unused`:
     `add_icon_radio_check_item` saying "see set_item_checked") shows the page's topic, not the chunk's API. When
     another accepted record of that page describes what the chunk uses (or is its table or description), that

@@ -4,14 +4,14 @@ from __future__ import annotations
 from typing import Literal
 
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryContext
+from ..engine.state import Pool, QueryState
 from ..engine.trace import SCORE_DIGITS, CutInfo, ScoreInfo
 from ..engine.types import Candidate
 
 SCORE_FLOOR = 0.5  # decided: the share of its score a record of confidence 0 keeps
 
 
-def run_score(ctx: QueryContext, pool: Pool) -> Pool:
+def run_score(ctx: QueryState, pool: Pool) -> Pool:
     """score x (floor + (1 - floor) x confidence), floor SCORE_FLOOR = 0.5: a sure accept keeps its score, a
     doubtful one loses up to half."""
     out: Pool = {}
@@ -40,7 +40,7 @@ def _keep(cands: list[Candidate], k: int, group: str | None, rank_from: int = 0)
     return kept
 
 
-def run_cut(ctx: QueryContext, pool: Pool) -> Pool:
+def run_cut(ctx: QueryState, pool: Pool) -> Pool:
     """The first k of each table, in the order of the last stage that ranked them."""
     out: Pool = {}
     for table in ctx.tables:
@@ -50,7 +50,7 @@ def run_cut(ctx: QueryContext, pool: Pool) -> Pool:
     return out
 
 
-def run_cut_validated(ctx: QueryContext, pool: Pool) -> Pool:
+def run_cut_validated(ctx: QueryState, pool: Pool) -> Pool:
     """F: accepted records by score, k per table; the docs in two groups, each with its own k: the best
     guides, then the member entries of the API the chunk calls that the guides did not already hold."""
     cfg = ctx.cfg

@@ -11,7 +11,7 @@ from ...gdscript.record_api import record_api
 from ...gdscript.resolution import Resolution
 from ...records import record_code
 from ...store import queries
-from ..engine.state import QueryContext
+from ..engine.state import QueryState
 from ..engine.types import Candidate
 from ..recall.embedding import VECTORS
 from .chunk_side import ChunkSide, chunk_side, uses_api
@@ -30,7 +30,7 @@ def candidate_cosine(c: Candidate, filled: Mapping[str, float]) -> float | None:
     return emb.cosine if emb is not None else filled.get(c.id)
 
 
-def missing_cosines(ctx: QueryContext, candidates: Iterable[Candidate]) -> dict[str, float]:
+def missing_cosines(ctx: QueryState, candidates: Iterable[Candidate]) -> dict[str, float]:
     """The cosine of the chunk's vector with each docs candidate that the embedding list did not bring (one
     only BM25 found): the guide model reads a record's cosine, not a 0 for a record the HNSW list missed."""
     vectors = ctx.get(VECTORS)

@@ -31,13 +31,13 @@ from typing import Literal
 from ...records import evidence_text, model_text
 from ...store import calibration
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryContext
+from ..engine.state import Pool, QueryState
 from ..engine.trace import RATIO_DIGITS, JudgeInfo, Occurrence
 from ..engine.types import Candidate
 from ..migration.version import EVIDENCE_STATUSES, evidence_rank
 from ..migration.version_stage import VERSION_MARKERS
 from .judge_questions import JudgeLLM, ask, check_cited, prompt_id, question_of
-from .validation_context import VALIDATION
+from .validation_scope import VALIDATION
 
 STALE_SHOWN = 3  # skipped calibrations the trace names
 JudgedTable = Literal["api_mapping", "docs_chunks"]  # the tables the judge asks about
@@ -88,7 +88,7 @@ def _inside(cands: list[Candidate], band: tuple[float, float] | None) -> list[Ca
     return [] if band is None else [c for c in cands if band[0] <= c.info("validate").confidence <= band[1]]
 
 
-def mapping_targets(ctx: QueryContext, mappings: list[Candidate], tcal: dict) -> list[tuple[Candidate, Occurrence]]:
+def mapping_targets(ctx: QueryState, mappings: list[Candidate], tcal: dict) -> list[tuple[Candidate, Occurrence]]:
     """Accepted mappings inside the calibrated band of deterministic confidence (uncalibrated: the ambiguous ones)."""
     if not asks_mappings(ctx[VERSION_MARKERS].hint, ctx[VERSION_MARKERS].lean()):
         return []
@@ -98,7 +98,7 @@ def mapping_targets(ctx: QueryContext, mappings: list[Candidate], tcal: dict) ->
             if (occ := asked_occurrence(c)) is not None]
 
 
-def docs_targets(ctx: QueryContext, docs: list[Candidate], tcal: dict) -> list[Candidate]:
+def docs_targets(ctx: QueryState, docs: list[Candidate], tcal: dict) -> list[Candidate]:
     """Deterministic accepts inside the calibrated band (uncalibrated: the top ones, to annotate). The
     records of a page the chunk copies are not asked about: the other guides were rejected for showing
     nothing more than they do (`copied_page_overrules`), and a judge's reject would leave no guide."""
@@ -153,7 +153,7 @@ class JudgeJob:
     cite: bool  # ask for cited evidence
 
 
-def judge_jobs(ctx: QueryContext, occ_targets: list[tuple[Candidate, Occurrence]], doc_targets: list[Candidate],
+def judge_jobs(ctx: QueryState, occ_targets: list[tuple[Candidate, Occurrence]], doc_targets: list[Candidate],
                tcal: dict) -> list[JudgeJob]:
     """The questions, in order. Cited evidence only on request (judge_citations), and only where the judge decides:
     generating it costs about 2 s per yes with the 1.5B on 2 cores, and the bundled models mostly make it up."""
@@ -187,7 +187,7 @@ def table_calibrations(cal: dict | None, thresholds: dict[JudgedTable, float] | 
     return {t: table_calibration(cal, t, over.get(t)) for t in ("api_mapping", "docs_chunks")}
 
 
-def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
+def run_judge(ctx: QueryState, pool: Pool) -> Pool:
     """The Qwen judge (validator_llm) over ambiguous mapping occurrences and docs accepts in the calibrated band."""
     from ...models.llm import LLMError
 
@@ -240,7 +240,7 @@ def run_judge(ctx: QueryContext, pool: Pool) -> Pool:
     return _judged_pool(ctx, pool, judged, [c for c, _ in occ_targets])
 
 
-def _judged_pool(ctx: QueryContext, pool: Pool, judged: dict[tuple[str, str], Candidate], asked: list[Candidate]) -> Pool:
+def _judged_pool(ctx: QueryState, pool: Pool, judged: dict[tuple[str, str], Candidate], asked: list[Candidate]) -> Pool:
     """The pool with the judged candidates in place; the findings follow the mappings again when the judge changed
     the verdict on one (`asked`: the mappings asked about)."""
     out = {t: [[judged.get((c.table, c.id), c) for c in ctx.table_lists(pool, t)]] for t in ctx.tables}

@@ -38,7 +38,7 @@ import re
 from typing import Literal
 
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryContext
+from ..engine.state import Pool, QueryState
 from ..engine.trace import JudgeInfo, ValidateInfo
 from ..engine.types import Candidate
 from ..migration.occurrences import Occurrences, mapping_occurrences
@@ -53,13 +53,13 @@ from .api_source import CLASS_USES
 from .docs_evidence import CONFIDENCE_DIGITS, docs_evidence
 from .docs_overrules import copied_page_overrules, model_shared, other_members_overruled, same_evidence_overrules
 from .guide_decision import missing_cosines
-from .validation_context import VALIDATION, MappingConfidence, ValidationContext
+from .validation_scope import VALIDATION, MappingConfidence, ValidationScope
 
 __all__ = [
     "VALIDATE",
     "ChunkScope",
     "Occurrences",
-    "ValidationContext",
+    "ValidationScope",
     "copied_page_overrules",
     "docs_evidence",
     "follow_mappings",
@@ -77,7 +77,7 @@ MATCH_QUOTED, PATTERN_QUOTED = 80, 60
 
 
 
-def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
+def mapping_evidence(v: ValidationScope, c: Candidate, pass1: dict) -> dict:
     p = c.payload
     src, change = p["source_api"], p["change_type"]
     decisions = pass1["occurrences"]
@@ -118,7 +118,7 @@ def mapping_evidence(v: ValidationContext, c: Candidate, pass1: dict) -> dict:
             "contradictions": [], "confidence": round(confidence, CONFIDENCE_DIGITS), "accepted": accepted, "reasons": reasons}
 
 
-def prototype_evidence(v: ValidationContext, c: Candidate, accepted_mappings: dict[str, dict]) -> dict:
+def prototype_evidence(v: ValidationScope, c: Candidate, accepted_mappings: dict[str, dict]) -> dict:
     facts = v.facts
     rules = c.payload.get("validator_rules") or {}
     evidence, reasons = [], []
@@ -156,7 +156,7 @@ def prototype_evidence(v: ValidationContext, c: Candidate, accepted_mappings: di
             "accepted": accepted, "reasons": reasons}
 
 
-def validate(v: ValidationContext, candidates: list[Candidate], occurrences: Occurrences,
+def validate(v: ValidationScope, candidates: list[Candidate], occurrences: Occurrences,
              stage: str = "validate") -> list[Candidate]:
     """Adds a `validate` explanation and a verdict to every candidate (pure: no I/O, nothing shared changed).
     `occurrences`: the version stage's decisions for the api_mapping candidates (`decide_occurrences`)."""
@@ -216,12 +216,12 @@ def _reason(info: ValidateInfo) -> str:
     return "; ".join(info.reasons)
 
 
-def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
+def run_validate(ctx: QueryState, pool: Pool) -> Pool:
     """Every candidate that reached this point gets a verdict, its direct evidence and a confidence."""
     r = ctx.resources
     ref = r.class_reference()
     candidates = [c for t in ctx.tables for c in ctx.table_lists(pool, t)]
-    vctx = ValidationContext(facts=ctx[FACTS], resolution=ctx[RESOLUTION], ref=ref, version=ctx[VERSION_MARKERS],
+    vctx = ValidationScope(facts=ctx[FACTS], resolution=ctx[RESOLUTION], ref=ref, version=ctx[VERSION_MARKERS],
                              idf=r.bm25.docs_idf(ctx.cfg),
                              class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx[FACTS], ref),
                              min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
@@ -239,7 +239,7 @@ def run_validate(ctx: QueryContext, pool: Pool) -> Pool:
     return {t: [[c for c in judged if c.table == t]] for t in ctx.tables}
 
 
-def follow_mappings(ctx: QueryContext, pool: Pool) -> list[Candidate]:
+def follow_mappings(ctx: QueryState, pool: Pool) -> list[Candidate]:
     """Migration findings re-checked against the mappings accepted after the judge: a finding follows
     the mapping it depends on, at the same occurrence (the judge's occurrence counts as Godot 3 use)."""
     accepted = {}

@@ -7,7 +7,7 @@ from .version import CLASS_TYPES, METHOD_TYPES, SIGNAL_TYPES
 from .version_occurrence import (
     ARGUMENT_WINDOW,
     SIGNAL_ARGS,
-    Occurrence,
+    OccurrenceCase,
     VersionRule,
     godot3_override,
     godot4_class,
@@ -16,7 +16,7 @@ from .version_occurrence import (
 )
 
 
-def godot4_signal_syntax(o: Occurrence) -> str | None:
+def godot4_signal_syntax(o: OccurrenceCase) -> str | None:
     """`sig.emit()`, `sig.connect(callable)`, `await sig`: Godot 4's Signal objects, whoever declared the signal."""
     if o.change not in SIGNAL_TYPES or not o.code:
         return None
@@ -34,14 +34,14 @@ def godot4_signal_syntax(o: Occurrence) -> str | None:
     return None
 
 
-def static_method_declaration(o: Occurrence) -> str | None:
+def static_method_declaration(o: OccurrenceCase) -> str | None:
     """`static func get_plugin_name()`: a static function overrides no engine virtual."""
     if o.change in METHOD_TYPES and o.declaration and o.facts.line_text(o.occ["line"]).lstrip().startswith("static func "):
         return f"{o.where}: `static func {o.src}` is the script's own static function: no virtual is static"
     return None
 
 
-def typed_declaration_in_godot4(o: Occurrence) -> str | None:
+def typed_declaration_in_godot4(o: OccurrenceCase) -> str | None:
     """`func get_preset_name() -> String:` in Godot 4 code: the script's own method, not Godot 3 evidence."""
     if o.change not in METHOD_TYPES or not o.declaration:
         return None
@@ -52,7 +52,7 @@ def typed_declaration_in_godot4(o: Occurrence) -> str | None:
     return f"{o.where}: `{o.src}` is declared with typed syntax and {why4}: not a Godot 3 override"
 
 
-def _engine_receiver(o: Occurrence) -> str | None:
+def _engine_receiver(o: OccurrenceCase) -> str | None:
     """The engine class a receiver resolves this occurrence to, or None (the script itself, a project
     class, or a receiver the chunk does not state)."""
     if (u := o.resolved()) is not None:
@@ -65,7 +65,7 @@ def _engine_receiver(o: Occurrence) -> str | None:
     return None
 
 
-def declared_by_project(o: Occurrence) -> str | None:
+def declared_by_project(o: OccurrenceCase) -> str | None:
     """A name the project declares is the project's, unless a receiver resolves it to an engine class."""
     if o.index is None:
         return None
@@ -96,7 +96,7 @@ def declared_by_project(o: Occurrence) -> str | None:
     return f"{o.where}: '{o.src}' is declared by the project at {found.where()} ({found.kind.replace('_', ' ')})"
 
 
-def _overrides_engine_virtual(o: Occurrence, s: Symbol) -> bool:
+def _overrides_engine_virtual(o: OccurrenceCase, s: Symbol) -> bool:
     """Whether the project's declaration is its Godot 3 override of a renamed engine virtual (`func make_visible`
     in an EditorPlugin, whose Godot 4 virtual is `_make_visible`): the engine's name, which a call uses too."""
     to = str(o.mapping.get("target_api") or "")
@@ -119,7 +119,7 @@ VERSION_RULES = (
 )
 
 
-def engine_api_missing(o: Occurrence) -> bool:
+def engine_api_missing(o: OccurrenceCase) -> bool:
     """Whether this Godot 3 use names engine API that Godot 4 lacks, so that Godot 4 would not compile it:
     a member missing on a receiver of an engine class, a class Godot 4 does not have, or a call or name
     of the script itself that neither the project nor the script's engine class declares."""
@@ -137,7 +137,7 @@ def engine_api_missing(o: Occurrence) -> bool:
     return not o.ref.exists(o.src) or (own is not None and o.ref.member(own, o.src) is None and not o.ref.global_member(o.src))
 
 
-def godot4_project_compiles(o: Occurrence) -> str | None:
+def godot4_project_compiles(o: OccurrenceCase) -> str | None:
     """In a known Godot 4 project, a migration finding needs engine API that Godot 4 lacks."""
     if o.context is None or o.context.major != "4" or engine_api_missing(o):
         return None

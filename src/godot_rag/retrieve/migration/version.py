@@ -1,4 +1,4 @@
-"""Version awareness: the chunk's Godot 3 / Godot 4 markers (`VersionContext`), the kinds of change the
+"""Version awareness: the chunk's Godot 3 / Godot 4 markers (`VersionMarkers`), the kinds of change the
 api_mapping records hold, and how the markers and the `godot_version` hint decide an ambiguous occurrence and
 overrule weak evidence. The decision for each occurrence, rule by rule, is in `version_rules.py`."""
 from __future__ import annotations
@@ -31,7 +31,7 @@ MARKERS_CITED = 3  # version markers a reason cites
 
 
 @dataclass
-class VersionContext:
+class VersionMarkers:
     """The chunk-level signals that weigh ambiguous occurrences."""
     hint: str = "auto"  # "3" | "4" | "auto"
     godot3: list[str] = field(default_factory=list)
@@ -97,8 +97,8 @@ def version_names(mappings: Iterable[Mapping[str, Any]], ref: ClassReference) ->
 
 
 def version_context(facts: GDScriptFacts, res: Resolution, godot4_only_names: AbstractSet[str], godot3_names: AbstractSet[str],
-                    hint: str) -> VersionContext:
-    ctx = VersionContext(hint=hint)
+                    hint: str) -> VersionMarkers:
+    ctx = VersionMarkers(hint=hint)
     for m in facts.markers:
         (ctx.godot3 if m.version == "3" else ctx.godot4).append(f"line {m.line}: {m.what}")
     # A Godot 4 name that a Godot 3 name was renamed to, used as resolved API, is Godot 4 code. The class
@@ -124,7 +124,7 @@ def effective_hint(hint: str, context: RequestContext | None) -> str:
     return context.major
 
 
-def decide_ambiguous(ctx: VersionContext) -> tuple[bool, str]:
+def decide_ambiguous(ctx: VersionMarkers) -> tuple[bool, str]:
     lean = ctx.lean()
     if ctx.hint == "4":
         return False, "godot_version hint is 4"
@@ -139,7 +139,7 @@ def decide_ambiguous(ctx: VersionContext) -> tuple[bool, str]:
     return False, "no version markers, and the name is valid in both versions"
 
 
-def node_name_overruled(ctx: VersionContext) -> str | None:
+def node_name_overruled(ctx: VersionMarkers) -> str | None:
     """Why a node named after a Godot 3 class is not taken as Godot 3 use, or None. A node keeps its
     name through a port (`$Camera` over a Camera3D is common Godot 4 code), so the name is weak
     evidence: the chunk's own Godot 4 markers, or the request's hint, overrule it."""
@@ -159,7 +159,7 @@ def evidence_rank(d: dict) -> int:
     return EVIDENCE_ORDER.index("ambiguous" if d["status"] == "godot3" and d.get("ambiguous") else d["status"])
 
 
-def comment_reference_overruled(ctx: VersionContext) -> str | None:
+def comment_reference_overruled(ctx: VersionMarkers) -> str | None:
     """Why a comment's code reference to a Godot 3 name is not taken as Godot 3 use, or None. A comment
     is not code: it counts only in a chunk whose code is Godot 3 (its markers, or a hint of 3 where the
     code says nothing), so a stale comment in ported code (`# get_size_override() returns...`) says nothing."""
@@ -178,7 +178,7 @@ class WeakOverrule:
     """A named overrule of weak evidence: when `applies` gives a reason on the chunk's version markers and the
     hint, the occurrence is `ignored`."""
     name: str
-    applies: Callable[[VersionContext], str | None]
+    applies: Callable[[VersionMarkers], str | None]
 
 
 # The weak evidence statuses, each with the named rule that overrules it.

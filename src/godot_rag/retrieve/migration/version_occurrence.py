@@ -1,4 +1,4 @@
-"""One occurrence of a Godot 3 name as the version rules read it (`Occurrence`), the predicates over the chunk
+"""One occurrence of a Godot 3 name as the version rules read it (`OccurrenceCase`), the predicates over the chunk
 the rules share (where a string is passed, what receiver a member has, whether a prose change concerns it), and
 the shape of a named rule (`VersionRule`). The rule tables are in `project_rules.py` and `chunk_rules.py`; the order
 they are read in is `version_rules.py`'s."""
@@ -14,7 +14,7 @@ from ...gdscript.facts import Call, Chain, GDScriptFacts, NameOccurrence
 from ...gdscript.project import RequestContext
 from ...gdscript.resolution import ApiUse, Resolution, Unresolved
 from ..engine.trace import OccurrenceStatus
-from .version import CONVERTER_TYPES, VersionContext
+from .version import CONVERTER_TYPES, VersionMarkers
 
 # String renames whose Godot 3 string is no name of the Godot 4 API (a setting path, a theme key, an action).
 SETTING_TYPES = {"project_setting_rename", "theme_override_rename", "input_map_rename", "project_godot_rename"}
@@ -117,7 +117,7 @@ def written_receiver(facts: GDScriptFacts, res: Resolution, call: Call | None, c
     return None, f"a member of '{chain.parts[idx - 1].name}', whose class the chunk does not state"
 
 
-def off_changed_class(o: Occurrence) -> tuple[str | None, bool]:
+def off_changed_class(o: OccurrenceCase) -> tuple[str | None, bool]:
     """(why, receiver known): why a code use is not a use of the class a prose change concerns
     (`rotate()` on a Camera for `PathFollow2D's rotate is now rotates`), or None when it is or may be.
     For a name Godot 4 still has, the name alone says nothing: only a use on that class (or a class
@@ -209,12 +209,12 @@ class ChunkScope:
     resolution: Resolution
     ref: ClassReference
     renamed_classes: dict[str, str] = field(default_factory=dict)  # Godot 3 class name -> Godot 4 name
-    version: VersionContext | None = None  # the chunk's own markers (the version stage's, before the mappings')
+    version: VersionMarkers | None = None  # the chunk's own markers (the version stage's, before the mappings')
     context: RequestContext | None = None  # the project around the chunk (project_context.py)
 
 
 @dataclass
-class Occurrence:
+class OccurrenceCase:
     """One occurrence with what the rules read: the chunk, its resolution, the mapping, the version
     context and the request's project context (None without one)."""
     facts: GDScriptFacts
@@ -223,7 +223,7 @@ class Occurrence:
     mapping: dict[str, Any]  # the api_mapping record
     occ: NameOccurrence  # GDScriptFacts.occurrences' entry: start, end, line, col, region
     renamed: dict[str, str]
-    version: VersionContext | None
+    version: VersionMarkers | None
     context: RequestContext | None
 
     def __post_init__(self) -> None:
@@ -307,5 +307,5 @@ class Occurrence:
 class VersionRule:
     """A named decision: when `applies` gives a reason, the occurrence's status is `outcome`."""
     name: str
-    applies: Callable[[Occurrence], str | None]
+    applies: Callable[[OccurrenceCase], str | None]
     outcome: OccurrenceStatus

@@ -44,18 +44,18 @@ from ...gdscript.resolution import Resolution
 from ..engine.trace import OccurrenceStatus
 from .chunk_rules import OCCURRENCE_RULES
 from .project_rules import GODOT3_OVERRULES, NOT_COMPILED, VERSION_RULES
-from .version_occurrence import ChunkScope, Occurrence, VersionRule
+from .version_occurrence import ChunkScope, OccurrenceCase, VersionRule
 
 __all__ = ["GODOT3_OVERRULES", "OCCURRENCE_RULES", "VERSION_RULES", "classify_in_context", "classify_occurrence",
            "decide_occurrence", "first_rule"]
 
 
-def first_rule(rules: tuple[VersionRule, ...], o: Occurrence) -> tuple[VersionRule, str] | None:
+def first_rule(rules: tuple[VersionRule, ...], o: OccurrenceCase) -> tuple[VersionRule, str] | None:
     """The first rule of the table that applies to the occurrence, with its reason."""
     return next(((rule, why) for rule in rules if (why := rule.applies(o))), None)
 
 
-def decide_occurrence(o: Occurrence) -> tuple[OccurrenceStatus, str, str]:
+def decide_occurrence(o: OccurrenceCase) -> tuple[OccurrenceStatus, str, str]:
     """(status, why, rule) from the chunk alone: the first of `OCCURRENCE_RULES` that applies."""
     fired = first_rule(OCCURRENCE_RULES, o)
     if fired is None:
@@ -70,14 +70,14 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
 
     status: ignored | valid_godot4 | godot3 | godot3_node (a node named after a Godot 3 class) |
     godot3_comment (a comment writes a dropped name as code) | ambiguous"""
-    status, why, _ = decide_occurrence(Occurrence(facts, res, ref, mapping, occ, renamed or {}, None, None))
+    status, why, _ = decide_occurrence(OccurrenceCase(facts, res, ref, mapping, occ, renamed or {}, None, None))
     return status, why
 
 
 def classify_in_context(scope: ChunkScope, mapping: dict[str, Any], occ: NameOccurrence) -> tuple[OccurrenceStatus, str, str]:
     """(status, why, rule): the rules that read the project and the Godot 4-only syntax (`VERSION_RULES`), then the
     chunk-only ones (`OCCURRENCE_RULES`), then the overrules of a `godot3` decision. `rule` names the rule that decided."""
-    o = Occurrence(scope.facts, scope.resolution, scope.ref, mapping, occ, scope.renamed_classes, scope.version, scope.context)
+    o = OccurrenceCase(scope.facts, scope.resolution, scope.ref, mapping, occ, scope.renamed_classes, scope.version, scope.context)
     if fired := first_rule(VERSION_RULES, o):
         return fired[0].outcome, f"{fired[1]} [rule {fired[0].name}]", fired[0].name
     status, why, name = decide_occurrence(o)

@@ -7,15 +7,15 @@ mapping's sure Godot 3 use is a marker for the ambiguous occurrences of the othe
 from __future__ import annotations
 
 from ..engine.stage import Stage
-from ..engine.state import PartKey, Pool, QueryContext
+from ..engine.state import PartKey, Pool, QueryState
 from ..engine.trace import Occurrence
 from ..engine.types import Candidate
 from ..query.parse import FACTS, RESOLUTION
 from .occurrences import Occurrences, mapping_occurrences
-from .version import VersionContext, effective_hint, version_context
+from .version import VersionMarkers, effective_hint, version_context
 from .version_occurrence import ChunkScope
 
-VERSION_MARKERS = PartKey[VersionContext]("version", "the chunk's version markers, the mappings' Godot 3 uses included")
+VERSION_MARKERS = PartKey[VersionMarkers]("version", "the chunk's version markers, the mappings' Godot 3 uses included")
 OCCURRENCES = PartKey[Occurrences]("occurrences", "each api_mapping candidate's occurrences, decided")
 
 
@@ -35,7 +35,7 @@ def mapping_markers(mappings: list[Candidate], occurrences: Occurrences) -> list
     return out
 
 
-def run_version(ctx: QueryContext, pool: Pool) -> Pool:
+def run_version(ctx: QueryState, pool: Pool) -> Pool:
     """The chunk's Godot 3 / Godot 4 markers and the occurrence decisions of the api_mapping candidates."""
     r = ctx.resources
     renames = r.renames()

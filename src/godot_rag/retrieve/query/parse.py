@@ -6,13 +6,13 @@ from ...gdscript.facts import GDScriptFacts, parse_chunk
 from ...gdscript.resolution import Resolution
 from ...gdscript.resolve import extends_hint, resolve_uses
 from ..engine.stage import Stage
-from ..engine.state import PartKey, Pool, QueryContext
+from ..engine.state import PartKey, Pool, QueryState
 
 FACTS = PartKey[GDScriptFacts]("facts", "the chunk's GDScript facts")
 RESOLUTION = PartKey[Resolution]("resolution", "the chunk's API uses, resolved through the class reference")
 
 
-def run_parse(ctx: QueryContext, pool: Pool) -> Pool:
+def run_parse(ctx: QueryState, pool: Pool) -> Pool:
     ctx[FACTS] = parse_chunk(ctx.chunk)
     ctx.trace.gdscript = ctx[FACTS].summary()
     ctx.note(**ctx.trace.gdscript)
@@ -24,7 +24,7 @@ PARSE = Stage("parse", run_parse,
               provides=(FACTS,))
 
 
-def run_resolve(ctx: QueryContext, pool: Pool) -> Pool:
+def run_resolve(ctx: QueryState, pool: Pool) -> Pool:
     """The resolve stage: each API use of the chunk, resolved through the Godot 4 class reference."""
     context = ctx.context
     res = resolve_uses(ctx[FACTS], ctx.resources.class_reference(), extends_hint(ctx[FACTS], ctx.cfg.extends, context),

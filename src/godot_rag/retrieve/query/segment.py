@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from ...gdscript.tokenize import local_weights, tokenize, tokenizer_of
 from ..engine.stage import Stage
-from ..engine.state import PartKey, Pool, QueryContext
+from ..engine.state import PartKey, Pool, QueryState
 
 TOKENS = PartKey[list[list[str]]]("tokens", "the BM25 query terms of each query text")
 
@@ -67,7 +67,7 @@ def _split_at(text: str, level: int | None, min_lines: int) -> list[str]:
     return ["\n".join(b).strip("\n") for b in merged if any(l.strip() for l in b)]
 
 
-def run_segment(ctx: QueryContext, pool: Pool) -> Pool:
+def run_segment(ctx: QueryState, pool: Pool) -> Pool:
     """The segment stage: the chunk's top-level blocks (or a function's paragraphs) become extra BM25 texts."""
     if ctx.cfg.segments:
         segs = split_segments(ctx.chunk)
@@ -82,7 +82,7 @@ SEGMENT = Stage("segment", run_segment, "split a chunk touching several topics i
                 provides=("texts",))
 
 
-def run_tokenize(ctx: QueryContext, pool: Pool) -> Pool:
+def run_tokenize(ctx: QueryState, pool: Pool) -> Pool:
     """The tokenize stage: the BM25 query terms of each text, and the weights of the chunk's own names."""
     from collections import Counter
 

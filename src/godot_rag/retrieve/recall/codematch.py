@@ -22,7 +22,7 @@ from ...gdscript.facts import GDScriptFacts, parse_chunk
 from ...gdscript.lexicon import IDENT, KEYWORDS
 from ...records import record_code
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryContext
+from ..engine.state import Pool, QueryState
 from ..engine.trace import RATIO_DIGITS, SCORE_DIGITS, CodematchInfo, built_by
 from ..engine.types import Candidate
 
@@ -196,7 +196,7 @@ def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
     return out, sum(1 for _, ratio, _, _ in scored if ratio and round(ratio, RATIO_DIGITS) > 0)
 
 
-def run_codematch(ctx: QueryContext, pool: Pool) -> Pool:
+def run_codematch(ctx: QueryState, pool: Pool) -> Pool:
     """Docs only: the other tables hold no code to match."""
     alpha = ctx.cfg.codematch_alpha
     if not alpha or "docs_chunks" not in pool:

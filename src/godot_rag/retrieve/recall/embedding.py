@@ -6,7 +6,7 @@ import numpy as np
 
 from ...store import queries
 from ..engine.stage import Stage
-from ..engine.state import PartKey, Pool, QueryContext
+from ..engine.state import PartKey, Pool, QueryState
 from ..engine.trace import SCORE_DIGITS, EmbeddingInfo, later
 from ..engine.types import Candidate
 from .prefilter import drop_absent
@@ -14,7 +14,7 @@ from .prefilter import drop_absent
 VECTORS = PartKey[np.ndarray]("vectors", "the encoded query texts")
 
 
-def run_embed_query(ctx: QueryContext, pool: Pool) -> Pool:
+def run_embed_query(ctx: QueryState, pool: Pool) -> Pool:
     embedder = ctx.ensure_loaded("embedder", ctx.resources.embedder, model=ctx.resources.embedder.key)
     encoded = [embedder.encode_query(t) for t in ctx.dense_texts]
     ctx[VECTORS] = np.stack([vector for vector, _ in encoded])
@@ -22,7 +22,7 @@ def run_embed_query(ctx: QueryContext, pool: Pool) -> Pool:
     return pool
 
 
-def run_embedding(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | None = None,
+def run_embedding(ctx: QueryState, pool: Pool, min_candidates: dict[str, int] | None = None,
                   prefilter: bool = False) -> Pool:
     """Segments get BM25 lists only: a second embedding pass per segment costs more than it adds.
     `prefilter`: api_mapping rows that cannot occur in the chunk get no candidate (prefilter.py)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryContext
+from ..engine.state import Pool, QueryState
 from ..engine.trace import SCORE_DIGITS, FuseInfo, ListEntry, MergeInfo, UnionInfo, built_by, later
 from ..engine.types import Candidate
 
@@ -115,7 +115,7 @@ def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weig
     return out
 
 
-def entries_of(ctx: QueryContext, table: str, ti: int, lists: dict[str, list[Candidate]]) -> dict[str, Entries]:
+def entries_of(ctx: QueryState, table: str, ti: int, lists: dict[str, list[Candidate]]) -> dict[str, Entries]:
     """`list_entries` of one text's lists, worked out once per query: the union shows them, the fusion sums them."""
     key = (table, ti)
     if key not in ctx.lists.entries:
@@ -123,7 +123,7 @@ def entries_of(ctx: QueryContext, table: str, ti: int, lists: dict[str, list[Can
     return ctx.lists.entries[key]
 
 
-def run_union(ctx: QueryContext, pool: Pool) -> Pool:
+def run_union(ctx: QueryState, pool: Pool) -> Pool:
     out: Pool = {}
     for table in ctx.tables:
         out[table] = [union(lists, ctx.source_prefix, seen=entries_of(ctx, table, ti, lists))
@@ -138,7 +138,7 @@ def _fuse_info(method: str, rrf_k: int | None, weights: dict[str, float], entrie
     return FuseInfo(method=method, rrf_k=rrf_k, weights=weights, inputs=fused_inputs(entries), score=score, rank=rank)
 
 
-def run_fuse(ctx: QueryContext, pool: Pool) -> Pool:
+def run_fuse(ctx: QueryState, pool: Pool) -> Pool:
     """Re-scores the union's candidates in place: they are this query's own copies, made by the union."""
     cfg = ctx.cfg
     weights = {"bm25": cfg.weight_bm25, "embedding": cfg.weight_embedding}
@@ -193,7 +193,7 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> l
     return out
 
 
-def run_merge(ctx: QueryContext, pool: Pool) -> Pool:
+def run_merge(ctx: QueryState, pool: Pool) -> Pool:
     out: Pool = {}
     for table, per_text in pool.items():
         if len(per_text) > 1:

@@ -6,7 +6,7 @@ from functools import partial
 
 from ...gdscript.tokenize import TokenizerConfig, tokenizer_of
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryContext
+from ..engine.state import Pool, QueryState
 from ..engine.trace import RATIO_DIGITS, Bm25Info, ExplainInfo, later
 from ..engine.types import Candidate
 from ..query.segment import TOKENS
@@ -14,14 +14,14 @@ from . import bm25 as bm25_mod
 from .prefilter import drop_absent
 
 
-def load_index(ctx: QueryContext, table: str, tok: TokenizerConfig) -> bm25_mod.BM25Index:
+def load_index(ctx: QueryState, table: str, tok: TokenizerConfig) -> bm25_mod.BM25Index:
     """The table's BM25 index; reading the cache (or building it) is its own `load:bm25` step, not query time."""
     ctx.load_step("bm25", ctx.resources.bm25.loaded(table, tok),
                   partial(ctx.resources.bm25.index, table, tok, ctx.cfg), table=table, tokenizer=tok.key())
     return ctx.resources.bm25.index(table, tok, ctx.cfg)
 
 
-def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | None = None,
+def run_bm25(ctx: QueryState, pool: Pool, min_candidates: dict[str, int] | None = None,
              prefilter: bool = False) -> Pool:
     """`prefilter`: api_mapping rows that cannot occur in the chunk get no candidate (prefilter.py)."""
     tok = tokenizer_of(ctx.cfg)
@@ -49,7 +49,7 @@ def run_bm25(ctx: QueryContext, pool: Pool, min_candidates: dict[str, int] | Non
     return pool
 
 
-def run_explain(ctx: QueryContext, pool: Pool) -> Pool:
+def run_explain(ctx: QueryState, pool: Pool) -> Pool:
     """df, tf, idf, tfn and contribution of each matched term, for every shown candidate BM25 found."""
     if not ctx.explain or not ctx[TOKENS][0]:
         ctx.note(skipped="explain is off" if not ctx.explain else "no BM25 query")

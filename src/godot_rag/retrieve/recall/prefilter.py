@@ -17,7 +17,7 @@ from ..query.parse import FACTS
 
 if TYPE_CHECKING:
     from ...store.records_cache import Records
-    from ..engine.state import QueryContext
+    from ..engine.state import QueryState
     from ..engine.trace import QueryTrace
 
 TABLE = "api_mapping"
@@ -56,7 +56,7 @@ def absent_reason(source_api: str) -> str:
     return f"source_api '{source_api}' does not occur in the chunk"
 
 
-def drop_absent(ctx: QueryContext, table: str, ranked: list[tuple[str, float]], records: Records,
+def drop_absent(ctx: QueryState, table: str, ranked: list[tuple[str, float]], records: Records,
                 on: bool) -> list[tuple[int, str, float]]:
     """(rank in the full list, id, score) of the rows that go on: all of them, unless `on` and the table is
     api_mapping, where a mapping the chunk cannot hold is left out (counted in the stage's log)."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...gdscript.tokenize import tokenizer_of
 from ..engine.resources import Resources
-from ..engine.state import QueryContext
+from ..engine.state import QueryState
 from .lexical import load_index
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def start_embedder(retriever: Resources) -> threading.Thread | None:
     return thread
 
 
-def preload(ctx: QueryContext, stage_names: list[str]) -> None:
+def preload(ctx: QueryState, stage_names: list[str]) -> None:
     """Before the stages run: the embedder on a thread (if a stage encodes the query), the BM25 indexes here."""
     r = ctx.resources
     if "embed_query" in stage_names:

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from ...gdscript.lexicon import IDENT_RE
 from ..engine.stage import Stage
-from ..engine.state import Fallback, Pool, QueryContext
+from ..engine.state import Fallback, Pool, QueryState
 
 PROFILE_SCHEMA = {
     "type": "object",
@@ -120,7 +120,7 @@ def request_profile(llm: ChatLLM, chunk: str) -> tuple[dict, dict]:
     return profile, {"raw_answer": res["text"], "parse_problems": problems, "model": getattr(llm, "name", "llm")}
 
 
-def run_profile(ctx: QueryContext, pool: Pool) -> Pool:
+def run_profile(ctx: QueryState, pool: Pool) -> Pool:
     """Qwen writes the search profile; its literals must occur in the chunk. BM25 then reads the
     literals and the embedding reads the intent, instead of the raw chunk."""
     from ...models.llm import LLMError
@@ -149,7 +149,7 @@ def run_profile(ctx: QueryContext, pool: Pool) -> Pool:
     return pool
 
 
-def run_profile_diff(ctx: QueryContext, pool: Pool) -> Pool:
+def run_profile_diff(ctx: QueryState, pool: Pool) -> Pool:
     """What the profile changed against D on the raw chunk (D's own stages, run again)."""
     raw = ctx.resources.retrieve(ctx.chunk, "D", ctx.cfg, explain=False)
     raw_ids = {(c.table, c.id) for c in raw.results}

@@ -14,7 +14,7 @@ import numpy as np
 from ...records import model_text
 from ..engine.config import ConfigError
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryContext
+from ..engine.state import Pool, QueryState
 from ..engine.trace import SCORE_DIGITS, RerankInfo
 from ..engine.types import Candidate
 
@@ -70,7 +70,7 @@ def open_reranker(name: str, llm: object | None, cross_encoder_path: str | None)
     raise ConfigError(f"unknown reranker {name!r}")
 
 
-def run_rerank(ctx: QueryContext, pool: Pool) -> Pool:
+def run_rerank(ctx: QueryState, pool: Pool) -> Pool:
     cfg = ctx.cfg
     docs = ctx.table_lists(pool, "docs_chunks")
     if not docs or cfg.reranker == "none":

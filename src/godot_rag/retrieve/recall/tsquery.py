@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from ...store import queries
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryContext
+from ..engine.state import Pool, QueryState
 from ..engine.trace import SCORE_DIGITS, TsqueryInfo
 from ..engine.types import Candidate
 
 
-def run_tsquery(ctx: QueryContext, pool: Pool) -> Pool:
+def run_tsquery(ctx: QueryState, pool: Pool) -> Pool:
     conn = ctx.resources.conn()
     ctx.trace.tables = {}
     out: Pool = {}
@@ -29,7 +29,7 @@ def run_tsquery(ctx: QueryContext, pool: Pool) -> Pool:
     return out
 
 
-def run_diagnose(ctx: QueryContext, pool: Pool) -> Pool:
+def run_diagnose(ctx: QueryState, pool: Pool) -> Pool:
     conn = ctx.resources.conn()
     for table, info in (ctx.trace.tables or {}).items():
         if info["row_count"] == 0:

@@ -1,4 +1,4 @@
-"""What the validator knows about one chunk, computed once per request (`ValidationContext`, the part `validation`),
+"""What the validator knows about one chunk, computed once per request (`ValidationScope`, the part `validation`),
 and how rare a shared name must be to count (`MIN_IDF`, `MIN_NAME_CHARS`)."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ...gdscript.facts import GDScriptFacts
 from ...gdscript.lexicon import IDENT_RE
 from ..engine.config import RetrieveConfig
 from ..engine.state import PartKey
-from ..migration.version import VersionContext
+from ..migration.version import VersionMarkers
 from ..migration.version_occurrence import ChunkScope
 from .api_source import ClassUse
 from .chunk_side import ChunkSide, chunk_side, migrated_api
@@ -34,9 +34,9 @@ class MappingConfidence:
 
 
 @dataclass(kw_only=True)
-class ValidationContext(ChunkScope):
+class ValidationScope(ChunkScope):
     """What the validator knows about the chunk, computed once per request."""
-    version: VersionContext  # final: the mappings' Godot 3 uses included (the version stage)
+    version: VersionMarkers  # final: the mappings' Godot 3 uses included (the version stage)
     idf: Callable[[str], float]
     class_of_page: dict[str, str]  # classes/class_scenetree -> SceneTree
     renameable: frozenset[str] = frozenset()
@@ -70,7 +70,7 @@ class ValidationContext(ChunkScope):
         return long_rare_names(self, strings=True)
 
     @cached_property
-    def alone(self) -> ValidationContext:
+    def alone(self) -> ValidationScope:
         """This context with the chunk's own resolution (`Resolution.chunk_alone`): what the mapping, finding and
         guide decisions read. The guide model's features were fitted on chunks alone, and a Godot 3 use is the
         chunk's to show; only the class-reference entries read what the project's declarations typed."""
@@ -104,7 +104,7 @@ class ValidationContext(ChunkScope):
         return out
 
 
-VALIDATION = PartKey[ValidationContext]("validation", "what the validator knew; the judge re-checks findings with it")
+VALIDATION = PartKey[ValidationScope]("validation", "what the validator knew; the judge re-checks findings with it")
 
 
 def chain_haystack(facts: GDScriptFacts) -> str:
@@ -114,7 +114,7 @@ def chain_haystack(facts: GDScriptFacts) -> str:
     return "\n".join("." + ch for ch in sorted(facts.chain_texts))
 
 
-def long_rare_names(v: ValidationContext, strings: bool = False) -> tuple[str, ...]:
+def long_rare_names(v: ValidationScope, strings: bool = False) -> tuple[str, ...]:
     """The chunk's identifiers (`strings`: its identifier-like string values) long and rare enough to be evidence
     where a record holds them too, in order: the same for every record, so the validation context keeps them."""
     names = {s for s in v.facts.string_values if IDENT_RE.fullmatch(s)} if strings else v.facts.identifiers
