@@ -56,7 +56,8 @@ def pct(values, q):
 
 
 def chunks():
-    rows = [json.loads(line)["chunk_text"] for line in open(args.set)]
+    with open(args.set) as lines:
+        rows = [json.loads(line)["chunk_text"] for line in lines]
     step = args.step or max(1, len(rows) // args.n)
     return rows[::step][: args.n]
 

@@ -43,7 +43,8 @@ try:
                 break
         except httpx.HTTPError:
             time.sleep(0.5)
-    chunks = [json.loads(l)["chunk_text"] for l in open(args.queries)]
+    with open(args.queries) as lines:
+        chunks = [json.loads(l)["chunk_text"] for l in lines]
     lat, fails, lock = [], [], threading.Lock()
     budget = [args.max_requests]
 

@@ -16,6 +16,7 @@ Progress goes to stderr; the table to stdout.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -70,7 +71,7 @@ def guarded(probe: str, expected: str, fn, *a, **kw) -> None:
         fn(*a, **kw)
     except KeyboardInterrupt:
         raise
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         row(probe, expected, f"probe crashed: {type(e).__name__}: {str(e)[:200]}", False)
 
 
@@ -98,14 +99,10 @@ def stop_proc(p: subprocess.Popen, sig=signal.SIGTERM, wait: float = 60) -> int 
             p.send_signal(sig)
             p.wait(wait)
         except subprocess.TimeoutExpired:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
         except ProcessLookupError:
             pass
     return p.poll()
@@ -179,10 +176,8 @@ def descendants(pid: int) -> list[int]:
     parent = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
-            try:
+            with contextlib.suppress(OSError, IndexError, ValueError):
                 parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
     out, todo = [], [pid]
     while todo:
         cur = todo.pop()
@@ -205,12 +200,14 @@ class Serve:
         self.name = name
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.err_file = tempfile.NamedTemporaryFile(prefix=f"probe-serve-{name}-", suffix=".err", delete=False)
-        TEMP_DIRS.append(Path(self.err_file.name))
         self.out_lines: list[str] = []
         self.ready = threading.Event()
-        self.proc = spawn([GODOT_RAG, "serve", "--host", "127.0.0.1", "--port", str(self.port), *args], env=env,
-                          cwd=str(ROOT), stdout=subprocess.PIPE, stderr=self.err_file, stdin=subprocess.DEVNULL)
+        # the server writes its stderr to this file; the child holds its own descriptor once started
+        with tempfile.NamedTemporaryFile(prefix=f"probe-serve-{name}-", suffix=".err", delete=False) as err_file:
+            self.err_path = Path(err_file.name)
+            TEMP_DIRS.append(self.err_path)
+            self.proc = spawn([GODOT_RAG, "serve", "--host", "127.0.0.1", "--port", str(self.port), *args], env=env,
+                              cwd=str(ROOT), stdout=subprocess.PIPE, stderr=err_file, stdin=subprocess.DEVNULL)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -227,7 +224,7 @@ class Serve:
 
     def output(self) -> str:
         try:
-            err = Path(self.err_file.name).read_text(errors="replace")
+            err = self.err_path.read_text(errors="replace")
         except OSError:
             err = ""
         return "".join(self.out_lines) + err
@@ -281,10 +278,7 @@ def describe_http(status, data: bytes) -> str:
         fb = (d.get("trace") or {}).get("llm_fallback")
         n = len(d.get("results") or [])
         return f"HTTP 200: {n} results, strategy {d.get('strategy')}" + (f"; llm_fallback: {str(fb)[:80]}" if fb else "")
-    if isinstance(d, dict):
-        msg = d.get("error") or d.get("detail") or json.dumps(d)
-    else:
-        msg = data.decode(errors="replace")
+    msg = (d.get("error") or d.get("detail") or json.dumps(d)) if isinstance(d, dict) else data.decode(errors="replace")
     return f"HTTP {status}: {str(msg)[:100]}"
 
 
@@ -343,7 +337,7 @@ def probes_http(srv: Serve, data_dir: Path):
                 {"chunkText": nul, "strategy": "A"},
                 lambda s, d: s == 422 and "line 3" in error_text(d) and "column 4" in error_text(d))
     # 4. LLM-needing requests on a server without an LLM
-    llm503 = lambda s, d: s == 503 and "LLM" in error_text(d)  # noqa: E731
+    llm503 = lambda s, d: s == 503 and "LLM" in error_text(d)
     http_simple(srv, "4. F validator_llm=true, serve without LLM", "503 naming the LLM",
                 req("F", {"validator_llm": True}), llm503)
     http_simple(srv, "4. E, serve without LLM", "503 naming the LLM", req("E"), llm503)
@@ -462,7 +456,7 @@ def memory_probe(srv: Serve):
             if status != 200:
                 errors.append(f"k1={k1},b={b}: {describe_http(status, data)[:60]}")
         after.append(measure())
-    mb = lambda kb: kb / 1024  # noqa: E731
+    mb = lambda kb: kb / 1024
     g1, g2 = mb(after[0][0] - before[0]), mb(after[1][0] - after[0][0])
     obs = (f"serve RSS {mb(before[0]):.0f} MB -> {mb(after[0][0]):.0f} MB after 10 (+{g1:.0f}) -> "
            f"{mb(after[1][0]):.0f} MB after 20 (+{g2:.0f}); children ({after[1][2]}) "
@@ -499,8 +493,8 @@ def probes_llm_down(data_dir: Path):
         if not srv.wait_ready(300):
             row("4. serve --llm-url http://127.0.0.1:9", "starts", f"did not start: {srv.stderr_tail()}", False)
             return
-        llm503 = lambda s, d: s == 503 and "LLM" in error_text(d)  # noqa: E731
-        fallback = lambda s, d: s == 200 and bool(((body_json(d) or {}).get("trace") or {}).get("llm_fallback"))  # noqa: E731
+        llm503 = lambda s, d: s == 503 and "LLM" in error_text(d)
+        fallback = lambda s, d: s == 200 and bool(((body_json(d) or {}).get("trace") or {}).get("llm_fallback"))
         http_simple(srv, "4. F validator_llm=true, LLM server down", "503 naming the LLM",
                     req("F", {"validator_llm": True}), llm503)
         http_simple(srv, "4. E, LLM server down", "503 naming the LLM", req("E"), llm503)
@@ -523,7 +517,7 @@ def probe_dsn_serve():
                 f"{srv.stderr_tail()[:100]}; 'secret' in output: {'secret' in out}", False)
             return
         status, data = srv.request(req("A"), timeout=60)
-        s2, d2 = srv.request(None, path="/api/strategies", method="GET", timeout=60)
+        _s2, d2 = srv.request(None, path="/api/strategies", method="GET", timeout=60)
     finally:
         srv.stop()
     out = srv.output()
@@ -785,7 +779,7 @@ def scan_layout(tmp: Path) -> Path:
 def wait_scan(srv: Serve, job_id: str, timeout: float = 300) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status, data = srv.request(None, path=f"/api/scan/{job_id}?results=false", method="GET", timeout=60)
+        _status, data = srv.request(None, path=f"/api/scan/{job_id}?results=false", method="GET", timeout=60)
         d = body_json(data) or {}
         if d.get("status") in ("done", "error", "cancelled"):
             return d
@@ -898,7 +892,7 @@ def probes_edges(srv: Serve, data_dir: Path, tmp: Path, allowed: Path):
         zip_buf = __import__("io").BytesIO()
         with __import__("zipfile").ZipFile(zip_buf, "w") as z:
             z.writestr("game/player.gd", CHUNK)
-        st, data = http_call(srv.base + "/api/scan", zip_buf.getvalue(), timeout=60,
+        _st, data = http_call(srv.base + "/api/scan", zip_buf.getvalue(), timeout=60,
                              headers={"Content-Type": "application/zip"})
         job = (body_json(data) or {}).get("job_id")
         if job:

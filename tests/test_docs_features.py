@@ -121,7 +121,7 @@ def test_a_shared_callback_weighs_its_specificity_and_shared_api_counts_in_a_mat
 def test_same_member_on_an_unrelated_class_is_a_contradiction():
     stats = stats_with({"plane": record(uses=["Plane.distance_to"])})
     code = "func f(a: Vector2, b: Vector2):\n    return a.distance_to(b)\n"
-    values, basis = features(stats, code, record(uses=["Plane.distance_to"]))
+    _values, basis = features(stats, code, record(uses=["Plane.distance_to"]))
     assert basis["clashes"] == [{"record": "Plane.distance_to", "chunk": "Vector2.distance_to"}]
     assert contradictions(basis)[0].startswith("contradiction: the record uses Plane.distance_to")
     _, basis = features(stats, code, record(uses=["Vector2.distance_to", "Plane.distance_to"]))

@@ -74,6 +74,6 @@ def test_a_review_is_scored_by_its_claims():
 
 def test_bootstrap_intervals_hold_the_mean():
     mean, lo, hi = bootstrap([0.0, 1.0, 1.0, 0.0, 1.0], seed=1)
-    assert mean == 0.6 and lo <= mean <= hi and 0.0 <= lo and hi <= 1.0
+    assert mean == 0.6 and lo <= mean <= hi and lo >= 0.0 and hi <= 1.0
     value, lo, hi = ratio_bootstrap([1, 2, 0], [2, 2, 1], seed=1)
     assert value == 0.6 and lo <= value <= hi

@@ -50,7 +50,8 @@ def test_regression_on_fixture_corpus(retriever, tmp_path):
     assert (tmp_path / "recall_at_k.png").exists() and (tmp_path / "latency_per_stage.png").exists()
     trec = (tmp_path / "runs" / "queries.B.trec").read_text().splitlines()[0].split()
     assert trec[1] == "Q0" and trec[3] == "1"
-    failures = [json.loads(l) for l in open(tmp_path / "failures.jsonl")]
+    with open(tmp_path / "failures.jsonl") as lines:
+        failures = [json.loads(l) for l in lines]
     assert all("stage" in f for f in failures)
     a_fail = [f for f in failures if f["strategy"] == "A" and "missed" in f]
     assert a_fail and a_fail[0]["stage"] == "no tsquery hit"
@@ -165,7 +166,8 @@ def test_eval_reports_the_port_removed_figure_and_marks_its_accepts(retriever, t
     run = next(r for r in report["runs"] if r["variant"] == "all")
     assert run["mapping_precision"] == 0.5 and run["mapping_recall"] == 1.0
     assert run["mapping_precision_port_removed"] == 1.0 and run["mapping_recall_port_removed"] == 1.0
-    wrong = [json.loads(line) for line in open(out / "failures.jsonl") if "wrongly_accepted_mapping" in line]
+    with open(out / "failures.jsonl") as lines:
+        wrong = [json.loads(line) for line in lines if "wrongly_accepted_mapping" in line]
     assert [(f["wrongly_accepted_mapping"], f.get("port_removed")) for f in wrong] == [
         ("gdscript_function_renames:get_len->get_length", True)]
 
@@ -220,6 +222,7 @@ def test_eval_reads_judged_pairs_beside_the_queries(retriever, tmp_path):
     groups = ("guides", "api_reference")
     graded = sum(run[f"judged_{g}_accepted"] - run[f"judged_{g}_ungraded"] for g in groups)
     assert graded == 2 and sum(run[f"judged_{g}_ungraded"] for g in groups) == len(docs) - 2
-    bad = [json.loads(l) for l in open(out / "failures.jsonl") if "accepted_grade0" in l]
+    with open(out / "failures.jsonl") as lines:
+        bad = [json.loads(l) for l in lines if "accepted_grade0" in l]
     assert [f["accepted_grade0"] for f in bad] == [docs[1].id]
     assert "| judged_chunks_with_grade2 |" in (out / "report.md").read_text()

@@ -475,7 +475,8 @@ def test_resolution_matches_the_real_code_api_gold(ref):
     """Resolution with the file's own `extends` agrees with the set's API gold (a floor, not a tuned number)."""
     import re
 
-    rows = [json.loads(l) for l in open(SHARED / "eval" / "realcode_godot4.dev.jsonl", encoding="utf-8")][:300]
+    with open(SHARED / "eval" / "realcode_godot4.dev.jsonl", encoding="utf-8") as lines:
+        rows = [json.loads(l) for l in lines][:300]
     root = SHARED / "realcode" / "godot-demo-projects" / "godot4"
     tp = fp = fn = 0
     for q in rows:
@@ -518,8 +519,8 @@ REAL_OCCURRENCES = [
 
 @pytest.mark.parametrize("query,mapping,status,rule", REAL_OCCURRENCES)
 def test_a_real_occurrence_names_the_rule_that_decided_it(ref, query, mapping, status, rule):
-    chunk = next(q["chunk_text"] for q in map(json.loads, open(SHARED / "eval" / "realcode_godot3.dev.jsonl", encoding="utf-8"))
-                 if q["id"] == query)
+    with open(SHARED / "eval" / "realcode_godot3.dev.jsonl", encoding="utf-8") as lines:
+        chunk = next(q["chunk_text"] for q in map(json.loads, lines) if q["id"] == query)
     facts = parse_chunk(chunk)
     res, m = resolve_uses(facts, ref), _mapping(*mapping)
     decided = [classify_in_context(ChunkScope(facts, res, ref), m, occ) for occ in facts.occurrences(m["source_api"])]

@@ -162,7 +162,7 @@ def test_records_resolve_their_code_like_a_chunk(out):
     assert {"speed", "direction", "delta"} <= set(meta["code_declares"])
     assert "Input.is_action_pressed" in meta["mentions"] and "Input" in meta["mentions"]
     assert all("links" not in c["metadata"] for c in chunks)
-    ref = ClassReference(json.load(open(out / "class_reference.json")))
+    ref = ClassReference(json.loads((out / "class_reference.json").read_text()))
     page_class = {i["page"]: c for c, i in ref.classes.items()}
     assert prose_mentions("Use a `Vector2.ZERO` here.", ["classes__class_input__d4e5f6a7.md", "https://x.org/a.html"],
                           ref, page_class) == ["Input", "Vector2", "Vector2.ZERO"]

@@ -165,17 +165,16 @@ def test_own_server_without_pgvector_says_how_to_fix(fixture_jsonl):
     shutil.chown(tmp_path, "postgres")
     shutil.chown(sock, "postgres")
     run = ["runuser", "-u", "postgres", "--"]
-    subprocess.run(run + [str(PG15 / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"], check=True,
+    subprocess.run([*run, str(PG15 / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"], check=True,
                    capture_output=True)
-    subprocess.run(run + [str(PG15 / "pg_ctl"), "-D", str(data), "-l", str(tmp_path / "log"), "-o",
-                          f"-k {sock} -h '' -p 55439", "-w", "start"],
+    subprocess.run([*run, str(PG15 / "pg_ctl"), "-D", str(data), "-l", str(tmp_path / "log"), "-o", f"-k {sock} -h '' -p 55439", "-w", "start"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
     try:
         db = Database(dsn=f"postgresql://postgres@/postgres?host={sock}&port=55439")
-        with pytest.raises(StoreError, match="no 'vector' extension.*CREATE EXTENSION vector"):
+        with pytest.raises(StoreError, match=r"no 'vector' extension.*CREATE EXTENSION vector"):
             load_jsonl(db, fixture_jsonl, quiet=True)
     finally:
-        subprocess.run(run + [str(PG15 / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+        subprocess.run([*run, str(PG15 / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
         shutil.rmtree(tmp_path, ignore_errors=True)
 

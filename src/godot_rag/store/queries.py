@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import numpy as np
 import psycopg
@@ -95,7 +95,7 @@ def vector_search(conn: psycopg.Connection, table: str, vector: np.ndarray, limi
 
 
 # hnsw.ef_search set for a connection's session (an autocommit one, between transactions), by connection.
-_SESSION_EF_SEARCH: "weakref.WeakKeyDictionary[psycopg.Connection, int]" = weakref.WeakKeyDictionary()
+_SESSION_EF_SEARCH: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
 
 
 @contextmanager
