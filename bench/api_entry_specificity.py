@@ -20,7 +20,8 @@ ap.add_argument("--queries", default="../shared/eval/realcode_godot4.dev.jsonl")
 ap.add_argument("--data-dir", default=None)
 ap.add_argument("--set", action="append", default=[], help="a setting, name=JSON value (min_api_specificity=0)")
 args = ap.parse_args()
-judged = args.judged or ["../shared/eval/judged_docs.realcode_godot4.dev.jsonl", *map(str, sorted(Path("bench/judged").glob("*.jsonl")))]
+judged = args.judged or ["../shared/eval/judged_docs.realcode_godot4.dev.jsonl",
+                         *map(str, sorted(Path("bench/judged").glob("*.jsonl")))]
 grades = {}
 for f in judged:
     with open(f) as lines:

@@ -21,7 +21,8 @@ work.mkdir(parents=True)
 base = ["godot-rag"]
 data = ["--data-dir", str(work / "pgdata")]
 steps = {
-    "ingest": [*base, "ingest", "--pages", f"{args.shared}/godot_docs/pages", "--renames", f"{args.shared}/godot_docs/renames_3_to_4.jsonl", "--out", str(work / "jsonl"), "--quiet"],
+    "ingest": [*base, "ingest", "--pages", f"{args.shared}/godot_docs/pages", "--renames",
+               f"{args.shared}/godot_docs/renames_3_to_4.jsonl", "--out", str(work / "jsonl"), "--quiet"],
     "load": [*base, "load", "--jsonl", str(work / "jsonl"), "--quiet", *data],
     "embed": [*base, "embed", "--quiet", *data],
 }

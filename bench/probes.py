@@ -560,7 +560,8 @@ def probes_cli_full(data_dir: Path, tmp: Path):
         cli_row("11. retrieve <UTF-8 file with a NUL>", one, cli(["retrieve", str(g), "-s", "A"], env))
     guarded("11. retrieve <binary file>", one, binary_probe)
     guarded("11. retrieve --set weight_bm25=abc", one, lambda: cli_row(
-        "11. retrieve --set weight_bm25=abc", one, cli(["retrieve", str(chunk_file), "-s", "A", "--set", "weight_bm25=abc"], env)))
+        "11. retrieve --set weight_bm25=abc", one,
+        cli(["retrieve", str(chunk_file), "-s", "A", "--set", "weight_bm25=abc"], env)))
 
     def toml_probe():
         f = tmp / "bad.toml"
@@ -1046,7 +1047,8 @@ def main() -> int:
         if not srv.wait_ready(900):
             row("0. serve starts", "prints its ready line", f"did not start (exit {srv.proc.poll()}): {srv.stderr_tail()}", False)
             return 2
-        row("0. serve starts (full database, no LLM)", "prints its ready line", f"ready after {time.monotonic() - T0:.0f} s", True)
+        row("0. serve starts (full database, no LLM)", "prints its ready line",
+            f"ready after {time.monotonic() - T0:.0f} s", True)
         if "http" in only:
             probes_http(srv, data_dir)
         if "edges" in only:

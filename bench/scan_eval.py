@@ -8,7 +8,8 @@ Each eval chunk (`rc3:<file>#n`) is matched to the scan's chunks of the same fil
 same text, else every scan chunk whose lines overlap the eval chunk's lines in the file. The accepted
 `api_mapping` records of the matched chunks are compared with `relevant_mappings` as `godot-rag eval`
 does (converter tables only); the prose `migration_guide:` and `gdscript_syntax:` records are counted
-apart and judged by the port rule (`godot_rag/eval/port_rule.py`) when the script trees sit beside the set. With `expect_no_mappings` sets (realcode_godot4) it counts the chunks with any accepted mapping.
+apart and judged by the port rule (`godot_rag/eval/port_rule.py`) when the script trees sit beside the set.
+With `expect_no_mappings` sets (realcode_godot4) it counts the chunks with any accepted mapping.
 
 The docs figures are the eval's, over the matched chunks, with the project around each chunk (the scan's
 `context`: its file's `extends`, the project's symbols) where `godot-rag eval` gives the chunk alone: the share of
@@ -105,7 +106,8 @@ def main() -> None:
             judged["chunks_with_grade2"] += any(grades.get((q["id"], d)) == 2 for d in docs)
             groups = {r["id"]: r["group"] for c in hit for r in c["results"] if r["table"] == "docs_chunks"}
             for d in docs:
-                judged["api_reference" if groups.get(d) == "api_reference" else "guides"][grades.get((q["id"], d), "ungraded")] += 1
+                group = "api_reference" if groups.get(d) == "api_reference" else "guides"
+                judged[group][grades.get((q["id"], d), "ungraded")] += 1
         if gold_pages:
             coverage.append(len(gold_pages & pages) / len(gold_pages))
         classref += sum(1 for d in docs if d.startswith("classes/"))

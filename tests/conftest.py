@@ -30,7 +30,8 @@ def no_server_left_behind(pg_root):
 
     def left():
         return [p.pid for p in psutil.process_iter(["name", "cmdline"])
-                if (p.info.get("name") or "").startswith("postgres") and any(str(pg_root) in a for a in p.info.get("cmdline") or [])]
+                if (p.info.get("name") or "").startswith("postgres")
+                and any(str(pg_root) in a for a in p.info.get("cmdline") or [])]
 
     for _ in range(40):
         if not left():

@@ -23,7 +23,8 @@ def test_metrics_by_hand():
     idcg = 3 / math.log2(2) + 1 / math.log2(3)
     assert got["q"]["ndcg@10"] == pytest.approx(dcg / idcg)
     assert got["q"]["recall@1"] == 0.0 and got["q"]["recall@5"] == 1.0 and got["q"]["all_relevant@1"] == 0.0
-    assert mapping_triple("class_renames:AnimatedSprite->AnimatedSprite2D") == ("class_renames", "AnimatedSprite", "AnimatedSprite2D")
+    assert mapping_triple("class_renames:AnimatedSprite->AnimatedSprite2D") == (
+        "class_renames", "AnimatedSprite", "AnimatedSprite2D")
     assert mapping_triple("gdscript_syntax:yield->await") is None
 
 
@@ -42,8 +43,8 @@ def test_regression_on_fixture_corpus(retriever, tmp_path):
     report = run_eval(retriever, [FIXTURES / "queries.jsonl"], ["A", "B", "D", "F"], RetrieveConfig(reranker="none"),
                       out_dir=tmp_path, quiet=True)
     runs = {(r["strategy"], r["variant"]): r for r in report["runs"]}
-    got = {key: {m: runs[key][m] for m in ("all_relevant@1", "all_relevant@5", "mrr", "ndcg@10", "mapping_precision", "mapping_recall",
-                                          "zero_result_rate")} for key in runs if key[1] == "all"}
+    metrics = ("all_relevant@1", "all_relevant@5", "mrr", "ndcg@10", "mapping_precision", "mapping_recall", "zero_result_rate")
+    got = {key: {m: runs[key][m] for m in metrics} for key in runs if key[1] == "all"}
     for key in EXPECTED:
         assert got[key] == EXPECTED[key], (key, json.dumps(got[key]))
     assert (tmp_path / "metrics.json").exists() and (tmp_path / "report.md").read_text().count("| metric |") >= 1
@@ -151,7 +152,8 @@ def test_eval_reports_the_port_removed_figure_and_marks_its_accepts(retriever, t
     gold, so a wrong accept for `mapping_precision`, a right one for `mapping_precision_port_removed`."""
     chunk = "extends KinematicBody2D\n\nfunc _process(delta):\n    var n = name.get_len()\n"
     root = tmp_path / "realcode" / "godot-demo-projects"
-    for version, text in (("godot3", chunk), ("godot4", "extends CharacterBody2D\n\nfunc _process(delta):\n    var n = len(name)\n")):
+    godot4_chunk = "extends CharacterBody2D\n\nfunc _process(delta):\n    var n = len(name)\n"
+    for version, text in (("godot3", chunk), ("godot4", godot4_chunk)):
         (root / version / "a").mkdir(parents=True)
         (root / version / "a" / "s.gd").write_text(text)
     (tmp_path / "godot_docs").mkdir()
@@ -193,7 +195,8 @@ def test_failures_name_every_occurrence_a_wrong_mapping_was_accepted_on():
 
     occ = [{"line": 4, "col": 24, "region": "node_path", "status": "godot3_node", "why": "line 4:24: a scene node ...",
             "start": 60, "end": 67},
-           {"line": 9, "col": 2, "region": "comment", "status": "ignored", "why": "line 9:2 is in a comment", "start": 90, "end": 97}]
+           {"line": 9, "col": 2, "region": "comment", "status": "ignored", "why": "line 9:2 is in a comment",
+            "start": 90, "end": 97}]
     c = Candidate(table="api_mapping", id="class_renames:RayCast->RayCast3D", payload={})
     c.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=0.5, evidence=[], contradictions=[],
                                          reasons=[], occurrences=occ))

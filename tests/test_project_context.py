@@ -47,7 +47,8 @@ def ref():
     from godot_rag.ingest.classref import build_class_reference
     from godot_rag.ingest.markdown import parse_page
 
-    pages = [parse_page(f.name, f.read_text(encoding="utf-8")) for f in sorted((SHARED / "godot_docs" / "pages").glob("classes__*.md"))]
+    pages = [parse_page(f.name, f.read_text(encoding="utf-8"))
+             for f in sorted((SHARED / "godot_docs" / "pages").glob("classes__*.md"))]
     return ClassReference(build_class_reference(pages))
 
 
@@ -433,7 +434,8 @@ def test_context_in_batch_lines(fixture_db, project, tmp_path):
     chunk = "func go():\n\tchange_scene(\"res://a.tscn\")\n"
     batch.write_text(json.dumps({"chunkText": chunk, "context": CONTEXT}) + "\n" + json.dumps({"chunkText": chunk}) + "\n")
     base = [sys.executable, "-m", "godot_rag.cli", "retrieve", "--data-dir", str(fixture_db.data_dir), "--quiet"]
-    out = subprocess.run([*base, "--batch", str(batch), "--workers", "1", "--format", "result"], capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run([*base, "--batch", str(batch), "--workers", "1", "--format", "result"],
+                         capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [json.loads(l) for l in out.stdout.splitlines()]
     assert rows[0]["trace"]["context"]["file_path"] == "main.gd" and rows[1]["trace"]["context"] is None

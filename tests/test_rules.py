@@ -200,7 +200,8 @@ VERSION_ROWS = [
     ("signal_name_exists", 'func _ready():\n\tskeleton.connect("skeleton_updated", self, "_on_skeleton_updated")\n',
      "gdscript_signals_renames:skeleton_updated->pose_updated", "ambiguous", {}),  # Skeleton3D still has the signal
     # Code.
-    ("not_color_constant", "func flash_damage():\n\t$Sprite.modulate = Palette.red\n", RED, "ignored", {}),  # the project's palette
+    # the project's palette
+    ("not_color_constant", "func flash_damage():\n\t$Sprite.modulate = Palette.red\n", RED, "ignored", {}),
     ("signal_not_used_as_signal", "extends Control\n\nfunc _on_close_pressed():\n\thide()\n", HIDE, "ignored", {}),
     ("method_not_called", 'func _ready():\n\t$Button.pressed.connect(change_scene.bind("res://level_2.tscn"))\n',
      CHANGE_SCENE, "ignored", {}),  # a Callable of the script's own method

@@ -90,7 +90,9 @@ def tsquery_diagnosis(conn: psycopg.Connection, table: str, tokens: list[str]) -
     }
 
 
-def vector_search(conn: psycopg.Connection, table: str, vector: np.ndarray, limit: int, ef_search: int = 100) -> list[tuple[str, float]]:
+def vector_search(
+    conn: psycopg.Connection, table: str, vector: np.ndarray, limit: int, ef_search: int = 100
+) -> list[tuple[str, float]]:
     return vector_searches(conn, {table: limit}, vector, ef_search)[table]
 
 
