@@ -20,13 +20,16 @@ ap.add_argument("--queries", default="../shared/eval/realcode_godot4.dev.jsonl")
 ap.add_argument("--data-dir", default=None)
 ap.add_argument("--set", action="append", default=[], help="a setting, name=JSON value (min_api_specificity=0)")
 args = ap.parse_args()
-judged = args.judged or ["../shared/eval/judged_docs.realcode_godot4.dev.jsonl", *map(str, sorted(Path("bench/judged").glob("*.jsonl")))]
+judged = args.judged or ["../shared/eval/judged_docs.realcode_godot4.dev.jsonl",
+                         *map(str, sorted(Path("bench/judged").glob("*.jsonl")))]
 grades = {}
 for f in judged:
-    for line in open(f):
-        r = json.loads(line)
-        grades[(r["query_id"], r["record_id"])] = r["grade"]
-chunks = {r["id"]: r["chunk_text"] for r in map(json.loads, open(args.queries)) if r["id"] in {q for q, _ in grades}}
+    with open(f) as lines:
+        for line in lines:
+            r = json.loads(line)
+            grades[(r["query_id"], r["record_id"])] = r["grade"]
+with open(args.queries) as lines:
+    chunks = {r["id"]: r["chunk_text"] for r in map(json.loads, lines) if r["id"] in {q for q, _ in grades}}
 db = Database(data_dir=args.data_dir)
 try:
     retriever = Retriever(db)

@@ -22,7 +22,8 @@ ap.add_argument("--godot-rag", default="godot-rag", help="the command (another c
 args = ap.parse_args()
 chunks = []
 for f in [Path(args.queries)] if args.queries else sorted(Path("../shared/eval").glob("*.jsonl")):
-    chunks += [json.loads(l)["chunk_text"] for l in open(f) if "chunk_text" in l]
+    with open(f) as lines:
+        chunks += [json.loads(l)["chunk_text"] for l in lines if "chunk_text" in l]
 out = Path("bench-out")
 out.mkdir(exist_ok=True)
 batch = out / "batch.jsonl"

@@ -26,7 +26,8 @@ ap.add_argument("--data-dir", default=None, help="the database (default: the emb
 ap.add_argument("--repeat", type=int, default=3, help="passes over the chunks; the p50 is over all of them")
 args = ap.parse_args()
 
-queries = [json.loads(line) for line in open(args.queries)][: args.n]
+with open(args.queries) as lines:
+    queries = [json.loads(line) for line in lines][: args.n]
 retriever = Retriever(Database(data_dir=args.data_dir))
 cfg = RetrieveConfig(tables=["docs_chunks"], k=10)
 tok = tokenizer_of(cfg)

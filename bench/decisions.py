@@ -16,7 +16,8 @@ ap.add_argument("--set", default="../shared/eval/realcode_godot4.dev.jsonl")
 ap.add_argument("--n", type=int, default=200)
 ap.add_argument("--strategy", default="F")
 args = ap.parse_args()
-rows = [json.loads(line) for line in open(args.set)]
+with open(args.set) as lines:
+    rows = [json.loads(line) for line in lines]
 step = max(1, len(rows) // args.n)
 retriever = Retriever(Database(data_dir=args.data_dir))
 for q in rows[::step][: args.n]:

@@ -124,7 +124,8 @@ def summarise(items: list[dict], seed: int) -> dict:
     for (task, cond, rendering), rows in sorted(groups.items()):
         figs: dict[str, tuple] = {"prompt_tokens": bootstrap([r["prompt_tokens"] for r in rows], seed)}
         if task == "M":
-            figs["rename_recall"] = ratio_bootstrap([r["score"]["renamed"] for r in rows], [r["score"]["gold"] for r in rows], seed)
+            figs["rename_recall"] = ratio_bootstrap([r["score"]["renamed"] for r in rows],
+                                                    [r["score"]["gold"] for r in rows], seed)
             figs["leftover_rate"] = bootstrap([float(bool(r["score"]["leftovers"])) for r in rows], seed)
             figs["invented_rate"] = bootstrap([float(bool(r["score"]["invented"])) for r in rows], seed)
             figs["parse_failure_rate"] = bootstrap([float(r["score"]["parse_failed"]) for r in rows], seed)
@@ -135,8 +136,10 @@ def summarise(items: list[dict], seed: int) -> dict:
             figs["gold_recall"] = ratio_bootstrap([r["score"]["found"] for r in rows], [r["score"]["gold"] for r in rows], seed)
             figs["claim_precision"] = ratio_bootstrap([r["score"]["claims"] - r["score"]["unmatched"] for r in rows],
                                                       [r["score"]["claims"] for r in rows], seed)
-        out[f"{task}/{cond}/{rendering}"] = {"n": len(rows), **{k: {"value": round(v[0], 4), "ci95": [round(v[1], 4), round(v[2], 4)]}
-                                                                  for k, v in figs.items()}}
+        out[f"{task}/{cond}/{rendering}"] = {
+            "n": len(rows),
+            **{k: {"value": round(v[0], 4), "ci95": [round(v[1], 4), round(v[2], 4)]} for k, v in figs.items()},
+        }
     return out
 
 
@@ -211,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
             if (q["id"], cond) not in results:
                 results[(q["id"], cond)] = retriever.retrieve(q["chunk_text"], cond, cfg, explain=False)
             res = results[(q["id"], cond)]
-            return render_prompt(res, a.prompt_budget) if rendering == "prompt" else render_payloads(res, min(room, a.full_budget))
+            if rendering == "prompt":
+                return render_prompt(res, a.prompt_budget)
+            return render_payloads(res, min(room, a.full_budget))
 
         # Item by item across the tasks, so a run stopped early holds whole items of every task: a rerun with a
         # smaller --n (the same seed's samples are prefixes of one another) is then answered from the cache.
@@ -230,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                 user = user_prompt(task[0], q["chunk_text"], ev)
             review = task.startswith("R")
             prefilled = review and hasattr(llm, "chat_prefilled")
-            key = Cache.key(model_id, system, user, max_tokens) + (f"+prefill:{REVIEW_PREFIX}" if prefilled else "+schema" if review else "")
+            variant = f"+prefill:{REVIEW_PREFIX}" if prefilled else "+schema" if review else ""
+            key = Cache.key(model_id, system, user, max_tokens) + variant
             hit = cache.get(key)
             if hit is None:
                 t = time.perf_counter()

@@ -26,9 +26,11 @@ ap.add_argument("--precision", default="int8", help="int8 or fp32, for the pooli
 args = ap.parse_args()
 queries = []
 for f in ("known_item.dev.jsonl", "migration.dev.jsonl"):
-    queries += [dict(json.loads(l), file=f) for l in open(Path("../shared/eval") / f)]
+    with open(Path("../shared/eval") / f) as lines:
+        queries += [dict(json.loads(l), file=f) for l in lines]
 needed = {p for q in queries for p in q["relevant_pages"]}
-recs = [json.loads(l) for l in open(args.jsonl)]
+with open(args.jsonl) as lines:
+    recs = [json.loads(l) for l in lines]
 keep = [r for r in recs if r["metadata"]["page_path"] in needed]
 rest = [r for r in recs if r["metadata"]["page_path"] not in needed]
 random.Random(7).shuffle(rest)

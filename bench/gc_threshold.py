@@ -13,6 +13,7 @@ import gc
 import json
 import time
 
+from godot_rag.retrieve.engine import state
 from godot_rag.retrieve.pipeline import Retriever
 from godot_rag.store.db import Database
 
@@ -25,10 +26,11 @@ ap.add_argument("--data-dir", default=None)
 args = ap.parse_args()
 
 # The loads raise the threshold to YOUNG_GC_THRESHOLD (never lower it): that value is the one measured.
-context.YOUNG_GC_THRESHOLD = args.young
+state.YOUNG_GC_THRESHOLD = args.young
 young, middle, old = gc.get_threshold()
 gc.set_threshold(args.young, middle, old)
-rows = [json.loads(line)["chunk_text"] for line in open(args.set) if line.strip()]
+with open(args.set) as lines:
+    rows = [json.loads(line)["chunk_text"] for line in lines if line.strip()]
 retriever = Retriever(Database(data_dir=args.data_dir), embed_threads=1)
 for text in rows[: args.warm]:
     retriever.retrieve(text, "F", explain=False)

@@ -43,7 +43,8 @@ ap.add_argument("--out", type=Path, default=None, help="per-chunk rows as JSON")
 ap.add_argument("--thresholds", type=json.loads, default=None,
                 help='force the judge to decide at these P(yes) thresholds, e.g. \'{"docs_chunks": 0.6, "api_mapping": 0.6}\'')
 ap.add_argument("--uncalibrated", action="store_true",
-                help="ignore the stored calibrations: the judge asks where an uncalibrated one does (top docs, ambiguous mappings)")
+                help="ignore the stored calibrations: the judge asks where an uncalibrated one does "
+                     "(top docs, ambiguous mappings)")
 args = ap.parse_args()
 
 llm = make_llm(bundled=args.llm_bundled or (None if args.llm_url else "1.5b"), url=args.llm_url, model=args.llm_model)
@@ -90,7 +91,8 @@ for name, q in tqdm(sample, desc="F with and without the judge", file=sys.stderr
     secs = time.perf_counter() - t
     acc_b = {(c.table, c.id): c for c in before.results}
     acc_a = {(c.table, c.id): c for c in after.results}
-    asked = [c for c in after.results + after.rejected if c.info("judge") is not None and c.info("judge").question != "follows_mapping"]
+    asked = [c for c in after.results + after.rejected
+             if c.info("judge") is not None and c.info("judge").question != "follows_mapping"]
     row = {"set": name, "query": q.id, "seconds": round(secs, 2), "asked": len(asked),
            "hallucinated": sum(len(c.info("judge").cited_hallucinated) for c in asked),
            "turned_to_reject": [], "false_accepts_before": 0, "false_accepts_after": 0,
@@ -117,8 +119,10 @@ for name in ("reference", "realcode_godot3", "realcode_godot4", "all"):
     asked = [x["seconds"] for x in rs if x["asked"]]
     summary[name] = {
         "chunks": len(rs), "chunks_asked": len(asked), "judged": sum(x["asked"] for x in rs),
-        "false_accepts_before": sum(x["false_accepts_before"] for x in rs), "false_accepts_after": sum(x["false_accepts_after"] for x in rs),
-        "true_accepts_before": sum(x["true_accepts_before"] for x in rs), "true_accepts_after": sum(x["true_accepts_after"] for x in rs),
+        "false_accepts_before": sum(x["false_accepts_before"] for x in rs),
+        "false_accepts_after": sum(x["false_accepts_after"] for x in rs),
+        "true_accepts_before": sum(x["true_accepts_before"] for x in rs),
+        "true_accepts_after": sum(x["true_accepts_after"] for x in rs),
         "turned_to_reject": len(turned), "turned_right": sum(t["right"] is True for t in turned),
         "turned_wrong": sum(t["right"] is False for t in turned), "turned_unknown": sum(t["right"] is None for t in turned),
         "hallucinated_citations": sum(x["hallucinated"] for x in rs),

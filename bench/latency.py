@@ -56,7 +56,8 @@ def pct(values, q):
 
 
 def chunks():
-    rows = [json.loads(line)["chunk_text"] for line in open(args.set)]
+    with open(args.set) as lines:
+        rows = [json.loads(line)["chunk_text"] for line in lines]
     step = args.step or max(1, len(rows) // args.n)
     return rows[::step][: args.n]
 
@@ -66,6 +67,30 @@ def cold(sample: str) -> dict:
     if out.returncode:
         return {"error": out.stderr[-800:]}
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def figures(totals: list[float], cpu: list[float], stages: dict[str, list[float]]) -> dict:
+    """One strategy's latency figures: wall and CPU percentiles, and each stage's, slowest stage first."""
+    return {"p50_ms": pct(totals, 50), "p95_ms": pct(totals, 95),
+            "mean_ms": round(statistics.mean(totals), 2),
+            "cpu_p50_ms": pct(cpu, 50), "cpu_p95_ms": pct(cpu, 95),
+            "stages": {name: {"p50": pct(v, 50), "p95": pct(v, 95), "mean": round(statistics.mean(v), 2)}
+                       for name, v in sorted(stages.items(), key=lambda kv: -statistics.mean(kv[1]))}}
+
+
+def write_profile(prof: cProfile.Profile, path: str) -> None:
+    buf = io.StringIO()
+    st = pstats.Stats(prof, stream=buf)
+    st.sort_stats("cumulative").print_stats(60)
+    st.sort_stats("tottime").print_stats(60)
+    Path(path).write_text(buf.getvalue())
+
+
+def warm_up(retriever, strategies: list[str], sample: list[str]) -> None:
+    """Loads and first-call costs out of the figures."""
+    for s in strategies:
+        for text in sample[:3]:
+            retriever.retrieve(text, s, explain=args.explain)
 
 
 def main() -> None:
@@ -82,9 +107,7 @@ def main() -> None:
             return
     retriever = Retriever(Database(data_dir=args.data_dir))
     strategies = args.strategies.split(",")
-    for s in strategies:  # loads and first-call costs out of the figures
-        for text in sample[:3]:
-            retriever.retrieve(text, s, explain=args.explain)
+    warm_up(retriever, strategies, sample)
     totals: dict = {s: [] for s in strategies}
     cpu: dict = {s: [] for s in strategies}  # process CPU time per answer: steadier than wall time on a shared CPU
     stages: dict = {s: {} for s in strategies}
@@ -103,17 +126,9 @@ def main() -> None:
                 if not log.stage.startswith("load:"):
                     stages[s].setdefault(log.stage, []).append(log.ms)
     for s in strategies:
-        report[s] = {"p50_ms": pct(totals[s], 50), "p95_ms": pct(totals[s], 95),
-                     "mean_ms": round(statistics.mean(totals[s]), 2),
-                     "cpu_p50_ms": pct(cpu[s], 50), "cpu_p95_ms": pct(cpu[s], 95),
-                     "stages": {name: {"p50": pct(v, 50), "p95": pct(v, 95), "mean": round(statistics.mean(v), 2)}
-                                for name, v in sorted(stages[s].items(), key=lambda kv: -statistics.mean(kv[1]))}}
+        report[s] = figures(totals[s], cpu[s], stages[s])
     if prof:
-        buf = io.StringIO()
-        st = pstats.Stats(prof, stream=buf)
-        st.sort_stats("cumulative").print_stats(60)
-        st.sort_stats("tottime").print_stats(60)
-        Path(args.profile).write_text(buf.getvalue())
+        write_profile(prof, args.profile)
     print(json.dumps(report, indent=1))
 
 

@@ -23,7 +23,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--bundled", default="1.5b")
 ap.add_argument("--n", type=int, default=5)
 args = ap.parse_args()
-chunks = [REFERENCE_CHUNK] + [json.loads(l)["chunk_text"] for l in open(Path("../shared/eval/migration.dev.jsonl"))][: args.n - 1]
+with open(Path("../shared/eval/migration.dev.jsonl")) as lines:
+    chunks = [REFERENCE_CHUNK, *[json.loads(l)["chunk_text"] for l in lines][: args.n - 1]]
 # Uncalibrated and forced to decide: the judge sees the top 5 docs accepts (the stored calibrations of the
 # bundled models send it nothing; bench/judge_worth.py measures both ways).
 no_cal_dir = tempfile.TemporaryDirectory()  # removed at exit

@@ -43,7 +43,8 @@ try:
                 break
         except httpx.HTTPError:
             time.sleep(0.5)
-    chunks = [json.loads(l)["chunk_text"] for l in open(args.queries)]
+    with open(args.queries) as lines:
+        chunks = [json.loads(l)["chunk_text"] for l in lines]
     lat, fails, lock = [], [], threading.Lock()
     budget = [args.max_requests]
 
@@ -85,11 +86,13 @@ try:
     wall = time.perf_counter() - t0
     lat.sort()
     print(json.dumps({
-        "strategy": args.strategy, "vary_bm25": args.vary_bm25, "clients": args.clients, "warmup_requests": warm_requests, "seconds": round(wall, 1), "requests": len(lat),
+        "strategy": args.strategy, "vary_bm25": args.vary_bm25, "clients": args.clients, "warmup_requests": warm_requests,
+        "seconds": round(wall, 1), "requests": len(lat),
         "failed": len(fails), "throughput_rps": round(len(lat) / wall, 2),
         "p50_ms": round(lat[len(lat) // 2] * 1000, 1) if lat else None,
         "p95_ms": round(lat[int(len(lat) * 0.95)] * 1000, 1) if lat else None,
-        "server_rss_mb_warm": round(rss_warm / 2**20), "server_rss_mb_end": round(psutil.Process(server.pid).memory_info().rss / 2**20),
+        "server_rss_mb_warm": round(rss_warm / 2**20),
+        "server_rss_mb_end": round(psutil.Process(server.pid).memory_info().rss / 2**20),
     }, indent=2))
 finally:
     server.terminate()

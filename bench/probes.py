@@ -16,6 +16,7 @@ Progress goes to stderr; the table to stdout.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -70,7 +71,7 @@ def guarded(probe: str, expected: str, fn, *a, **kw) -> None:
         fn(*a, **kw)
     except KeyboardInterrupt:
         raise
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         row(probe, expected, f"probe crashed: {type(e).__name__}: {str(e)[:200]}", False)
 
 
@@ -98,14 +99,10 @@ def stop_proc(p: subprocess.Popen, sig=signal.SIGTERM, wait: float = 60) -> int 
             p.send_signal(sig)
             p.wait(wait)
         except subprocess.TimeoutExpired:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
         except ProcessLookupError:
             pass
     return p.poll()
@@ -179,10 +176,8 @@ def descendants(pid: int) -> list[int]:
     parent = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
-            try:
+            with contextlib.suppress(OSError, IndexError, ValueError):
                 parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
     out, todo = [], [pid]
     while todo:
         cur = todo.pop()
@@ -205,12 +200,14 @@ class Serve:
         self.name = name
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.err_file = tempfile.NamedTemporaryFile(prefix=f"probe-serve-{name}-", suffix=".err", delete=False)
-        TEMP_DIRS.append(Path(self.err_file.name))
         self.out_lines: list[str] = []
         self.ready = threading.Event()
-        self.proc = spawn([GODOT_RAG, "serve", "--host", "127.0.0.1", "--port", str(self.port), *args], env=env,
-                          cwd=str(ROOT), stdout=subprocess.PIPE, stderr=self.err_file, stdin=subprocess.DEVNULL)
+        # the server writes its stderr to this file; the child holds its own descriptor once started
+        with tempfile.NamedTemporaryFile(prefix=f"probe-serve-{name}-", suffix=".err", delete=False) as err_file:
+            self.err_path = Path(err_file.name)
+            TEMP_DIRS.append(self.err_path)
+            self.proc = spawn([GODOT_RAG, "serve", "--host", "127.0.0.1", "--port", str(self.port), *args], env=env,
+                              cwd=str(ROOT), stdout=subprocess.PIPE, stderr=err_file, stdin=subprocess.DEVNULL)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -227,7 +224,7 @@ class Serve:
 
     def output(self) -> str:
         try:
-            err = Path(self.err_file.name).read_text(errors="replace")
+            err = self.err_path.read_text(errors="replace")
         except OSError:
             err = ""
         return "".join(self.out_lines) + err
@@ -281,10 +278,7 @@ def describe_http(status, data: bytes) -> str:
         fb = (d.get("trace") or {}).get("llm_fallback")
         n = len(d.get("results") or [])
         return f"HTTP 200: {n} results, strategy {d.get('strategy')}" + (f"; llm_fallback: {str(fb)[:80]}" if fb else "")
-    if isinstance(d, dict):
-        msg = d.get("error") or d.get("detail") or json.dumps(d)
-    else:
-        msg = data.decode(errors="replace")
+    msg = (d.get("error") or d.get("detail") or json.dumps(d)) if isinstance(d, dict) else data.decode(errors="replace")
     return f"HTTP {status}: {str(msg)[:100]}"
 
 
@@ -343,7 +337,7 @@ def probes_http(srv: Serve, data_dir: Path):
                 {"chunkText": nul, "strategy": "A"},
                 lambda s, d: s == 422 and "line 3" in error_text(d) and "column 4" in error_text(d))
     # 4. LLM-needing requests on a server without an LLM
-    llm503 = lambda s, d: s == 503 and "LLM" in error_text(d)  # noqa: E731
+    llm503 = lambda s, d: s == 503 and "LLM" in error_text(d)
     http_simple(srv, "4. F validator_llm=true, serve without LLM", "503 naming the LLM",
                 req("F", {"validator_llm": True}), llm503)
     http_simple(srv, "4. E, serve without LLM", "503 naming the LLM", req("E"), llm503)
@@ -462,7 +456,7 @@ def memory_probe(srv: Serve):
             if status != 200:
                 errors.append(f"k1={k1},b={b}: {describe_http(status, data)[:60]}")
         after.append(measure())
-    mb = lambda kb: kb / 1024  # noqa: E731
+    mb = lambda kb: kb / 1024
     g1, g2 = mb(after[0][0] - before[0]), mb(after[1][0] - after[0][0])
     obs = (f"serve RSS {mb(before[0]):.0f} MB -> {mb(after[0][0]):.0f} MB after 10 (+{g1:.0f}) -> "
            f"{mb(after[1][0]):.0f} MB after 20 (+{g2:.0f}); children ({after[1][2]}) "
@@ -499,8 +493,8 @@ def probes_llm_down(data_dir: Path):
         if not srv.wait_ready(300):
             row("4. serve --llm-url http://127.0.0.1:9", "starts", f"did not start: {srv.stderr_tail()}", False)
             return
-        llm503 = lambda s, d: s == 503 and "LLM" in error_text(d)  # noqa: E731
-        fallback = lambda s, d: s == 200 and bool(((body_json(d) or {}).get("trace") or {}).get("llm_fallback"))  # noqa: E731
+        llm503 = lambda s, d: s == 503 and "LLM" in error_text(d)
+        fallback = lambda s, d: s == 200 and bool(((body_json(d) or {}).get("trace") or {}).get("llm_fallback"))
         http_simple(srv, "4. F validator_llm=true, LLM server down", "503 naming the LLM",
                     req("F", {"validator_llm": True}), llm503)
         http_simple(srv, "4. E, LLM server down", "503 naming the LLM", req("E"), llm503)
@@ -523,7 +517,7 @@ def probe_dsn_serve():
                 f"{srv.stderr_tail()[:100]}; 'secret' in output: {'secret' in out}", False)
             return
         status, data = srv.request(req("A"), timeout=60)
-        s2, d2 = srv.request(None, path="/api/strategies", method="GET", timeout=60)
+        _s2, d2 = srv.request(None, path="/api/strategies", method="GET", timeout=60)
     finally:
         srv.stop()
     out = srv.output()
@@ -566,7 +560,8 @@ def probes_cli_full(data_dir: Path, tmp: Path):
         cli_row("11. retrieve <UTF-8 file with a NUL>", one, cli(["retrieve", str(g), "-s", "A"], env))
     guarded("11. retrieve <binary file>", one, binary_probe)
     guarded("11. retrieve --set weight_bm25=abc", one, lambda: cli_row(
-        "11. retrieve --set weight_bm25=abc", one, cli(["retrieve", str(chunk_file), "-s", "A", "--set", "weight_bm25=abc"], env)))
+        "11. retrieve --set weight_bm25=abc", one,
+        cli(["retrieve", str(chunk_file), "-s", "A", "--set", "weight_bm25=abc"], env)))
 
     def toml_probe():
         f = tmp / "bad.toml"
@@ -615,36 +610,56 @@ def status_rows(env: dict) -> dict:
     return {t: v.get("rows") for t, v in (d.get("tables") or {}).items()}
 
 
+def probe_nul_ingest(tmp: Path, pages_src: Path, renames: Path):
+    pages = tmp / "pages-nul"
+    shutil.copytree(pages_src, pages)
+    victim = pages / "tutorials__demo__signals__c3d4e5f6.md"
+    if not victim.exists():
+        victim = sorted(pages.glob("*.md"))[0]
+    text = victim.read_text()
+    cut = text.find("\n", len(text) // 3) + 1
+    victim.write_text(text[:cut] + "Some\x00prose with a NUL\n" + text[cut:])
+    out = tmp / "jsonl-nul"
+    r = cli(["ingest", "--pages", str(pages), "--renames", str(renames), "--out", str(out), "--quiet"], base_env())
+    d = body_json(r.out.strip().splitlines()[-1].encode()) if r.out.strip() else None
+    report = (out / "ingest_report.jsonl").read_text() if (out / "ingest_report.jsonl").exists() else ""
+    stripped = "NUL" in report and not any("\x00" in (out / f).read_text() for f in os.listdir(out) if f.endswith(".jsonl"))
+    warned = bool(d and d.get("pages_warning")) or "NUL" in r.err
+    row("11. ingest of a page with a NUL byte", "exit 0, warns (pages_warning / report), NUL stripped",
+        f"{r.describe()}; pages_warning={d.get('pages_warning') if d else '?'}; report mentions NUL: {'NUL' in report}; "
+        f"stripped: {stripped}", r.rc == 0 and warned and stripped and not r.traceback)
+    data = tmp / "data-nul" / "pgdata"
+    DATA_DIRS.append(data)
+    r2 = cli(["load", "--jsonl", str(out), "--quiet"], base_env(data), timeout=300)
+    ok = (r2.rc == 0 or (r2.one_line_error() and r2.last_err.count(":") >= 3)) and not r2.traceback
+    row("11. load of that ingest into a fresh data dir", "exit 0, or one line naming file:line:field",
+        r2.describe() + (f"; stdout {r2.out.strip()[:80]}" if r2.rc == 0 else ""), ok)
+
+
+def probe_concurrent_load(jsonl: Path, env: dict):
+    t = time.monotonic()
+    ps = [spawn([GODOT_RAG, "load", "--jsonl", str(jsonl), "--force", "--quiet"], env=env, cwd=str(ROOT),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL) for _ in range(2)]
+    res = []
+    for p in ps:
+        try:
+            out, err = p.communicate(timeout=240)
+            res.append(Result(p.returncode, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - t))
+        except subprocess.TimeoutExpired:
+            stop_proc(p, wait=20)
+            out, err = p.communicate()
+            res.append(Result(None, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - t))
+    row("13. two concurrent load --force", "both exit 0 (one may wait), no traceback",
+        " ; ".join(f"#{i + 1} {r.describe()[:90]}" for i, r in enumerate(res)),
+        all(r.rc == 0 and not r.traceback for r in res))
+
+
 def probes_cli_temp(tmp: Path):
     pages_src = FIXTURES / "pages"
     renames = FIXTURES / "renames.jsonl"
 
     # 11. ingest of a page holding a NUL byte, then load into a fresh data dir
-    def nul_ingest():
-        pages = tmp / "pages-nul"
-        shutil.copytree(pages_src, pages)
-        victim = pages / "tutorials__demo__signals__c3d4e5f6.md"
-        if not victim.exists():
-            victim = sorted(pages.glob("*.md"))[0]
-        text = victim.read_text()
-        cut = text.find("\n", len(text) // 3) + 1
-        victim.write_text(text[:cut] + "Some\x00prose with a NUL\n" + text[cut:])
-        out = tmp / "jsonl-nul"
-        r = cli(["ingest", "--pages", str(pages), "--renames", str(renames), "--out", str(out), "--quiet"], base_env())
-        d = body_json(r.out.strip().splitlines()[-1].encode()) if r.out.strip() else None
-        report = (out / "ingest_report.jsonl").read_text() if (out / "ingest_report.jsonl").exists() else ""
-        stripped = "NUL" in report and not any("\x00" in (out / f).read_text() for f in os.listdir(out) if f.endswith(".jsonl"))
-        warned = bool(d and d.get("pages_warning")) or "NUL" in r.err
-        row("11. ingest of a page with a NUL byte", "exit 0, warns (pages_warning / report), NUL stripped",
-            f"{r.describe()}; pages_warning={d.get('pages_warning') if d else '?'}; report mentions NUL: {'NUL' in report}; "
-            f"stripped: {stripped}", r.rc == 0 and warned and stripped and not r.traceback)
-        data = tmp / "data-nul" / "pgdata"
-        DATA_DIRS.append(data)
-        r2 = cli(["load", "--jsonl", str(out), "--quiet"], base_env(data), timeout=300)
-        ok = (r2.rc == 0 or (r2.one_line_error() and r2.last_err.count(":") >= 3)) and not r2.traceback
-        row("11. load of that ingest into a fresh data dir", "exit 0, or one line naming file:line:field",
-            r2.describe() + (f"; stdout {r2.out.strip()[:80]}" if r2.rc == 0 else ""), ok)
-    guarded("11. ingest of a page with a NUL byte", "warns and strips", nul_ingest)
+    guarded("11. ingest of a page with a NUL byte", "warns and strips", probe_nul_ingest, tmp, pages_src, renames)
 
     # 12. an empty docs_chunks.jsonl must not wipe the store
     data = tmp / "data" / "pgdata"
@@ -675,23 +690,7 @@ def probes_cli_temp(tmp: Path):
     guarded("12. load with an empty docs_chunks.jsonl", "refused", empty_load)
 
     # 13. two concurrent load --force
-    def concurrent():
-        t = time.monotonic()
-        ps = [spawn([GODOT_RAG, "load", "--jsonl", str(jsonl), "--force", "--quiet"], env=env, cwd=str(ROOT),
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL) for _ in range(2)]
-        res = []
-        for p in ps:
-            try:
-                out, err = p.communicate(timeout=240)
-                res.append(Result(p.returncode, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - t))
-            except subprocess.TimeoutExpired:
-                stop_proc(p, wait=20)
-                out, err = p.communicate()
-                res.append(Result(None, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - t))
-        row("13. two concurrent load --force", "both exit 0 (one may wait), no traceback",
-            " ; ".join(f"#{i + 1} {r.describe()[:90]}" for i, r in enumerate(res)),
-            all(r.rc == 0 and not r.traceback for r in res))
-    guarded("13. two concurrent load --force", "both exit 0", concurrent)
+    guarded("13. two concurrent load --force", "both exit 0", probe_concurrent_load, jsonl, env)
 
     # 14. SIGTERM to serve stops its embedded PostgreSQL
     def sigterm():
@@ -785,7 +784,7 @@ def scan_layout(tmp: Path) -> Path:
 def wait_scan(srv: Serve, job_id: str, timeout: float = 300) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status, data = srv.request(None, path=f"/api/scan/{job_id}?results=false", method="GET", timeout=60)
+        _status, data = srv.request(None, path=f"/api/scan/{job_id}?results=false", method="GET", timeout=60)
         d = body_json(data) or {}
         if d.get("status") in ("done", "error", "cancelled"):
             return d
@@ -830,32 +829,66 @@ def stream_body(port: int, path: str, size: int, piece: int = 2**20):
     return (int(m.group(1)) if m else None), sent, data.split(b"\r\n\r\n", 1)[-1]
 
 
+SURROGATE = 'print("\ud800")\n'  # json.dumps sends it as the escape \ud800, as a client's JSON would
+
+
+def probe_surrogate_http(srv: Serve):
+    seen = []
+    for strategy in "ABCDEF":
+        status, data = srv.request({"chunkText": SURROGATE, "strategy": strategy})
+        seen.append(f"{strategy}: {status}")
+        ok = status == 422 and "surrogate" in error_text(data)
+        if not ok:
+            row(f"18. {strategy}: chunkText with a lone surrogate", "422 naming it", describe_http(status, data), False)
+    row("18. POST /api/retrieve, chunkText with a lone surrogate, strategies A-F", "422 for each, naming it",
+        "; ".join(seen), all(x.endswith(" 422") for x in seen))
+
+
+def probe_surrogate_batch(tmp: Path, env: dict):
+    f = tmp / "surrogate.jsonl"
+    f.write_text("".join(json.dumps({"chunkText": t}) + "\n" for t in (CHUNK, SURROGATE, CHUNK, CHUNK)))
+    r = cli(["retrieve", "--format", "result", "--batch", str(f), "-s", "D", "--workers", "2", "--quiet"], env, timeout=300)
+    lines = [body_json(l.encode()) or {} for l in r.out.splitlines() if l.strip()]
+    errs = [(l.get("line"), l.get("status")) for l in lines if "error" in l]
+    row("19. retrieve --batch -s D, a lone surrogate on line 2 of 4", "exit 0; an error line for line 2, the rest answered",
+        f"{r.describe()}; {len(lines)} lines, error lines {errs}",
+        r.rc == 0 and errs == [(2, 422)] and len(lines) == 4 and not r.traceback)
+
+
+def probe_serve_args(tmp: Path):
+    for args in (["--port", "70000"], ["--port", "abc"], ["--host", "bad.invalid"]):
+        r = cli(["serve", *args, "--no-warm", "--data-dir", str(tmp / "never")], base_env(), timeout=120)
+        n = len([l for l in r.err.splitlines() if l.strip()])
+        row(f"24. serve {' '.join(args)}", "one 'error:' line, no traceback", f"{r.describe()}",
+            r.one_line_error() and n == 1)
+
+
+def probe_batch_rule(tmp: Path, env: dict):
+    f = tmp / "typed.jsonl"
+    f.write_text("\n".join([json.dumps({"chunkText": CHUNK}), json.dumps({"chunkText": 5}), "[]",
+                            json.dumps({"chunkText": "x\x00y"}), json.dumps({"chunkText": "x" * 20_001}),
+                            json.dumps({"chunkText": CHUNK})]) + "\n")
+    r = cli(["retrieve", "--format", "result", "--batch", str(f), "-s", "B", "--quiet"], env, timeout=300)
+    lines = [body_json(l.encode()) or {} for l in r.out.splitlines() if l.strip()]
+    errs = [l.get("line") for l in lines if "error" in l]
+    summary = next((body_json(l.encode()) for l in r.err.splitlines() if "batch_summary" in l), {}) or {}
+    bad = (summary.get("batch_summary") or {}).get("bad_lines")
+    row("25. retrieve --batch: {\"chunkText\": 5}, [], NUL, over-long between good lines",
+        "exit 0; error lines 2-5, lines 1 and 6 answered; summary bad_lines 4",
+        f"{r.describe()}; error lines {errs}; bad_lines {bad}",
+        r.rc == 0 and errs == [2, 3, 4, 5] and len(lines) == 6 and bad == 4)
+    r = cli(["retrieve", "--format", "result", "--batch", str(f), "-s", "B", "--quiet", "--strict"], env, timeout=300)
+    named = [n for n in (2, 3, 4, 5) if f":{n}:" in r.last_err]
+    row("25. the same with --strict", "one 'error:' line naming lines 2, 3, 4 and 5; nothing run",
+        f"{r.describe()[:150]}; names lines {named}", r.one_line_error() and named == [2, 3, 4, 5] and not r.out.strip())
+
+
 def probes_edges(srv: Serve, data_dir: Path, tmp: Path, allowed: Path):
     env = base_env(data_dir)
-    surrogate = 'print("\ud800")\n'  # json.dumps sends it as the escape \ud800, as a client's JSON would
 
-    def text_probe():
-        seen = []
-        for strategy in "ABCDEF":
-            status, data = srv.request({"chunkText": surrogate, "strategy": strategy})
-            seen.append(f"{strategy}: {status}")
-            ok = status == 422 and "surrogate" in error_text(data)
-            if not ok:
-                row(f"18. {strategy}: chunkText with a lone surrogate", "422 naming it", describe_http(status, data), False)
-        row("18. POST /api/retrieve, chunkText with a lone surrogate, strategies A-F", "422 for each, naming it",
-            "; ".join(seen), all(x.endswith(" 422") for x in seen))
-    guarded("18. lone surrogate over HTTP", "422", text_probe)
+    guarded("18. lone surrogate over HTTP", "422", probe_surrogate_http, srv)
 
-    def batch_text_probe():
-        f = tmp / "surrogate.jsonl"
-        f.write_text("".join(json.dumps({"chunkText": t}) + "\n" for t in (CHUNK, surrogate, CHUNK, CHUNK)))
-        r = cli(["retrieve", "--format", "result", "--batch", str(f), "-s", "D", "--workers", "2", "--quiet"], env, timeout=300)
-        lines = [body_json(l.encode()) or {} for l in r.out.splitlines() if l.strip()]
-        errs = [(l.get("line"), l.get("status")) for l in lines if "error" in l]
-        row("19. retrieve --batch -s D, a lone surrogate on line 2 of 4", "exit 0; an error line for line 2, the rest answered",
-            f"{r.describe()}; {len(lines)} lines, error lines {errs}",
-            r.rc == 0 and errs == [(2, 422)] and len(lines) == 4 and not r.traceback)
-    guarded("19. lone surrogate in a batch", "error line", batch_text_probe)
+    guarded("19. lone surrogate in a batch", "error line", probe_surrogate_batch, tmp, env)
 
     def nul_path_probe():
         status, data = srv.request({"path": f"{allowed}/game\x00/x"}, path="/api/scan")
@@ -898,7 +931,7 @@ def probes_edges(srv: Serve, data_dir: Path, tmp: Path, allowed: Path):
         zip_buf = __import__("io").BytesIO()
         with __import__("zipfile").ZipFile(zip_buf, "w") as z:
             z.writestr("game/player.gd", CHUNK)
-        st, data = http_call(srv.base + "/api/scan", zip_buf.getvalue(), timeout=60,
+        _st, data = http_call(srv.base + "/api/scan", zip_buf.getvalue(), timeout=60,
                              headers={"Content-Type": "application/zip"})
         job = (body_json(data) or {}).get("job_id")
         if job:
@@ -912,33 +945,9 @@ def probes_edges(srv: Serve, data_dir: Path, tmp: Path, allowed: Path):
             f"{len(texts)} answers; server paths found: {'; '.join(found)[:300] or 'none'}", bool(texts) and not found)
     guarded("23. server paths in answers", "none", paths_probe)
 
-    def serve_args_probe():
-        for args in (["--port", "70000"], ["--port", "abc"], ["--host", "bad.invalid"]):
-            r = cli(["serve", *args, "--no-warm", "--data-dir", str(tmp / "never")], base_env(), timeout=120)
-            n = len([l for l in r.err.splitlines() if l.strip()])
-            row(f"24. serve {' '.join(args)}", "one 'error:' line, no traceback", f"{r.describe()}",
-                r.one_line_error() and n == 1)
-    guarded("24. serve --port/--host", "one line", serve_args_probe)
+    guarded("24. serve --port/--host", "one line", probe_serve_args, tmp)
 
-    def batch_rule_probe():
-        f = tmp / "typed.jsonl"
-        f.write_text("\n".join([json.dumps({"chunkText": CHUNK}), json.dumps({"chunkText": 5}), "[]",
-                                json.dumps({"chunkText": "x\x00y"}), json.dumps({"chunkText": "x" * 20_001}),
-                                json.dumps({"chunkText": CHUNK})]) + "\n")
-        r = cli(["retrieve", "--format", "result", "--batch", str(f), "-s", "B", "--quiet"], env, timeout=300)
-        lines = [body_json(l.encode()) or {} for l in r.out.splitlines() if l.strip()]
-        errs = [l.get("line") for l in lines if "error" in l]
-        summary = next((body_json(l.encode()) for l in r.err.splitlines() if "batch_summary" in l), {}) or {}
-        bad = (summary.get("batch_summary") or {}).get("bad_lines")
-        row("25. retrieve --batch: {\"chunkText\": 5}, [], NUL, over-long between good lines",
-            "exit 0; error lines 2-5, lines 1 and 6 answered; summary bad_lines 4",
-            f"{r.describe()}; error lines {errs}; bad_lines {bad}",
-            r.rc == 0 and errs == [2, 3, 4, 5] and len(lines) == 6 and bad == 4)
-        r = cli(["retrieve", "--format", "result", "--batch", str(f), "-s", "B", "--quiet", "--strict"], env, timeout=300)
-        named = [n for n in (2, 3, 4, 5) if f":{n}:" in r.last_err]
-        row("25. the same with --strict", "one 'error:' line naming lines 2, 3, 4 and 5; nothing run",
-            f"{r.describe()[:150]}; names lines {named}", r.one_line_error() and named == [2, 3, 4, 5] and not r.out.strip())
-    guarded("25. the batch rule", "error lines", batch_rule_probe)
+    guarded("25. the batch rule", "error lines", probe_batch_rule, tmp, env)
 
     def host_probe():
         evil = srv.request(None, path="/api/strategies", method="GET", timeout=60, headers={"Host": "evil.example"})
@@ -960,6 +969,26 @@ def probes_edges(srv: Serve, data_dir: Path, tmp: Path, allowed: Path):
 
 
 # -- cleanup --------------------------------------------------------------------------------------------
+def wait_postmasters_gone(d: Path, tries: int) -> list[int]:
+    """The postmasters still running in data dir `d` after up to `tries` half-second waits."""
+    left = []
+    for _ in range(tries):
+        left = postmasters(d)
+        if not left:
+            break
+        time.sleep(0.5)
+    return left
+
+
+def full_dir_holders(d: Path, mine: set[int]) -> list[int]:
+    """The live processes outside this script that still hold the full data dir."""
+    try:
+        return [p for p in json.loads((d / ".handle_pids.json").read_text() or "[]")
+                if p not in mine and Path(f"/proc/{p}").exists()]
+    except (OSError, ValueError):
+        return []
+
+
 def cleanup(full_dir: Path | None, full_was_running: bool) -> list[str]:
     """Stop what we started; then any postmaster left in a data dir we used (the full one only when it was
     not running before and no process outside this script still holds it)."""
@@ -971,32 +1000,18 @@ def cleanup(full_dir: Path | None, full_was_running: bool) -> list[str]:
     mine = {p.pid for p in PROCS} | {os.getpid()}
     dirs = list(DATA_DIRS) + ([full_dir] if full_dir is not None and not full_was_running else [])
     for d in dirs:
-        left = []
-        for _ in range(20):
-            left = postmasters(d)
-            if not left:
-                break
-            time.sleep(0.5)
+        left = wait_postmasters_gone(d, 20)
         if not left:
             continue
         if d == full_dir:
-            try:
-                holders = [p for p in json.loads((d / ".handle_pids.json").read_text() or "[]")
-                           if p not in mine and Path(f"/proc/{p}").exists()]
-            except (OSError, ValueError):
-                holders = []
+            holders = full_dir_holders(d, mine)
             if holders:
                 notes.append(f"postgres in {d} kept: still used by pids {holders}")
                 continue
         for pid in left:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGINT)  # fast shutdown
-            except ProcessLookupError:
-                pass
-        for _ in range(40):
-            if not postmasters(d):
-                break
-            time.sleep(0.5)
+        wait_postmasters_gone(d, 40)
         notes.append(f"had to stop leftover postmaster(s) {left} in {d}"
                      + ("" if not postmasters(d) else " (STILL RUNNING)"))
     return notes
@@ -1016,6 +1031,24 @@ def print_table(seconds: float):
     print(f"run time: {seconds:.0f} s")
     print(f"{len(ROWS)} probes, {n_ok} ok, {len(ROWS) - n_ok} FAIL")
     sys.stdout.flush()
+
+
+def probes_with_main_serve(only: set[str], srv: Serve, data_dir: Path, tmp: Path, allowed: Path) -> None:
+    """The chosen groups that run while the main serve (the full database) is up."""
+    if "http" in only:
+        probes_http(srv, data_dir)
+    if "edges" in only:
+        probes_edges(srv, data_dir, tmp, allowed)
+    if "faults" in only:  # 28-36 (bench/probes_faults.py)
+        import probes_faults
+
+        probes_faults.run(sys.modules[__name__], srv, data_dir, tmp)
+    if "llm" in only:
+        guarded("4. serve with the LLM server down", "503 / 200 fallback", probes_llm_down, data_dir)
+    if "dsn" in only:
+        guarded("16. serve --dsn with password", "masked", probe_dsn_serve)
+    if "cli" in only:
+        probes_cli_full(data_dir, tmp)
 
 
 def main() -> int:
@@ -1052,21 +1085,9 @@ def main() -> int:
         if not srv.wait_ready(900):
             row("0. serve starts", "prints its ready line", f"did not start (exit {srv.proc.poll()}): {srv.stderr_tail()}", False)
             return 2
-        row("0. serve starts (full database, no LLM)", "prints its ready line", f"ready after {time.monotonic() - T0:.0f} s", True)
-        if "http" in only:
-            probes_http(srv, data_dir)
-        if "edges" in only:
-            probes_edges(srv, data_dir, tmp, allowed)
-        if "faults" in only:  # 28-36 (bench/probes_faults.py)
-            import probes_faults
-
-            probes_faults.run(sys.modules[__name__], srv, data_dir, tmp)
-        if "llm" in only:
-            guarded("4. serve with the LLM server down", "503 / 200 fallback", probes_llm_down, data_dir)
-        if "dsn" in only:
-            guarded("16. serve --dsn with password", "masked", probe_dsn_serve)
-        if "cli" in only:
-            probes_cli_full(data_dir, tmp)
+        row("0. serve starts (full database, no LLM)", "prints its ready line",
+            f"ready after {time.monotonic() - T0:.0f} s", True)
+        probes_with_main_serve(only, srv, data_dir, tmp, allowed)
         rc = srv.stop()
         guarded("17. main serve stderr", "clean", serve_log_row, srv)
         log(f"main serve stopped (exit {rc})")

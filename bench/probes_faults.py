@@ -5,6 +5,7 @@ it cannot read or name, a chunk of 20,000 `(`, and MCP lines the stdio transport
 `run(P, srv, data_dir, tmp)`: P is the probes module (its row, cli, spawn, stop_proc, base_env, GODOT_RAG)."""
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -89,10 +90,8 @@ def probe_idle_timeout(P, data_dir: Path) -> None:
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen: set[int] = set()
     while p.poll() is None and time.monotonic() - t0 < 60:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             seen |= {c.pid for c in psutil.Process(p.pid).children(recursive=True)}
-        except psutil.NoSuchProcess:
-            pass
         time.sleep(0.5)
     rc = P.stop_proc(p, wait=5)
     seconds = time.monotonic() - t0

@@ -21,8 +21,10 @@ ap.add_argument("--n", type=int, default=20)
 ap.add_argument("--top", type=int, default=8)
 ap.add_argument("--bundled", default="1.5b")
 args = ap.parse_args()
-qs = [json.loads(l) for l in open(Path("../shared/eval/known_item.dev.jsonl"))]
-qs += [json.loads(l) for l in open(Path("../shared/eval/migration.dev.jsonl"))]
+qs = []
+for name in ("known_item.dev.jsonl", "migration.dev.jsonl"):
+    with open(Path("../shared/eval") / name) as lines:
+        qs += [json.loads(l) for l in lines]
 qs = [q for q in qs if q["relevant_pages"]]
 random.Random(11).shuffle(qs)
 qs = qs[: args.n]

@@ -40,7 +40,8 @@ def main() -> None:
             tp, fp, fn = tp + len(got & gold), fp + len(got - gold), fn + len(gold - got)
     print(json.dumps({
         "chunks": len(rows),
-        "parse_ms_p50": round(float(np.percentile(parse_ms, 50)), 3), "parse_ms_p95": round(float(np.percentile(parse_ms, 95)), 3),
+        "parse_ms_p50": round(float(np.percentile(parse_ms, 50)), 3),
+        "parse_ms_p95": round(float(np.percentile(parse_ms, 95)), 3),
         "resolve_ms_p50": round(float(np.percentile(resolve_ms, 50)), 3),
         "resolve_ms_p95": round(float(np.percentile(resolve_ms, 95)), 3),
         "api_precision": round(tp / (tp + fp), 4) if tp + fp else None,

@@ -8,7 +8,8 @@ Each eval chunk (`rc3:<file>#n`) is matched to the scan's chunks of the same fil
 same text, else every scan chunk whose lines overlap the eval chunk's lines in the file. The accepted
 `api_mapping` records of the matched chunks are compared with `relevant_mappings` as `godot-rag eval`
 does (converter tables only); the prose `migration_guide:` and `gdscript_syntax:` records are counted
-apart and judged by the port rule (`godot_rag/eval/port_rule.py`) when the script trees sit beside the set. With `expect_no_mappings` sets (realcode_godot4) it counts the chunks with any accepted mapping.
+apart and judged by the port rule (`godot_rag/eval/port_rule.py`) when the script trees sit beside the set.
+With `expect_no_mappings` sets (realcode_godot4) it counts the chunks with any accepted mapping.
 
 The docs figures are the eval's, over the matched chunks, with the project around each chunk (the scan's
 `context`: its file's `extends`, the project's symbols) where `godot-rag eval` gives the chunk alone: the share of
@@ -37,6 +38,43 @@ def _shares(c: Counter) -> dict:
             "share2": round(c[2] / graded, 3) if graded else None, "share0": round(c[0] / graded, 3) if graded else None}
 
 
+def read_judged(paths: list[Path]) -> tuple[dict[tuple[str, str], int], set[str]]:
+    """The graded pairs (the first grade of a pair wins), and the chunks the first file names."""
+    grades: dict[tuple[str, str], int] = {}
+    judged_chunks: set[str] = set()
+    for i, path in enumerate(paths):
+        with path.open(encoding="utf-8") as lines:
+            for line in lines:
+                pair = json.loads(line)
+                grades.setdefault((pair["query_id"], pair["record_id"]), pair["grade"])
+                if i == 0:
+                    judged_chunks.add(pair["query_id"])
+    return grades, judged_chunks
+
+
+def chunks_by_file(path: Path) -> dict[str, list[dict]]:
+    by_file: dict[str, list[dict]] = defaultdict(list)
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            by_file[row["file"]].append(row)
+    return by_file
+
+
+def overlapping(mine: list[dict], source: Path, chunk_text: str) -> list[dict]:
+    """The scan chunks of a file whose lines overlap the eval chunk's lines in it (none when the text is not there)."""
+    try:
+        src = source.read_text(encoding="utf-8")
+    except OSError:
+        src = ""
+    at = src.find(chunk_text)
+    if at < 0 or not mine:
+        return []
+    start = src.count("\n", 0, at) + 1
+    end = start + chunk_text.count("\n")
+    return [c for c in mine if c["start_line"] <= end and c["end_line"] >= start]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("chunks", type=Path, help="chunks.jsonl of a scan")
@@ -44,19 +82,9 @@ def main() -> None:
     ap.add_argument("--root", type=Path, required=True, help="the folder that was scanned (the eval ids are relative to it)")
     ap.add_argument("--judged", type=Path, action="append", default=[], help="graded pairs; the first names the chunks")
     args = ap.parse_args()
-    grades: dict[tuple[str, str], int] = {}
-    judged_chunks: set[str] = set()
-    for i, path in enumerate(args.judged):
-        for line in path.open(encoding="utf-8"):
-            pair = json.loads(line)
-            grades.setdefault((pair["query_id"], pair["record_id"]), pair["grade"])
-            if i == 0:
-                judged_chunks.add(pair["query_id"])
+    grades, judged_chunks = read_judged(args.judged)
     judged = {"chunks": 0, "chunks_with_grade2": 0, "guides": Counter(), "api_reference": Counter()}
-    by_file: dict[str, list[dict]] = defaultdict(list)
-    for line in args.chunks.open(encoding="utf-8"):
-        row = json.loads(line)
-        by_file[row["file"]].append(row)
+    by_file = chunks_by_file(args.chunks)
     tp = fp = fn = 0
     exact = overlap = missing = 0
     other_accepted = 0
@@ -73,17 +101,7 @@ def main() -> None:
         if hit:
             exact += 1
         else:
-            try:
-                src = (args.root / file).read_text(encoding="utf-8")
-            except OSError:
-                src = ""
-            at = src.find(q["chunk_text"])
-            if at < 0 or not mine:
-                missing += 1
-                continue
-            start = src.count("\n", 0, at) + 1
-            end = start + q["chunk_text"].count("\n")
-            hit = [c for c in mine if c["start_line"] <= end and c["end_line"] >= start]
+            hit = overlapping(mine, args.root / file, q["chunk_text"])
             if not hit:
                 missing += 1
                 continue
@@ -105,7 +123,8 @@ def main() -> None:
             judged["chunks_with_grade2"] += any(grades.get((q["id"], d)) == 2 for d in docs)
             groups = {r["id"]: r["group"] for c in hit for r in c["results"] if r["table"] == "docs_chunks"}
             for d in docs:
-                judged["api_reference" if groups.get(d) == "api_reference" else "guides"][grades.get((q["id"], d), "ungraded")] += 1
+                group = "api_reference" if groups.get(d) == "api_reference" else "guides"
+                judged[group][grades.get((q["id"], d), "ungraded")] += 1
         if gold_pages:
             coverage.append(len(gold_pages & pages) / len(gold_pages))
         classref += sum(1 for d in docs if d.startswith("classes/"))

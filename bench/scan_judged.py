@@ -38,12 +38,13 @@ args = ap.parse_args()
 def accepted(path: str) -> dict[tuple[str, str], str]:
     """(query id, record id) -> group, for every docs record the scan accepted."""
     out = {}
-    for line in open(path):
-        row = json.loads(line)
-        q = f"{args.prefix}:{row['file']}#{row['chunk']}"
-        for r in row["results"]:
-            if r["table"] == "docs_chunks":
-                out[(q, r["id"])] = r.get("group") or "guides"
+    with open(path) as lines:
+        for line in lines:
+            row = json.loads(line)
+            q = f"{args.prefix}:{row['file']}#{row['chunk']}"
+            for r in row["results"]:
+                if r["table"] == "docs_chunks":
+                    out[(q, r["id"])] = r.get("group") or "guides"
     return out
 
 
@@ -58,7 +59,10 @@ def figures(pairs: dict[tuple[str, str], str], grades: dict[tuple[str, str], int
     return out
 
 
-grades = {(d["query_id"], d["record_id"]): d["grade"] for f in args.judged for d in map(json.loads, open(f))}
+grades = {}
+for f in args.judged:
+    with open(f) as lines:
+        grades.update({(d["query_id"], d["record_id"]): d["grade"] for d in map(json.loads, lines)})
 after = accepted(args.chunks)
 report = {"accepted": figures(after, grades)}
 if args.before:

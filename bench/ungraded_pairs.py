@@ -14,17 +14,20 @@ from godot_rag.eval.judged import grades_of
 
 def main(per_query: str, queries: str, docs: str, *judged: str) -> None:
     grades = grades_of(list(judged))
-    chunks = {q["id"]: q["chunk_text"] for q in map(json.loads, open(queries))}
+    with open(queries) as lines:
+        chunks = {q["id"]: q["chunk_text"] for q in map(json.loads, lines)}
     wanted = []
-    for row in map(json.loads, open(per_query)):
-        for ids in (row.get("judged_accepted") or {}).values():
-            wanted += [(row["query"], rid) for rid in ids if (row["query"], rid) not in grades]
+    with open(per_query) as lines:
+        for row in map(json.loads, lines):
+            for ids in (row.get("judged_accepted") or {}).values():
+                wanted += [(row["query"], rid) for rid in ids if (row["query"], rid) not in grades]
     need = {rid for _, rid in wanted}
     records = {}
-    for line in open(docs):
-        rec = json.loads(line)
-        if rec["chunk_id"] in need:
-            records[rec["chunk_id"]] = " / ".join(rec.get("section_path") or []) + "\n" + rec["content"]
+    with open(docs) as lines:
+        for line in lines:
+            rec = json.loads(line)
+            if rec["chunk_id"] in need:
+                records[rec["chunk_id"]] = " / ".join(rec.get("section_path") or []) + "\n" + rec["content"]
     for qid, rid in dict.fromkeys(wanted):
         print(json.dumps({"query_id": qid, "record_id": rid, "chunk_text": chunks[qid], "record_text": records.get(rid, "")}))
 

@@ -10,7 +10,7 @@ args=()
 for a in "$@"; do
   if [ "$a" = "--fast" ]; then args+=(-m "not slow and not llm and not browser"); else args+=("$a"); fi
 done
-.venv/bin/ruff check src        # lint: pyflakes, isort, bugbear (pyproject.toml)
+.venv/bin/ruff check src tests bench   # lint: the rules in pyproject.toml
 .venv/bin/mypy src              # types
 PYTHONPATH=src .venv/bin/lint-imports --no-cache | tail -4   # the layers: the import-linter contracts in pyproject.toml
 .venv/bin/python -m pytest -q -p no:cacheprovider tests "${args[@]}"

@@ -30,7 +30,8 @@ def no_server_left_behind(pg_root):
 
     def left():
         return [p.pid for p in psutil.process_iter(["name", "cmdline"])
-                if (p.info.get("name") or "").startswith("postgres") and any(str(pg_root) in a for a in p.info.get("cmdline") or [])]
+                if (p.info.get("name") or "").startswith("postgres")
+                and any(str(pg_root) in a for a in p.info.get("cmdline") or [])]
 
     for _ in range(40):
         if not left():
@@ -90,7 +91,7 @@ def retriever(fixture_db, embedder, tmp_path_factory):
     return Retriever(fixture_db, embedder=embedder, cache_dir=tmp_path_factory.mktemp("cache"))
 
 
-from godot_rag.examples import REFERENCE_CHUNK  # noqa: E402,F401  (the user's reference chunk)
+from godot_rag.examples import REFERENCE_CHUNK  # noqa: F401  (the user's reference chunk)
 
 
 def ctrl_c_reaches_it() -> None:

@@ -52,7 +52,7 @@ def test_good_text_passes_unchanged_and_non_text_is_refused():
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_the_library_refuses_bad_text_before_any_stage(retriever, strategy):
-    for case, (text, problem, status, words) in BAD.items():
+    for case, (text, _problem, status, words) in BAD.items():
         with pytest.raises(ChunkTextError) as e:
             retriever.retrieve(text, strategy, RetrieveConfig(**STRATEGIES[strategy]))
         assert e.value.status == status and words in str(e.value), case
@@ -60,7 +60,7 @@ def test_the_library_refuses_bad_text_before_any_stage(retriever, strategy):
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_http_bad_text_is_4xx_for_every_strategy(client, strategy):
-    for case, (text, problem, status, words) in BAD.items():
+    for case, (text, _problem, status, words) in BAD.items():
         # json.dumps writes a lone surrogate as the escape "\ud800", as a client's JSON would
         body = json.dumps({"chunkText": text, "strategy": strategy, "config": STRATEGIES[strategy]})
         r = client.post("/api/retrieve", content=body, headers={"content-type": "application/json"})

@@ -32,9 +32,9 @@ def _commands(group: click.Group = main, prefix: tuple[str, ...] = ()):
     for name, cmd in sorted(group.commands.items()):
         if getattr(cmd, "hidden", False):
             continue
-        yield prefix + (name,), cmd
+        yield (*prefix, name), cmd
         if isinstance(cmd, click.Group):
-            yield from _commands(cmd, prefix + (name,))
+            yield from _commands(cmd, (*prefix, name))
 
 
 # docs -> code

@@ -121,7 +121,7 @@ def test_a_shared_callback_weighs_its_specificity_and_shared_api_counts_in_a_mat
 def test_same_member_on_an_unrelated_class_is_a_contradiction():
     stats = stats_with({"plane": record(uses=["Plane.distance_to"])})
     code = "func f(a: Vector2, b: Vector2):\n    return a.distance_to(b)\n"
-    values, basis = features(stats, code, record(uses=["Plane.distance_to"]))
+    _values, basis = features(stats, code, record(uses=["Plane.distance_to"]))
     assert basis["clashes"] == [{"record": "Plane.distance_to", "chunk": "Vector2.distance_to"}]
     assert contradictions(basis)[0].startswith("contradiction: the record uses Plane.distance_to")
     _, basis = features(stats, code, record(uses=["Vector2.distance_to", "Plane.distance_to"]))
@@ -134,7 +134,8 @@ def test_a_shared_class_weighs_how_few_records_and_real_chunks_use_it():
     from godot_rag.eval.queries import Query
 
     ref = reference()
-    docs = {"a": record(classes=["RigidBody2D"]), "b": record(classes=["CharacterBody2D"])} | {f"r{i}": record() for i in range(20)}
+    docs = ({"a": record(classes=["RigidBody2D"]), "b": record(classes=["CharacterBody2D"])}
+            | {f"r{i}": record() for i in range(20)})
     q = [Query(id=f"q{i}", chunk_text="extends RigidBody2D\n" if i < 1 else "extends CharacterBody2D\n",
                relevant_pages={}, relevant_mappings=[]) for i in range(10)]
     share = chunk_shares(q, ref)
@@ -193,7 +194,8 @@ def test_the_2d_and_3d_worlds_come_from_the_hierarchy_and_contradict():
     # Nodes by their family; a value type by the family whose members it types (bool types both: no world).
     assert stats.worlds["Sprite2D"] == "2D" and stats.worlds["CharacterBody3D"] == "3D"
     assert stats.worlds["Vector2"] == "2D" and stats.worlds["Vector3"] == "3D" and "bool" not in stats.worlds
-    code2d = "extends Sprite2D\n\nfunc _process(delta):\n    if Input.is_action_pressed(\"left\"):\n        position += Vector2.LEFT\n"
+    code2d = ("extends Sprite2D\n\nfunc _process(delta):\n"
+              "    if Input.is_action_pressed(\"left\"):\n        position += Vector2.LEFT\n")
     _, basis = features(stats, code2d, record(classes=["CharacterBody3D", "Input"]))
     assert basis["worlds"]["chunk"] == "2D" and basis["worlds"]["record"] == "3D"
     assert contradictions(basis)[0].startswith("contradiction: the record is 3D (CharacterBody3D) where the chunk is 2D")
@@ -324,7 +326,8 @@ def test_a_copy_of_the_frame_alone_is_left_to_the_model():
     stats = stats_with({})
     never = GuideModel.from_dict({"weights": {f: 0.0 for f in FEATURES}, "bias": -10.0, "threshold": 0.5})
     code = "func _ready() -> void:\n\tactor_setup()\n\tactor_show()\n"
-    page = record(declares=["actor_setup", "actor_show"], callbacks=["_ready"]) | {"code_blocks": [{"language": "gdscript", "code": code}]}
+    page = (record(declares=["actor_setup", "actor_show"], callbacks=["_ready"])
+            | {"code_blocks": [{"language": "gdscript", "code": code}]})
     c = Candidate.of_record("docs_chunks", "tutorials/nav#1", page, 1.0, 1, "bm25")
 
     def verdict(chunk):
@@ -344,7 +347,8 @@ def test_a_list_of_classes_shares_none_of_them():
     classes (up to the 15 of "Packed arrays") shares those."""
     stats = stats_with({f"r{i}": record() for i in range(3)})
     code = "extends CharacterBody2D\n\nfunc _physics_process(delta):\n    move_and_slide()\n"
-    listed = ["CharacterBody2D", "RigidBody2D", "PhysicsBody2D"] + [f"Widget{i}" for i in range(24)] + ["Plane", "Vector2", "NavigationAgent2D"]
+    listed = ["CharacterBody2D", "RigidBody2D", "PhysicsBody2D", *[f"Widget{i}" for i in range(24)],
+              "Plane", "Vector2", "NavigationAgent2D"]
     assert len(listed) == 30
     for names in (listed, listed[:16]):
         values, basis = features(stats, code, record(mentions=names))
@@ -491,7 +495,8 @@ def test_logistic_fit_and_threshold_for_precision():
     points = curve(p, grades)
     chosen = choose_threshold(points, 0.9, 0.1)
     assert chosen["precision"] >= 0.9 and chosen["share0"] <= 0.1
-    assert all(c["precision"] < 0.9 or c["threshold"] >= chosen["threshold"] for c in points if c["share0"] <= 0.1 and c["accepted"] >= 5)
+    assert all(c["precision"] < 0.9 or c["threshold"] >= chosen["threshold"]
+               for c in points if c["share0"] <= 0.1 and c["accepted"] >= 5)
 
 
 def test_evidence_features_never_count_against_a_guide():
@@ -595,7 +600,8 @@ def test_a_guide_that_shares_only_generic_api_is_rejected():
     ready_only = record(callbacks=["_ready"])
     assert stats.member_specificity("_ready()") < 0.5
     out, reasons = verdict(ready_only, min_specificity=0.5)
-    assert not out["accepted"] and out["generic_only"] == {"most_specific": "_ready()", "specificity": stats.member_specificity("_ready()")}
+    assert not out["accepted"] and out["generic_only"] == {"most_specific": "_ready()",
+                                                           "specificity": stats.member_specificity("_ready()")}
     assert reasons == [reasons[-1]] and reasons[-1].startswith("generic only") and "_ready()" in reasons[-1]
     assert verdict(ready_only)[0]["accepted"]  # 0: off
     assert verdict(ready_only, min_specificity=0.5, godot3=True)[0]["accepted"]
@@ -688,12 +694,14 @@ def test_godot3_code_shares_with_a_guide_the_api_its_names_become():
     assert migrated_api(ref, res, renames) == {
         "ResourceLoader.load_threaded_request": "load_interactive", "@GlobalScope.deg_to_rad": "deg2rad",
         "SceneTree.change_scene_to_file": "change_scene", "Node.NOTIFICATION_APPLICATION_FOCUS_IN": "NOTIFICATION_WM_FOCUS_IN"}
-    stats = stats_with({f"r{i}": record() for i in range(20)} | {"a": record(uses=["ResourceLoader.load_threaded_request"])}, ref=ref)
+    stats = stats_with({f"r{i}": record() for i in range(20)} | {"a": record(uses=["ResourceLoader.load_threaded_request"])},
+                       ref=ref)
     guide = record(uses=["ResourceLoader.load_threaded_request"], classes=["ResourceLoader"])
     side = chunk_side(stats, res, facts, migrated=migrated_api(ref, res, renames))
     assert "@GlobalScope.deg_to_rad" in side.globals and "@GlobalScope.deg_to_rad" in side.migrated
     values, basis = guide_features(stats, res, facts, guide, clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0, side=side)
-    assert values["api_code"] > 0 and basis["migrated"] == [{"api": "ResourceLoader.load_threaded_request", "written": "load_interactive"}]
+    assert values["api_code"] > 0 and basis["migrated"] == [
+        {"api": "ResourceLoader.load_threaded_request", "written": "load_interactive"}]
     values, basis = guide_features(stats, res, facts, guide, clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0)
     assert values["api_code"] == 0 and basis["migrated"] == []
 
@@ -820,11 +828,11 @@ def test_a_section_about_an_annotation_teaches_its_constructs_with_it():
     code = "@abstract\nclass_name Shape\nextends RefCounted\n\n@abstract func area() -> float\n"
     api = code_api(code, ref)
     assert "@GDScript.@abstract" in api["code_globals"] and "class_name_statement" in api["code_constructs"]
-    abstract = record() | {"section_path": ["GDScript reference", "Classes", "Abstract classes and methods"], "content": f"```gdscript\n{code}```",
-                           "metadata": record()["metadata"] | api}
+    abstract = record() | {"section_path": ["GDScript reference", "Classes", "Abstract classes and methods"],
+                           "content": f"```gdscript\n{code}```", "metadata": record()["metadata"] | api}
     assert heading_annotations(abstract, api) == {"abstract"}
-    named = record() | {"section_path": ["GDScript reference", "Classes", "Registering named classes"], "content": f"```gdscript\n{code}```",
-                        "metadata": record()["metadata"] | api}
+    named = record() | {"section_path": ["GDScript reference", "Classes", "Registering named classes"],
+                        "content": f"```gdscript\n{code}```", "metadata": record()["metadata"] | api}
     assert heading_annotations(named, api) == set()
     docs = {"abstract": abstract, "named": named} | {f"r{i}": record() for i in range(60)}
     stats = stats_with(docs, ref, {})

@@ -49,7 +49,8 @@ def test_a_port_is_scored_by_parsing_its_code(retriever):
     s = score_port(good, GOLD, ref, godot3)
     assert (s.renamed, s.gold, s.leftovers, s.parse_failed) == (2, 2, [], False)
     # The old name left in code counts, in a comment it does not; a rename only counts when the old name is gone.
-    half = "```gdscript\nextends KinematicBody2D # was CharacterBody2D\n\nfunc _process(delta):\n    var n = name.get_length()\n```"
+    half = ("```gdscript\nextends KinematicBody2D # was CharacterBody2D\n\n"
+            "func _process(delta):\n    var n = name.get_length()\n```")
     s = score_port(half, GOLD, ref, godot3)
     assert s.renamed == 1 and s.leftovers == ["KinematicBody2D"]
     invented = "```gdscript\nextends CharacterBody2D\nfunc _ready():\n    Input.is_action_pressedd(\"x\")\n```"
@@ -58,7 +59,8 @@ def test_a_port_is_scored_by_parsing_its_code(retriever):
 
 
 def test_a_review_is_scored_by_its_claims():
-    answer = 'Problems: {"problems": [{"line": 1, "name": "KinematicBody2D", "fix": "CharacterBody2D"}, {"line": 3, "name": "foo"}]}'
+    answer = ('Problems: {"problems": [{"line": 1, "name": "KinematicBody2D", "fix": "CharacterBody2D"}, '
+              '{"line": 3, "name": "foo"}]}')
     assert len(claims_of(answer)) == 2
     assert score_review(answer, GOLD) == {"claims": 2, "parsed": True, "gold": 2, "found": 1, "unmatched": 1}
     assert score_review('{"problems": []}', []) == {"claims": 0, "parsed": True, "gold": 0, "found": 0, "unmatched": 0}
@@ -74,6 +76,6 @@ def test_a_review_is_scored_by_its_claims():
 
 def test_bootstrap_intervals_hold_the_mean():
     mean, lo, hi = bootstrap([0.0, 1.0, 1.0, 0.0, 1.0], seed=1)
-    assert mean == 0.6 and lo <= mean <= hi and 0.0 <= lo and hi <= 1.0
+    assert mean == 0.6 and lo <= mean <= hi and lo >= 0.0 and hi <= 1.0
     value, lo, hi = ratio_bootstrap([1, 2, 0], [2, 2, 1], seed=1)
     assert value == 0.6 and lo <= value <= hi

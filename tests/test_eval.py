@@ -23,7 +23,8 @@ def test_metrics_by_hand():
     idcg = 3 / math.log2(2) + 1 / math.log2(3)
     assert got["q"]["ndcg@10"] == pytest.approx(dcg / idcg)
     assert got["q"]["recall@1"] == 0.0 and got["q"]["recall@5"] == 1.0 and got["q"]["all_relevant@1"] == 0.0
-    assert mapping_triple("class_renames:AnimatedSprite->AnimatedSprite2D") == ("class_renames", "AnimatedSprite", "AnimatedSprite2D")
+    assert mapping_triple("class_renames:AnimatedSprite->AnimatedSprite2D") == (
+        "class_renames", "AnimatedSprite", "AnimatedSprite2D")
     assert mapping_triple("gdscript_syntax:yield->await") is None
 
 
@@ -42,15 +43,16 @@ def test_regression_on_fixture_corpus(retriever, tmp_path):
     report = run_eval(retriever, [FIXTURES / "queries.jsonl"], ["A", "B", "D", "F"], RetrieveConfig(reranker="none"),
                       out_dir=tmp_path, quiet=True)
     runs = {(r["strategy"], r["variant"]): r for r in report["runs"]}
-    got = {key: {m: runs[key][m] for m in ("all_relevant@1", "all_relevant@5", "mrr", "ndcg@10", "mapping_precision", "mapping_recall",
-                                          "zero_result_rate")} for key in runs if key[1] == "all"}
+    metrics = ("all_relevant@1", "all_relevant@5", "mrr", "ndcg@10", "mapping_precision", "mapping_recall", "zero_result_rate")
+    got = {key: {m: runs[key][m] for m in metrics} for key in runs if key[1] == "all"}
     for key in EXPECTED:
         assert got[key] == EXPECTED[key], (key, json.dumps(got[key]))
     assert (tmp_path / "metrics.json").exists() and (tmp_path / "report.md").read_text().count("| metric |") >= 1
     assert (tmp_path / "recall_at_k.png").exists() and (tmp_path / "latency_per_stage.png").exists()
     trec = (tmp_path / "runs" / "queries.B.trec").read_text().splitlines()[0].split()
     assert trec[1] == "Q0" and trec[3] == "1"
-    failures = [json.loads(l) for l in open(tmp_path / "failures.jsonl")]
+    with open(tmp_path / "failures.jsonl") as lines:
+        failures = [json.loads(l) for l in lines]
     assert all("stage" in f for f in failures)
     a_fail = [f for f in failures if f["strategy"] == "A" and "missed" in f]
     assert a_fail and a_fail[0]["stage"] == "no tsquery hit"
@@ -150,7 +152,8 @@ def test_eval_reports_the_port_removed_figure_and_marks_its_accepts(retriever, t
     gold, so a wrong accept for `mapping_precision`, a right one for `mapping_precision_port_removed`."""
     chunk = "extends KinematicBody2D\n\nfunc _process(delta):\n    var n = name.get_len()\n"
     root = tmp_path / "realcode" / "godot-demo-projects"
-    for version, text in (("godot3", chunk), ("godot4", "extends CharacterBody2D\n\nfunc _process(delta):\n    var n = len(name)\n")):
+    godot4_chunk = "extends CharacterBody2D\n\nfunc _process(delta):\n    var n = len(name)\n"
+    for version, text in (("godot3", chunk), ("godot4", godot4_chunk)):
         (root / version / "a").mkdir(parents=True)
         (root / version / "a" / "s.gd").write_text(text)
     (tmp_path / "godot_docs").mkdir()
@@ -165,7 +168,8 @@ def test_eval_reports_the_port_removed_figure_and_marks_its_accepts(retriever, t
     run = next(r for r in report["runs"] if r["variant"] == "all")
     assert run["mapping_precision"] == 0.5 and run["mapping_recall"] == 1.0
     assert run["mapping_precision_port_removed"] == 1.0 and run["mapping_recall_port_removed"] == 1.0
-    wrong = [json.loads(line) for line in open(out / "failures.jsonl") if "wrongly_accepted_mapping" in line]
+    with open(out / "failures.jsonl") as lines:
+        wrong = [json.loads(line) for line in lines if "wrongly_accepted_mapping" in line]
     assert [(f["wrongly_accepted_mapping"], f.get("port_removed")) for f in wrong] == [
         ("gdscript_function_renames:get_len->get_length", True)]
 
@@ -191,7 +195,8 @@ def test_failures_name_every_occurrence_a_wrong_mapping_was_accepted_on():
 
     occ = [{"line": 4, "col": 24, "region": "node_path", "status": "godot3_node", "why": "line 4:24: a scene node ...",
             "start": 60, "end": 67},
-           {"line": 9, "col": 2, "region": "comment", "status": "ignored", "why": "line 9:2 is in a comment", "start": 90, "end": 97}]
+           {"line": 9, "col": 2, "region": "comment", "status": "ignored", "why": "line 9:2 is in a comment",
+            "start": 90, "end": 97}]
     c = Candidate(table="api_mapping", id="class_renames:RayCast->RayCast3D", payload={})
     c.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=0.5, evidence=[], contradictions=[],
                                          reasons=[], occurrences=occ))
@@ -220,6 +225,7 @@ def test_eval_reads_judged_pairs_beside_the_queries(retriever, tmp_path):
     groups = ("guides", "api_reference")
     graded = sum(run[f"judged_{g}_accepted"] - run[f"judged_{g}_ungraded"] for g in groups)
     assert graded == 2 and sum(run[f"judged_{g}_ungraded"] for g in groups) == len(docs) - 2
-    bad = [json.loads(l) for l in open(out / "failures.jsonl") if "accepted_grade0" in l]
+    with open(out / "failures.jsonl") as lines:
+        bad = [json.loads(l) for l in lines if "accepted_grade0" in l]
     assert [f["accepted_grade0"] for f in bad] == [docs[1].id]
     assert "| judged_chunks_with_grade2 |" in (out / "report.md").read_text()

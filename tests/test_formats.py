@@ -72,11 +72,11 @@ def test_batch_writes_records_by_default_and_echoes_ids(fixture_db, tmp_path):
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"chunkText": "a"}) + "\n" + json.dumps({"id": [1], "chunkText": "b"}) + "\n")
-    r = subprocess.run(base[:-1] + [str(bad)], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([*base[:-1], str(bad)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "Traceback" not in r.stderr  # the one batch rule: the bad line's own error line
     error = [json.loads(line) for line in r.stdout.splitlines() if '"error"' in line]
     assert [(e["line"], e["chunk"], e["status"]) for e in error] == [(2, 2, 422)] and "field 'id'" in error[0]["error"]
-    r = subprocess.run(base[:-1] + [str(bad), "--strict"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([*base[:-1], str(bad), "--strict"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "bad.jsonl:2: field 'id'" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -39,7 +39,8 @@ def ref():
     from godot_rag.ingest.classref import build_class_reference
     from godot_rag.ingest.markdown import parse_page
 
-    pages = [parse_page(f.name, f.read_text(encoding="utf-8")) for f in sorted((SHARED / "godot_docs" / "pages").glob("classes__*.md"))]
+    pages = [parse_page(f.name, f.read_text(encoding="utf-8"))
+             for f in sorted((SHARED / "godot_docs" / "pages").glob("classes__*.md"))]
     return ClassReference(build_class_reference(pages))
 
 
@@ -97,7 +98,8 @@ def test_resolve_stage_examples_from_the_issue(ref):
     res = resolve_uses(parse_chunk(src), ref)
     apis = res.apis
     assert {"CanvasItem.queue_redraw", "Node.get_tree", "SceneTree.quit",
-            "RenderingServer.directional_soft_shadow_filter_set_quality", "Timer.new", "Timer.start", "Node2D.rotate"} <= set(apis)
+            "RenderingServer.directional_soft_shadow_filter_set_quality", "Timer.new", "Timer.start",
+            "Node2D.rotate"} <= set(apis)
     quit = next(u for u in res.uses if u.api == "SceneTree.quit")
     assert quit.line == 4 and quit.via == "return_type"
     names = {u.name for u in res.unresolved}
@@ -133,7 +135,8 @@ def test_a_local_has_the_type_of_the_call_that_gives_its_value(ref):
     """`var t := create_tween()`: `t` is what `create_tween()` documents it returns, and `$A as Label` is a Label.
     A value that goes on after the call (`get_tree().create_timer()`, beyond one hop) or ends in a subscript
     (`get_children()[0].foo()`) types nothing."""
-    code = ("extends Node2D\n\nfunc _ready():\n\tvar tween := create_tween()\n\ttween.tween_property(self, \"modulate\", Color.RED, 1.0)\n"
+    code = ("extends Node2D\n\nfunc _ready():\n\tvar tween := create_tween()\n"
+            "\ttween.tween_property(self, \"modulate\", Color.RED, 1.0)\n"
             "\tvar tree = get_tree()\n\ttree.create_timer(1.0)\n\tvar label := $A as Label\n\tlabel.text = \"x\"\n"
             "\tvar timer := get_tree().create_timer(2.0)\n\ttimer.timeout.connect(queue_free)\n"
             "\tvar first = get_children()[0].foo()\n\tfirst.bar()\n")
@@ -165,7 +168,8 @@ def test_a_local_typed_by_its_value_is_the_one_a_use_sees_and_may_be_a_scripts_o
         assert not found and not res.missing(), shadowed
     found, res = uses("func f():\n\tvar p = get_parent()\n\tp.jump()\n\tvar l = $A as Label\n\tl.custom_fn()\n")
     assert not found and not res.missing()
-    assert [u.reason for u in res.unresolved if u.name == "jump"] == ["Node has no 'jump'; a call's value leaves room for a subclass that has"]
+    assert [u.reason for u in res.unresolved if u.name == "jump"] == [
+        "Node has no 'jump'; a call's value leaves room for a subclass that has"]
 
 
 def _mapping(src, dst, change, terms=None):
@@ -184,7 +188,8 @@ def test_version_decisions_per_occurrence(ref):
     assert _classify(ref, "# a Viewport here\nvar v = 1", viewport)[0][0] == "ignored"
     assert _classify(ref, "var m = Viewport.SCALING_3D_MODE_FSR", viewport)[0][0] == "valid_godot4"
     assert _classify(ref, "var v: Viewport", viewport)[0][0] == "ambiguous"
-    assert _classify(ref, "extends KinematicBody2D", _mapping("KinematicBody2D", "CharacterBody2D", "class_rename"))[0][0] == "godot3"
+    assert _classify(ref, "extends KinematicBody2D",
+                     _mapping("KinematicBody2D", "CharacterBody2D", "class_rename"))[0][0] == "godot3"
     hide = _mapping("hide", "hidden", "signal_change", ["hide", "CanvasItem.hide"])
     assert _classify(ref, "extends Control\nfunc f():\n\thide()", hide)[0][0] == "ignored"
     # Godot 4 documents `hide` only as a method: a signal of that name is Godot 3's.
@@ -193,7 +198,8 @@ def test_version_decisions_per_occurrence(ref):
     assert _classify(ref, 'func f():\n\tconnect("visibility_changed", self, "hide")', hide)[0][0] == "ignored"
     assert _classify(ref, 'func f():\n\tyield(self, "hide")', hide)[0][0] == "godot3"
     assert _classify(ref, 'func f():\n\tconnect("pressed", self, "_on_pressed")',
-                     _mapping("pressed", "button_pressed", "signal_change", ["pressed", "BaseButton.pressed"]))[0][0] == "ambiguous"
+                     _mapping("pressed", "button_pressed", "signal_change",
+                              ["pressed", "BaseButton.pressed"]))[0][0] == "ambiguous"
     rigid = _mapping("RigidBody", "RigidBody3D", "class_rename")
     assert _classify(ref, 'var n = "RigidBody".length()', rigid)[0][0] == "ignored"
     scene = _mapping("change_scene", "change_scene_to_file", "method_rename")
@@ -213,7 +219,8 @@ def test_property_accessors_are_godot4_api(ref):
     assert "Node2D.get_global_position" in res.apis and not res.missing()
     # By name alone, a setter is no Godot 4 API: `set_one_shot()` on an unknown receiver is Godot 3's method.
     assert not ref.exists("set_one_shot") and ref.where("set_autowrap") == []
-    renames = [_mapping("set_oneshot", "set_one_shot", "method_rename"), _mapping("KinematicBody", "CharacterBody3D", "class_rename")]
+    renames = [_mapping("set_oneshot", "set_one_shot", "method_rename"),
+               _mapping("KinematicBody", "CharacterBody3D", "class_rename")]
     assert version_names(renames, ref) == ({"set_oneshot", "KinematicBody"}, {"CharacterBody3D"})
     # One reading of the renames, viewed by each reader (the version rules, the validator, the guide fit).
     one = converter_renames(renames, ref)
@@ -221,7 +228,8 @@ def test_property_accessors_are_godot4_api(ref):
     assert one.classes == {"KinematicBody": "CharacterBody3D"} and one.code["set_oneshot"] == {"set_one_shot"}
     assert ConverterRenames.from_plain(one.to_plain()) == one
     # A getter is no clue to the script's class: `get_world_3d` stays Node3D's for a bare call.
-    assert "Node3D.get_world_3d" in resolve_uses(parse_chunk("func f():\n\tget_world_3d()\n\tglobal_translate(Vector3.UP)\n"), ref).apis
+    assert "Node3D.get_world_3d" in resolve_uses(
+        parse_chunk("func f():\n\tget_world_3d()\n\tglobal_translate(Vector3.UP)\n"), ref).apis
 
 
 def test_a_renamed_constant_needs_its_new_name_on_the_receiver(ref):
@@ -243,7 +251,8 @@ def test_a_renamed_constant_needs_its_new_name_on_the_receiver(ref):
     # A change the migration page states for its class is not the converter's: it names the class itself.
     quit = _mapping("NOTIFICATION_WM_QUIT_REQUEST", "NOTIFICATION_WM_CLOSE_REQUEST", "constant_change",
                     ["NOTIFICATION_WM_QUIT_REQUEST", "MainLoop.NOTIFICATION_WM_QUIT_REQUEST"])
-    assert _classify(ref, "func _notification(what):\n\tif what == MainLoop.NOTIFICATION_WM_QUIT_REQUEST: pass", quit)[0][0] == "godot3"
+    assert _classify(ref, "func _notification(what):\n\tif what == MainLoop.NOTIFICATION_WM_QUIT_REQUEST: pass",
+                     quit)[0][0] == "godot3"
     # Global constants keep no qualifier: `BUTTON_LEFT` is `MOUSE_BUTTON_LEFT` on any receiver.
     left = _mapping("BUTTON_LEFT", "MOUSE_BUTTON_LEFT", "enum_rename")
     assert _classify(ref, "extends Node2D\nfunc f(e):\n\tif e.button_index == BUTTON_LEFT: pass", left)[0][0] == "godot3"
@@ -265,7 +274,8 @@ def test_only_a_whole_node_name_is_named_after_a_class(ref):
     rigid = _mapping("RigidBody", "RigidBody3D", "class_rename")
     status, why = _classify(ref, 'func f(kind):\n\tvar n = $Shapes.find_node("RigidBody%s" % kind)', rigid)[0]
     assert status == "ignored" and "only part of a node name" in why
-    assert _classify(ref, 'func f():\n\tvar n = get_node("Camera Rig")', _mapping("Camera", "Camera3D", "class_rename"))[0][0] == "ignored"
+    assert _classify(ref, 'func f():\n\tvar n = get_node("Camera Rig")',
+                     _mapping("Camera", "Camera3D", "class_rename"))[0][0] == "ignored"
     assert _classify(ref, 'func f(i):\n\tvar n = get_node("RigidBody" + str(i))', rigid)[0][0] == "ignored"
     assert _classify(ref, "onready var r = $Top/RigidBody/Shape", rigid)[0][0] == "godot3_node"
     assert _classify(ref, "onready var r = $RigidBody.mode", rigid)[0][0] == "godot3_node"
@@ -327,16 +337,19 @@ def test_a_comment_counts_only_where_it_writes_a_dropped_name_as_code(ref):
     assert as_code("get_rpc_sender_id") == [True] and as_code("get_handle_name") == [True]
     assert as_code("RigidBody") == [False, False] and as_code("change_scene") == [True]
     files = parse_chunk("# see res://player/KinematicBody.tscn and Spatial.gd\n")
-    assert not any(files.written_as_code(o["start"], o["end"]) for n in ("KinematicBody", "Spatial") for o in files.occurrences(n))
+    assert not any(files.written_as_code(o["start"], o["end"])
+                   for n in ("KinematicBody", "Spatial") for o in files.occurrences(n))
     sender = _mapping("get_rpc_sender_id", "get_remote_sender_id", "method_rename")
     assert _classify(ref, "# The server can call get_tree().get_rpc_sender_id().\nvar a = 1", sender)[0][0] == "godot3_comment"
     assert _classify(ref, "# get_rpc_sender_id tells who\nvar a = 1", sender)[0][0] == "ignored"  # prose
     rigid = _mapping("RigidBody", "RigidBody3D", "class_rename")
     assert _classify(ref, "# Spawn RigidBody scenes.\nvar a = 1", rigid)[0][0] == "ignored"
     # A name Godot 4 still documents says nothing, even written as code: `ResourceLoader.load()`.
-    assert _classify(ref, "# then `ResourceLoader.load()` returns it\nvar a = 1", _mapping("load", "_load", "method_rename"))[0][0] == "ignored"
+    assert _classify(ref, "# then `ResourceLoader.load()` returns it\nvar a = 1",
+                     _mapping("load", "_load", "method_rename"))[0][0] == "ignored"
     # Signal names are strings in code, not names a comment writes as code.
-    assert _classify(ref, "# emits about_to_show()\nvar a = 1", _mapping("about_to_show", "about_to_popup", "signal_rename"))[0][0] == "ignored"
+    assert _classify(ref, "# emits about_to_show()\nvar a = 1",
+                     _mapping("about_to_show", "about_to_popup", "signal_rename"))[0][0] == "ignored"
     # A comment is weak: only the chunk's Godot 3 code (or a hint of 3 where it says nothing) makes it count.
     assert comment_reference_overruled(VersionMarkers(godot3=["line 1: export var"])) is None
     assert comment_reference_overruled(VersionMarkers(hint="3")) is None
@@ -362,7 +375,8 @@ def _validated(ref, chunk: str, payloads: list[tuple[str, dict]]) -> dict[str, C
 def test_a_comment_reference_is_weak_mapping_evidence_and_never_a_finding(ref):
     handle = dict(_mapping("get_handle_name", "_get_handle_name", "method_rename"), mapping_id="m:get_handle_name")
     gizmo = dict(_mapping("EditorSpatialGizmoPlugin", "EditorNode3DGizmoPlugin", "class_rename"), mapping_id="m:gizmo")
-    finding = {"prototype_id": "migration:godot3_method_name", "task_type": "migration", "evidence_mapping_ids": ["m:get_handle_name"],
+    finding = {"prototype_id": "migration:godot3_method_name", "task_type": "migration",
+               "evidence_mapping_ids": ["m:get_handle_name"],
                "validator_rules": {"must_match": [r"(?<![A-Za-z0-9_])get_handle_name(?![A-Za-z0-9_])"],
                                    "requires_accepted_mapping_type": "method_rename"}}
     body = ("func _init():\n\tcreate_material(\"main\", Color(1, 0, 0))\n\n"
@@ -475,7 +489,8 @@ def test_resolution_matches_the_real_code_api_gold(ref):
     """Resolution with the file's own `extends` agrees with the set's API gold (a floor, not a tuned number)."""
     import re
 
-    rows = [json.loads(l) for l in open(SHARED / "eval" / "realcode_godot4.dev.jsonl", encoding="utf-8")][:300]
+    with open(SHARED / "eval" / "realcode_godot4.dev.jsonl", encoding="utf-8") as lines:
+        rows = [json.loads(l) for l in lines][:300]
     root = SHARED / "realcode" / "godot-demo-projects" / "godot4"
     tp = fp = fn = 0
     for q in rows:
@@ -518,8 +533,8 @@ REAL_OCCURRENCES = [
 
 @pytest.mark.parametrize("query,mapping,status,rule", REAL_OCCURRENCES)
 def test_a_real_occurrence_names_the_rule_that_decided_it(ref, query, mapping, status, rule):
-    chunk = next(q["chunk_text"] for q in map(json.loads, open(SHARED / "eval" / "realcode_godot3.dev.jsonl", encoding="utf-8"))
-                 if q["id"] == query)
+    with open(SHARED / "eval" / "realcode_godot3.dev.jsonl", encoding="utf-8") as lines:
+        chunk = next(q["chunk_text"] for q in map(json.loads, lines) if q["id"] == query)
     facts = parse_chunk(chunk)
     res, m = resolve_uses(facts, ref), _mapping(*mapping)
     decided = [classify_in_context(ChunkScope(facts, res, ref), m, occ) for occ in facts.occurrences(m["source_api"])]

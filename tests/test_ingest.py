@@ -46,7 +46,8 @@ def test_code_block_is_never_cut_unless_too_long(tmp_path):
     pages.mkdir()
     body = "\n".join(f"    var v{i} = Vector2({i}, {i})" for i in range(60))
     (pages / "tutorials__long__aaaaaaaa.md").write_text(
-        "# Long\n\n" + "Intro text.\n\n" * 3 + f"```gdscript\nfunc f():\n{body}\n```\n\n```gdscript\n" + "x = 1\n" * 400 + "```\n")
+        "# Long\n\n" + "Intro text.\n\n" * 3 + f"```gdscript\nfunc f():\n{body}\n```\n\n```gdscript\n"
+        + "x = 1\n" * 400 + "```\n")
     run_ingest(pages, None, tmp_path / "out", quiet=True, target_chars=1800)
     chunks = read(tmp_path / "out" / "docs_chunks.jsonl")
     whole = [c for c in chunks if "func f():" in c["content"]]
@@ -57,7 +58,8 @@ def test_code_block_is_never_cut_unless_too_long(tmp_path):
 
 def test_ids_are_stable(tmp_path, out):
     run_ingest(FIXTURES / "pages", FIXTURES / "renames.jsonl", tmp_path, quiet=True)
-    assert [c["chunk_id"] for c in read(tmp_path / "docs_chunks.jsonl")] == [c["chunk_id"] for c in read(out / "docs_chunks.jsonl")]
+    assert [c["chunk_id"] for c in read(tmp_path / "docs_chunks.jsonl")] == \
+        [c["chunk_id"] for c in read(out / "docs_chunks.jsonl")]
 
 
 def test_api_mapping_from_renames_and_migration_page(out):
@@ -128,7 +130,8 @@ def test_full_pages_end_to_end(tmp_path):
     white = next(c for c in colors if "**WHITE** =" in c["content"])
     assert "WHITE" in white["metadata"]["members"] and "Color.WHITE" in white["api_symbols"]
     assert all(f"**{m}** =" in c["content"] for c in colors for m in c["metadata"]["members"])
-    tween = next(c for c in chunks if c["metadata"]["page_path"] == "classes/class_tween" and "enum **TransitionType**" in c["content"])
+    tween = next(c for c in chunks
+                 if c["metadata"]["page_path"] == "classes/class_tween" and "enum **TransitionType**" in c["content"])
     assert {"TransitionType", "TRANS_LINEAR", "TRANS_SINE"} <= set(tween["metadata"]["members"])
     maps = read(out / "api_mapping.jsonl")
     assert sum(1 for m in maps if not m["mapping_id"].startswith(("migration_guide", "gdscript_syntax"))) == 1599
@@ -155,14 +158,15 @@ def test_records_resolve_their_code_like_a_chunk(out):
     from godot_rag.gdscript.record_api import code_api, prose_mentions
 
     chunks = read(out / "docs_chunks.jsonl")
-    rec = next(c for c in chunks if c["metadata"]["page_path"] == "tutorials/demo3d/player_movement" and "move_and_slide" in c["content"])
+    rec = next(c for c in chunks
+               if c["metadata"]["page_path"] == "tutorials/demo3d/player_movement" and "move_and_slide" in c["content"])
     meta = rec["metadata"]
     assert {"Input.is_action_pressed", "Vector3.ZERO"} <= set(meta["code_uses"])  # CharacterBody3D has no page here
     assert {"Input", "Vector3"} <= set(meta["code_classes"])
     assert {"speed", "direction", "delta"} <= set(meta["code_declares"])
     assert "Input.is_action_pressed" in meta["mentions"] and "Input" in meta["mentions"]
     assert all("links" not in c["metadata"] for c in chunks)
-    ref = ClassReference(json.load(open(out / "class_reference.json")))
+    ref = ClassReference(json.loads((out / "class_reference.json").read_text()))
     page_class = {i["page"]: c for c, i in ref.classes.items()}
     assert prose_mentions("Use a `Vector2.ZERO` here.", ["classes__class_input__d4e5f6a7.md", "https://x.org/a.html"],
                           ref, page_class) == ["Input", "Vector2", "Vector2.ZERO"]
@@ -191,7 +195,8 @@ def test_each_gdscript_block_of_a_record_resolves_on_its_own():
                "CharacterBody2D": {"inherits": "Node", "page": "classes/class_characterbody2d",
                                    "members": {"velocity": {"kind": "property", "type": "Vector2"},
                                                "move_and_slide": {"kind": "method", "type": "bool"}}},
-               "Vector2": {"inherits": None, "page": "classes/class_vector2", "members": {"x": {"kind": "property", "type": "float"}}}}
+               "Vector2": {"inherits": None, "page": "classes/class_vector2",
+                           "members": {"x": {"kind": "property", "type": "float"}}}}
     blocks = [{"language": "gdscript", "code": "extends CharacterBody2D\n"},
               {"language": "shell", "code": "scons platform=linux target=editor -j$(nproc) ]]\n"},
               {"language": "gdscript", "code": "func _physics_process(delta):\n    velocity.x = 3\n    move_and_slide()\n"},
@@ -211,7 +216,8 @@ def test_a_link_to_a_class_page_names_the_member_its_text_names():
     from godot_rag.gdscript.record_api import prose_mentions
     from godot_rag.ingest.markdown import strip_links_with_text
 
-    text, links = strip_links_with_text("Queue it with [ResourceLoader.load_threaded_request](classes__class_resourceloader__d2a76b2f.md).")
+    text, links = strip_links_with_text(
+        "Queue it with [ResourceLoader.load_threaded_request](classes__class_resourceloader__d2a76b2f.md).")
     assert text == "Queue it with ResourceLoader.load_threaded_request."
     assert links == [("ResourceLoader.load_threaded_request", "classes__class_resourceloader__d2a76b2f.md")]
     m = {"kind": "method", "type": "void"}

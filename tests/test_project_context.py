@@ -47,7 +47,8 @@ def ref():
     from godot_rag.ingest.classref import build_class_reference
     from godot_rag.ingest.markdown import parse_page
 
-    pages = [parse_page(f.name, f.read_text(encoding="utf-8")) for f in sorted((SHARED / "godot_docs" / "pages").glob("classes__*.md"))]
+    pages = [parse_page(f.name, f.read_text(encoding="utf-8"))
+             for f in sorted((SHARED / "godot_docs" / "pages").glob("classes__*.md"))]
     return ClassReference(build_class_reference(pages))
 
 
@@ -366,7 +367,7 @@ def test_a_godot3_override_of_a_file_extending_a_project_class(ref, table):
 def test_a_known_godot4_project_gets_findings_only_for_missing_engine_api(ref, table):
     context = file_context(table, "main.gd")
     # A call on a receiver the chunk does not type compiles in Godot 4 (a dynamic call): no finding.
-    mapping, finding = _validated(ref, "func f(node):\n\tnode.change_scene(\"a\")\n", "change_scene",
+    mapping, _finding = _validated(ref, "func f(node):\n\tnode.change_scene(\"a\")\n", "change_scene",
                                   {"godot_version": "4.3", "file_path": "main.gd"})
     assert mapping.verdict == "reject" and "compiles there" in mapping.reason
     assert mapping.info("validate").occurrences[0].rule == "godot4_project_compiles"
@@ -433,28 +434,29 @@ def test_context_in_batch_lines(fixture_db, project, tmp_path):
     chunk = "func go():\n\tchange_scene(\"res://a.tscn\")\n"
     batch.write_text(json.dumps({"chunkText": chunk, "context": CONTEXT}) + "\n" + json.dumps({"chunkText": chunk}) + "\n")
     base = [sys.executable, "-m", "godot_rag.cli", "retrieve", "--data-dir", str(fixture_db.data_dir), "--quiet"]
-    out = subprocess.run(base + ["--batch", str(batch), "--workers", "1", "--format", "result"], capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run([*base, "--batch", str(batch), "--workers", "1", "--format", "result"],
+                         capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [json.loads(l) for l in out.stdout.splitlines()]
     assert rows[0]["trace"]["context"]["file_path"] == "main.gd" and rows[1]["trace"]["context"] is None
     # `--project DIR` gives every line the project's symbols; a line's own fields (its file) win.
     batch.write_text(json.dumps({"chunkText": chunk, "context": {"file_path": "autoload/ggt.gd"}}) + "\n")
-    out = subprocess.run(base + ["--batch", str(batch), "--workers", "2", "--project", str(project), "--format", "result"],
+    out = subprocess.run([*base, "--batch", str(batch), "--workers", "2", "--project", str(project), "--format", "result"],
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     trace = json.loads(out.stdout)["trace"]["context"]
     assert trace["file_path"] == "autoload/ggt.gd" and trace["engine_extends"] == "Node" and trace["godot_version"] == "4.3"
     assert trace["project_symbols"]["kinds"]["autoload"] == 1
-    single = subprocess.run(base[:-1] + ["--project", str(project), "--file", str(project / "child.gd"), "--json", "-"],
+    single = subprocess.run([*base[:-1], "--project", str(project), "--file", str(project / "child.gd"), "--json", "-"],
                             input=chunk, capture_output=True, text=True, env=env, timeout=300)
     assert single.returncode == 0, single.stderr[-2000:]
     assert json.loads(single.stdout)["trace"]["context"]["engine_extends"] == "Node2D"
     batch.write_text(json.dumps({"chunkText": chunk, "context": {"godot_version": 4}}) + "\n")
-    bad = subprocess.run(base + ["--batch", str(batch)], capture_output=True, text=True, env=env, timeout=300)
+    bad = subprocess.run([*base, "--batch", str(batch)], capture_output=True, text=True, env=env, timeout=300)
     line = json.loads(bad.stdout)  # the one batch rule: the bad line's own error line, and the batch goes on
     assert line["line"] == 1 and line["error"].startswith("context.godot_version")
     assert bad.returncode == 1 and "no good line" in bad.stderr  # a batch with no good line is a failed command
-    bad = subprocess.run(base + ["--batch", str(batch), "--strict"], capture_output=True, text=True, env=env, timeout=300)
+    bad = subprocess.run([*base, "--batch", str(batch), "--strict"], capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode != 0 and f"{batch}:1: context.godot_version" in bad.stderr and "Traceback" not in bad.stderr
 
 

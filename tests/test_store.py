@@ -47,7 +47,8 @@ def test_load_is_idempotent_and_columns_are_typed(fixture_db, fixture_jsonl):
 
 @pytest.mark.parametrize("mutate,field,line", [
     (lambda recs: recs.__setitem__(1, "{not json"), None, 2),
-    (lambda recs: recs.__setitem__(2, json.dumps({k: v for k, v in json.loads(recs[2]).items() if k != "content"})), "content", 3),
+    (lambda recs: recs.__setitem__(2, json.dumps({k: v for k, v in json.loads(recs[2]).items() if k != "content"})),
+     "content", 3),
     (lambda recs: recs.__setitem__(0, json.dumps(dict(json.loads(recs[0]), token_count="many"))), "token_count", 1),
     (lambda recs: recs.__setitem__(4, json.dumps(dict(json.loads(recs[4]), heading="A\u0000B"))), "heading", 5),
 ])
@@ -165,17 +166,17 @@ def test_own_server_without_pgvector_says_how_to_fix(fixture_jsonl):
     shutil.chown(tmp_path, "postgres")
     shutil.chown(sock, "postgres")
     run = ["runuser", "-u", "postgres", "--"]
-    subprocess.run(run + [str(PG15 / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"], check=True,
+    subprocess.run([*run, str(PG15 / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"], check=True,
                    capture_output=True)
-    subprocess.run(run + [str(PG15 / "pg_ctl"), "-D", str(data), "-l", str(tmp_path / "log"), "-o",
-                          f"-k {sock} -h '' -p 55439", "-w", "start"],
+    subprocess.run([*run, str(PG15 / "pg_ctl"), "-D", str(data), "-l", str(tmp_path / "log"),
+                    "-o", f"-k {sock} -h '' -p 55439", "-w", "start"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
     try:
         db = Database(dsn=f"postgresql://postgres@/postgres?host={sock}&port=55439")
-        with pytest.raises(StoreError, match="no 'vector' extension.*CREATE EXTENSION vector"):
+        with pytest.raises(StoreError, match=r"no 'vector' extension.*CREATE EXTENSION vector"):
             load_jsonl(db, fixture_jsonl, quiet=True)
     finally:
-        subprocess.run(run + [str(PG15 / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+        subprocess.run([*run, str(PG15 / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
         shutil.rmtree(tmp_path, ignore_errors=True)
 
@@ -282,7 +283,8 @@ def test_sigterm_on_serve_stops_its_embedded_postgres(make_database, fixture_jso
                               "--data-dir", data], f"http://127.0.0.1:{port}", "/api/strategies")
     import httpx
 
-    r = httpx.post(f"http://127.0.0.1:{port}/api/retrieve", json={"chunkText": "func f():\n    pass", "strategy": "B"}, timeout=60)
+    r = httpx.post(f"http://127.0.0.1:{port}/api/retrieve", json={"chunkText": "func f():\n    pass", "strategy": "B"},
+                   timeout=60)
     assert r.status_code == 200 and postgres_for_data_dir()
     os.kill(proc.pid, signal.SIGTERM)
     proc.wait(timeout=60)
@@ -579,7 +581,8 @@ def test_a_first_f_answer_imports_no_torch(fixture_db, tmp_path):
     """The query encoder runs on ONNX Runtime: a new process's first F answer never imports torch (about 1.8 s)."""
     code = ("import sys; from godot_rag.store.db import Database; from godot_rag.retrieve.pipeline import Retriever; "
             f"res = Retriever(Database(data_dir={str(fixture_db.data_dir)!r}), cache_dir={str(tmp_path)!r})"
-            ".retrieve('func _process(delta):\\n\\tif Input.is_action_pressed(\"ui_right\"):\\n\\t\\t$AnimatedSprite2D.play()', 'F'); "
+            ".retrieve('func _process(delta):\\n\\tif Input.is_action_pressed(\"ui_right\"):"
+            "\\n\\t\\t$AnimatedSprite2D.play()', 'F'); "
             "assert res.results, 'no results'; "
             "assert any(s.stage == 'embed_query' for s in res.trace.stages); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

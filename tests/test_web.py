@@ -124,7 +124,8 @@ def _cell(page, rid, stage):
 
 
 def _inside_viewport(box):
-    return box is not None and box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= W + 0.5 and box["y"] + box["height"] <= H + 0.5
+    return (box is not None and box["x"] >= 0 and box["y"] >= 0
+            and box["x"] + box["width"] <= W + 0.5 and box["y"] + box["height"] <= H + 0.5)
 
 
 def _png_ok(path, min_w=W, min_h=H):
@@ -324,7 +325,8 @@ def test_keyboard_only(page, served):
         page.keyboard.press("Tab")
         if page.evaluate("document.querySelector('#detail').contains(document.activeElement)"):
             break
-    assert page.evaluate("document.querySelector('#detail').contains(document.activeElement)"), "Tab never reached the detail panel"
+    assert page.evaluate("document.querySelector('#detail').contains(document.activeElement)"), \
+        "Tab never reached the detail panel"
     page.keyboard.press("Escape")
     assert not page.locator("#detail").is_visible()
 
@@ -355,7 +357,8 @@ def test_compare_all_strategies_with_eval_gold(page):
     # mappings and labels show where they were lost, never a bare dash
     maps = tables.nth(1)
     f_cells = maps.locator("tr").locator("td:nth-child(7)")
-    assert f_cells.count() >= 1 and all(f_cells.nth(i).text_content() in ("rejected",) or f_cells.nth(i).text_content().startswith(("#", "✕", "cut"))
+    assert f_cells.count() >= 1 and all(f_cells.nth(i).text_content() in ("rejected",)
+                                        or f_cells.nth(i).text_content().startswith(("#", "✕", "cut"))
                                         for i in range(f_cells.count()))
     page.screenshot(path=str(OUT / "compare.png"))
     _png_ok(OUT / "compare.png")
@@ -384,7 +387,8 @@ def test_error_clears_the_previous_results(page):
 
 
 def test_hostile_text_stays_text(page, served):
-    hostile = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">\nfunc _ready():\n\tvar velocity = Vector2.ZERO'
+    hostile = ('<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+               '\nfunc _ready():\n\tvar velocity = Vector2.ZERO')
     _run(page, "F", hostile)
     assert page.evaluate("window.__pwned") is None
     page.locator("#matrix tr.row").first.click()

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import BinaryIO, Callable, ContextManager, Iterable, Iterator
+from typing import BinaryIO
 
 STDIN = Path("-")  # a path argument of `-` reads standard input
 MAX_DEPTH = 64  # nesting levels of arrays and objects: real requests use 4, and Python's parser recurses
@@ -67,7 +68,7 @@ def unknown_fields(value: dict, valid: Iterable[str]) -> str | None:
     return f"unknown field(s) {', '.join(unknown[:5])}; valid: {', '.join(known)}"
 
 
-def open_input(path: Path) -> ContextManager[BinaryIO]:
+def open_input(path: Path) -> AbstractContextManager[BinaryIO]:
     """The file's bytes, or standard input's for `-`: a reader of our own on fd 0, left open (it is not
     ours). A thread blocked in it then never holds the lock of `sys.stdin`, which the interpreter takes
     when it exits."""

@@ -78,8 +78,9 @@ def page_rates(per_chunk: dict[str, dict]) -> tuple[Counter, int]:
 # other sign (noise on a small pool) is set to 0 and the rest refitted, so the arithmetic stays readable.
 # The code a record shares with the chunk (`clone`), its BM25 rank and its cosine are evidence too: a near-copy
 # below `copy_source_share` must not weigh against a record.
-SIGNS = {"api_code": 1, "api_prose": 1, "shared_global": 1, "shared_class": 1, "shared_construct": 1, "clone": 1, "bm25_rank": 1, "cosine": 1,
-         "shared_callback": 1, "api_in_context": 1, "incompatible": -1, "foreign_class": -1, "hub_rate": -1}
+SIGNS = {"api_code": 1, "api_prose": 1, "shared_global": 1, "shared_class": 1, "shared_construct": 1, "clone": 1,
+         "bm25_rank": 1, "cosine": 1, "shared_callback": 1, "api_in_context": 1,
+         "incompatible": -1, "foreign_class": -1, "hub_rate": -1}
 
 
 def fit_signed(X: np.ndarray, y: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, float]:
@@ -221,8 +222,9 @@ def fit(retriever, queries_path: Path, judged_path: Path | list[Path], *, folds:
         "threshold_from": "out_of_fold" if threshold is None else "given",
         "page_accept_rate": {p: round(c / n_chunks, 4) for p, c in sorted(counts.items()) if c / n_chunks >= PAGE_RATE_MIN},
         "chunk_share": share,
-        "data_digest": f"sha256:{digest}", "fitted_on": {"judged": ", ".join(p.name for p in judged_paths), "queries": Path(queries_path).name,
-                                                         "pool_chunks": len(pool_chunks), "chunks_run": n_chunks},
+        "data_digest": f"sha256:{digest}",
+        "fitted_on": {"judged": ", ".join(p.name for p in judged_paths), "queries": Path(queries_path).name,
+                      "pool_chunks": len(pool_chunks), "chunks_run": n_chunks},
         "n": {"pairs": len(data), "grade2": int((g == 2).sum()), "grade0": int((g == 0).sum()), "vetoed": int(vetoed.sum())},
         "cv": {"folds": folds, "by": "chunk", "l2": l2, "target_precision": precision, "target_share0": share0,
                "chosen": chosen, "rules_on_the_same_pairs": before,

@@ -48,7 +48,7 @@ def judged_metrics(accepted: dict[str, dict[str, list[str]]], grades: dict[tuple
         if g == 2:
             pool2.setdefault(q, set()).add(r)
     out: dict[str, Any] = {}
-    for group in GROUPS + ("all",):
+    for group in (*GROUPS, "all"):
         graded = ungraded = n2 = n0 = 0
         for q, groups in accepted.items():
             ids = [r for gr, rs in groups.items() if group in (gr, "all") for r in rs]

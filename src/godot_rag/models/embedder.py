@@ -34,7 +34,7 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # says nothing more after its first few: such a run is cut to RUN_LIMIT characters, and a query is at most
 # MAX_QUERY_WINDOWS windows, evenly spread (a real chunk of the 20,000-character cap is about 30).
 RUN_LIMIT = 128
-RUN_RE = re.compile(r"(.)\1{%d,}" % RUN_LIMIT, re.DOTALL)
+RUN_RE = re.compile(rf"(.)\1{{{RUN_LIMIT},}}", re.DOTALL)
 MAX_QUERY_WINDOWS = 40
 POOLINGS = ("window-mean", "truncate")
 PRECISIONS = ("int8", "fp32")

@@ -5,7 +5,7 @@ import logging
 import os
 import threading
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -153,10 +153,8 @@ class Database:
                                        f"{mask_secrets(str(e2).strip())}") from e2
         from pgvector.psycopg import register_vector
 
-        try:
+        with suppress(psycopg.ProgrammingError):  # the extension is created by ensure_schema; plain queries still work
             register_vector(conn)
-        except psycopg.ProgrammingError:
-            pass  # the extension is created by ensure_schema; plain queries still work
         return conn
 
     @contextmanager
@@ -172,7 +170,7 @@ class Database:
         """Forget the server handle (its process is gone) and start or reattach on the next `uri()`."""
         try:
             self.stop()
-        except Exception:  # noqa: BLE001 - the old server is already dead; its cleanup may fail
+        except Exception:  # the old server is already dead; its cleanup may fail
             self._server, self._uri = None, None
 
     def release_at_worker_exit(self) -> None:

@@ -84,12 +84,11 @@ def _embed_table(conn, table: str, embedder, batch_rows: int, only: str, bar, po
     done = 0
     for n, vecs in results:
         batch = batches[n]
-        with conn.transaction():
-            with conn.cursor() as cur:
-                cur.executemany(
-                    f"UPDATE {table} SET embedding = %s, embedding_hash = %s WHERE {key} = %s",
-                    [(v, f"{embedder.key_hash}:{r[2]}", r[0]) for r, v in zip(batch, vecs)],
-                )
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                f"UPDATE {table} SET embedding = %s, embedding_hash = %s WHERE {key} = %s",
+                [(v, f"{embedder.key_hash}:{r[2]}", r[0]) for r, v in zip(batch, vecs)],
+            )
         done += len(batch)
         bar.update(len(batch))
     return done

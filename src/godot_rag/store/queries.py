@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import numpy as np
 import psycopg
@@ -90,12 +90,14 @@ def tsquery_diagnosis(conn: psycopg.Connection, table: str, tokens: list[str]) -
     }
 
 
-def vector_search(conn: psycopg.Connection, table: str, vector: np.ndarray, limit: int, ef_search: int = 100) -> list[tuple[str, float]]:
+def vector_search(
+    conn: psycopg.Connection, table: str, vector: np.ndarray, limit: int, ef_search: int = 100
+) -> list[tuple[str, float]]:
     return vector_searches(conn, {table: limit}, vector, ef_search)[table]
 
 
 # hnsw.ef_search set for a connection's session (an autocommit one, between transactions), by connection.
-_SESSION_EF_SEARCH: "weakref.WeakKeyDictionary[psycopg.Connection, int]" = weakref.WeakKeyDictionary()
+_SESSION_EF_SEARCH: weakref.WeakKeyDictionary[psycopg.Connection, int] = weakref.WeakKeyDictionary()
 
 
 @contextmanager

@@ -6,6 +6,7 @@ scan stopped with Ctrl-C keeps what it did and the next run resumes from there.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -59,10 +60,8 @@ class ScanCache:
         return self._conn.execute("SELECT count(*) FROM results").fetchone()[0]
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(sqlite3.Error):
             self._conn.close()
-        except sqlite3.Error:
-            pass
 
 
 def database_digest(conn: psycopg.Connection) -> str:
