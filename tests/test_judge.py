@@ -137,9 +137,11 @@ def test_focused_question_names_the_occurrence_and_its_line():
     assert asked_occurrence(c).line == 2
     assert asked_occurrence(_mapping(occ, verdict="reject")) is None  # the judge never accepts on its own
     # The strongest use is asked about; an accept that rests only on a comment is not asked (the question is about code).
-    comment = {"line": 1, "col": 3, "region": "comment", "status": "godot3_comment", "why": "", "start": 2, "end": 10, "ambiguous": False}
-    node = {"line": 3, "col": 2, "region": "node_path", "status": "godot3_node", "why": "", "start": 40, "end": 48, "ambiguous": False}
-    assert asked_occurrence(_mapping([comment, node] + occ)).line == 2
+    comment = {"line": 1, "col": 3, "region": "comment", "status": "godot3_comment", "why": "", "start": 2, "end": 10,
+               "ambiguous": False}
+    node = {"line": 3, "col": 2, "region": "node_path", "status": "godot3_node", "why": "", "start": 40, "end": 48,
+            "ambiguous": False}
+    assert asked_occurrence(_mapping([comment, node, *occ])).line == 2
     assert asked_occurrence(_mapping([comment, node])).line == 3
     assert asked_occurrence(_mapping([comment], confidence=0.5)) is None
     q = occurrence_question(c, occ[0]["line"], "\tvar v = Viewport.new()")
@@ -171,7 +173,8 @@ def test_a_finding_follows_the_mapping_the_judge_rejected():
 
     chunk = "export var speed = 1\nfunc _ready():\n\tvar v = Viewport.new()"
     start = chunk.index("Viewport")
-    occ = {"line": 3, "col": 10, "region": "code", "status": "godot3", "why": "", "start": start, "end": start + 8, "ambiguous": True}
+    occ = {"line": 3, "col": 10, "region": "code", "status": "godot3", "why": "", "start": start, "end": start + 8,
+           "ambiguous": True}
     mapping = _mapping([occ])
     proto = Candidate(table="label_prototypes", id="migration:godot3_class_name", verdict="accept",
                       payload={"task_type": "migration", "evidence_mapping_ids": [mapping.id],
@@ -227,8 +230,8 @@ def test_an_annotation_changes_no_verdict_and_no_score_a_decision_does():
     assert note.verdict == "accept" and note.info("judge").confidence == 0.6 and note.info("judge").mode == "annotate"
     low = _judged(job(c), answer, {"mode": "decide", "threshold": 0.5, "threshold_from": "calibration"}, chunk)
     assert low.verdict == "reject" and low.info("judge").confidence == 0.0 and "P(yes) 0.2 < threshold 0.5" in low.reason
-    high = _judged(job(c), dict(answer, p_yes=0.9, answer="yes"), {"mode": "decide", "threshold": 0.5, "threshold_from": "request"},
-                   chunk)
+    request = {"mode": "decide", "threshold": 0.5, "threshold_from": "request"}
+    high = _judged(job(c), dict(answer, p_yes=0.9, answer="yes"), request, chunk)
     assert high.verdict == "accept" and high.info("judge").confidence == 0.9
     rejected = _mapping([occ], verdict="reject", confidence=0.0)
     never = _judged(job(rejected), dict(answer, p_yes=0.99, answer="yes"), {"mode": "decide", "threshold": 0.5}, chunk)

@@ -89,7 +89,8 @@ def test_profile_hallucinations_are_caught_and_their_danger_is_visible(retriever
     bad = "class_renames:AnimatedSprite->AnimatedSprite2D"
     # kept, the invented Godot 3 names pull the migration mappings up; dropped, they are gone from the query
     assert "KinematicBody2D" in lexical_kept and "KinematicBody2D" not in lexical_dropped
-    assert "class_renames:KinematicBody2D->CharacterBody2D" in kept and "class_renames:KinematicBody2D->CharacterBody2D" not in dropped
+    renamed = "class_renames:KinematicBody2D->CharacterBody2D"
+    assert renamed in kept and renamed not in dropped
     assert kept[bad] > dropped.get(bad, 0.0)
     # and F's validator would never accept it for this chunk
     f = retriever.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=10, reranker="none"))
@@ -119,7 +120,8 @@ def test_judge_answers_json_with_p_yes_and_reuses_the_prefix(qwen):
     inner = qwen._llm
     qwen.judge_answer(SYSTEM, head + "Question: is this 3D code?", evidence=False)
     # the shared prefix (system + SOURCE_CODE) stayed evaluated: the next question only adds its own tokens
-    n_prefix = len(inner.tokenize(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{head}".encode(), add_bos=False, special=True))
+    prefix = f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{head}"
+    n_prefix = len(inner.tokenize(prefix.encode(), add_bos=False, special=True))
     assert inner.input_ids[: n_prefix - 2].tolist() == inner.tokenize(
         f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{head}".encode(), add_bos=False, special=True)[: n_prefix - 2]
 

@@ -121,14 +121,14 @@ def test_f_node_named_after_a_godot3_class_is_overruled_by_godot4_markers_or_hin
     assert mapping in ids(plain, "api_mapping")  # no markers: weak evidence, kept at low confidence
     node = next(c for c in plain.results if c.id == mapping).info("validate")
     assert node.confidence <= 0.5 and node.occurrences[0].status == "godot3_node"
-    for chunk, cfg, why in ((bare, RetrieveConfig(k=10, reranker="none", godot_version="4"), "godot_version hint is 4"),
+    for chunk, cfg, hint in ((bare, RetrieveConfig(k=10, reranker="none", godot_version="4"), "godot_version hint is 4"),
                             ("@onready var sprite = $AnimatedSprite\n\n" + bare, RetrieveConfig(k=10, reranker="none"),
                              "the chunk has Godot 4 markers")):
         res = retriever.retrieve(chunk, "F", cfg)
         assert mapping not in ids(res, "api_mapping")
         rej = next(c for c in res.rejected if c.id == mapping)
         occ = rej.info("validate").occurrences[0]
-        assert occ.status == "ignored" and "node path" in occ.why and why in occ.why
+        assert occ.status == "ignored" and "node path" in occ.why and hint in occ.why
 
 
 def test_f_trace_and_json_name_the_version_rule_of_each_occurrence(retriever):
@@ -269,8 +269,9 @@ def _cand(table, payload):
 def _vctx(chunk: str) -> ValidationScope:
     facts = parse_chunk(chunk)
     ref = ClassReference({})
-    return ValidationScope(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={}, version=VersionMarkers(),
-                             idf=lambda t: 6.0, class_of_page={}, renameable=renameable_names(facts, ref))
+    return ValidationScope(facts=facts, resolution=resolve_uses(facts, ref), ref=ref, renamed_classes={},
+                           version=VersionMarkers(), idf=lambda t: 6.0, class_of_page={},
+                           renameable=renameable_names(facts, ref))
 
 
 def _mapping_verdict(chunk: str, cand) -> dict:
@@ -287,11 +288,13 @@ def test_evidence_respects_identifier_boundaries_and_near_misses():
     in_comment = _mapping_verdict("$AnimatedSprite2D.play()  # was AnimatedSprite", m)
     assert not in_comment["accepted"] and "comment" in in_comment["reasons"][0]
     neg = _cand("api_mapping", {"source_api": "export", "target_api": "@export", "change_type": "syntax_change",
-                                "match_terms": ["re:(?m)^\\s*export(?:\\s*\\([^)]*\\))?\\s+var\\b"], "negative_patterns": ["@export"],
+                                "match_terms": ["re:(?m)^\\s*export(?:\\s*\\([^)]*\\))?\\s+var\\b"],
+                                "negative_patterns": ["@export"],
                                 "confidence": 0.9})
     assert not _mapping_verdict("@export var speed = 400", neg)["accepted"]
     assert _mapping_verdict("export var speed = 400", neg)["accepted"]
-    doc = _cand("docs_chunks", {"content": "var direction = Vector3.ZERO\nCharacterBody3D", "code_blocks": [], "api_symbols": ["Vector3.ZERO"]})
+    doc = _cand("docs_chunks", {"content": "var direction = Vector3.ZERO\nCharacterBody3D", "code_blocks": [],
+                                "api_symbols": ["Vector3.ZERO"]})
     ev = docs_evidence(_vctx("var v = Vector2.ZERO\nextends CharacterBody2D"), doc)
     assert {c.literal for c in ev["contradictions"]} == {"Vector3", "CharacterBody3D"}
     assert ev["evidence"] == [] or all(e.literal != "Vector2" for e in ev["evidence"])
@@ -324,7 +327,8 @@ def test_a_chunk_copied_from_a_guide_has_that_page_as_its_evidence():
     assert verdicts["tutorials/spawning"]["copy_source"] and verdicts["tutorials/ui"].get("copy_source") is None
     assert verdicts["tutorials/scenes"]["clone_lines"] == [2, 4]  # the chunk's own line numbers
     # A record with the same lines but a rare name the copied page does not show adds to it: kept.
-    named = _doc("tutorials/mobs", "var mob = mob_scene.instantiate()\nadd_child(mob)\nscore_label.hide()", ["PackedScene.instantiate"])
+    named = _doc("tutorials/mobs", "var mob = mob_scene.instantiate()\nadd_child(mob)\nscore_label.hide()",
+                 ["PackedScene.instantiate"])
     docs = [(c, docs_evidence(v, c)) for c in (copied, again, named, again)]
     # A class-reference entry documents the member itself: kept even when it shows nothing more.
     docs[3] = (docs[3][0], dict(docs[3][1], page_class="Node", reasons=[]))
@@ -577,7 +581,7 @@ def test_two_stages_that_disagree_on_a_parts_type_are_refused_when_the_strategy_
     from godot_rag.retrieve.strategies import Strategy
 
     facts_as_text = PartKey[str]("facts", "the chunk's facts as one string")
-    with pytest.raises(ContractError, match="stage 'reader' reads 'facts' as .* but 'parse' provides it as .*disagree"):
+    with pytest.raises(ContractError, match=r"stage 'reader' reads 'facts' as .* but 'parse' provides it as .*disagree"):
         Strategy("X", "mismatch", [PARSE, Stage("reader", lambda ctx, pool: pool, "", requires=(facts_as_text,))])
 
 
@@ -698,9 +702,11 @@ def test_a_class_page_section_of_other_members_gives_way_to_the_one_that_describ
     setter = "func f(menu: PopupMenu):\n    menu.set_hide_on_checkable_item_selection(false)\n"
     assert all(i["accepted"] for i in verdicts(setter, ["add_check_item"], ["hide_on_checkable_item_selection"])[1:])
     assert [i["accepted"] for i in verdicts(setter, ["hide_on_checkable_item_selection"], ["add_check_item"])] == [True, False]
-    constant = "func f(menu: PopupMenu):\n    if menu.get_item_type(0) == PopupMenu.ITEM_CHECK:\n        menu.set_item_checked(0, true)\n"
+    constant = ("func f(menu: PopupMenu):\n    if menu.get_item_type(0) == PopupMenu.ITEM_CHECK:\n"
+                "        menu.set_item_checked(0, true)\n")
     assert [i["accepted"] for i in verdicts(constant, ["set_item_checked"], ["ItemType"])] == [True, True]
-    untyped = "func f(menu: PopupMenu, menus):\n    menu.add_item(\"A\")\n    for other in menus:\n        other.set_item_checked(0, true)\n"
+    untyped = ("func f(menu: PopupMenu, menus):\n    menu.add_item(\"A\")\n    for other in menus:\n"
+               "        other.set_item_checked(0, true)\n")
     assert [i["accepted"] for i in verdicts(untyped, ["add_check_item"], ["set_item_checked"])] == [False, True]
 
 
@@ -720,7 +726,8 @@ def test_min_api_specificity_rejects_the_entry_of_a_generic_member_and_keeps_the
     facts = parse_chunk("extends Node\n\nfunc arm(timer: Timer):\n    self.add_child(timer)\n    timer.start()\n")
     entries = [Candidate(table="docs_chunks", id=f"classes/class_{cls.lower()}#010", payload={
         "content": f"void {member}()\n\nThe {cls} entry.", "symbol": f"{cls}.{member}", "code_blocks": [],
-        "section_path": [cls, "Method Descriptions"], "metadata": {"page_path": f"classes/class_{cls.lower()}", "members": [member]}})
+        "section_path": [cls, "Method Descriptions"],
+        "metadata": {"page_path": f"classes/class_{cls.lower()}", "members": [member]}})
         for cls, member in (("Node", "add_child"), ("Timer", "start"))]
 
     mention = Candidate(table="docs_chunks", id="classes/class_node#011", payload={

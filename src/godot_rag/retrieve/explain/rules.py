@@ -71,7 +71,9 @@ def _rule_doc(name: str, outcome: str, fn: Callable[..., Any]) -> str:
                if (r := text(node.value).strip())]
     if reasons:
         return "reason: " + " | ".join(dict.fromkeys(reasons))
-    return f"evidence of the kind {name!r}: the record and the chunk share it" if outcome == "evidence" else name.replace("_", " ")
+    if outcome == "evidence":
+        return f"evidence of the kind {name!r}: the record and the chunk share it"
+    return name.replace("_", " ")
 
 
 def rule_rows() -> list[dict[str, str]]:

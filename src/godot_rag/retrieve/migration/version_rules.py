@@ -77,7 +77,8 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
 def classify_in_context(scope: ChunkScope, mapping: dict[str, Any], occ: NameOccurrence) -> tuple[OccurrenceStatus, str, str]:
     """(status, why, rule): the rules that read the project and the Godot 4-only syntax (`VERSION_RULES`), then the
     chunk-only ones (`OCCURRENCE_RULES`), then the overrules of a `godot3` decision. `rule` names the rule that decided."""
-    o = OccurrenceCase(scope.facts, scope.resolution, scope.ref, mapping, occ, scope.renamed_classes, scope.version, scope.context)
+    o = OccurrenceCase(scope.facts, scope.resolution, scope.ref, mapping, occ, scope.renamed_classes, scope.version,
+                       scope.context)
     if fired := first_rule(VERSION_RULES, o):
         return fired[0].outcome, f"{fired[1]} [rule {fired[0].name}]", fired[0].name
     status, why, name = decide_occurrence(o)
