@@ -2,9 +2,10 @@
 
 The eval reports one judged figure per set, over the grade files it is given. The README and the closing notes also
 quote the subsets separately: the shipped pool, `holdout24` and `random40` (which no fit reads), `random24` and
-`hub_pages`. Each subset is the chunks its grade file grades. Every dir is measured on the chunks the first dir
-judged, with the grades of the pool and every `bench/judged/judged_docs.realcode_godot4.*.jsonl` (a later file's
-grade wins, as in the eval):
+`hub_pages` (`data/grades/README.md` says what each file grades). Each subset is the chunks its grade file grades.
+Every dir is measured on the chunks the first dir
+judged, with the grades of the pool and every `data/grades/docs.realcode_godot4.*.jsonl` (no pair is graded twice
+with two grades, so their order does not matter):
 
     python bench/judged_subsets.py BEFORE_OUT AFTER_OUT
 
@@ -18,9 +19,10 @@ from godot_rag.eval.judged import grades_of, judged_metrics, read_judged
 
 ROOT = Path(__file__).resolve().parent.parent
 POOL = ROOT.parent / "shared" / "eval" / "judged_docs.realcode_godot4.dev.jsonl"
-JUDGED = ROOT / "bench" / "judged"
-SUBSETS = {"pool": POOL} | {n: JUDGED / f"judged_docs.realcode_godot4.dev.{n}.jsonl"
-                            for n in ("holdout24", "random24", "random40", "hub_pages")}
+GRADES = ROOT / "data" / "grades"
+SUBSETS = {"pool": POOL} | {n: GRADES / f"docs.realcode_godot4.dev.{f}.jsonl"
+                            for n, f in (("holdout24", "holdout24_accepts"), ("random24", "random24_candidates"),
+                                         ("random40", "random40_accepts"), ("hub_pages", "hub_page_accepts"))}
 
 
 def accepted(out_dir: Path) -> dict[str, dict]:
@@ -37,7 +39,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out_dirs", nargs="+", type=Path)
     args = ap.parse_args()
-    grades = grades_of([POOL, *sorted(JUDGED.glob("judged_docs.realcode_godot4.*.jsonl"))])
+    grades = grades_of([POOL, *sorted(GRADES.glob("docs.realcode_godot4.*.jsonl"))])
     base = set(accepted(args.out_dirs[0]))
     subsets = {name: {r["query_id"] for r in read_judged(path)} for name, path in SUBSETS.items()}
     for d in args.out_dirs:

@@ -3,25 +3,27 @@ accepted, how many of them are graded, and the share graded 2 and 0; `--before` 
 project) adds the same for the records it accepted that this scan does not (removed) and those both accept (kept).
 The pairs' `query_id` is `<prefix>:<file>#<chunk>`, the scan's file path and chunk number.
 
-    python bench/scan_judged.py SCAN_OUT/chunks.jsonl --judged bench/judged/judged_docs.pandora.jsonl [--prefix pandora]
+    python bench/scan_judged.py SCAN_OUT/chunks.jsonl --judged data/grades/docs.pandora.copy_anchor_guides.jsonl \
+        [--prefix pandora]
         [--before OLD_SCAN_OUT/chunks.jsonl]
 
-`judged_docs.pandora.jsonl` grades 80 guides of a scan of bitbrain/pandora at 874442f (its addons/, the .gd files
+`docs.pandora.copy_anchor_guides.jsonl` grades 80 guides of a scan of bitbrain/pandora at 874442f (its addons/, the .gd files
 `git archive` gives; `godot-rag scan DIR --include-addons`): 40 drawn at random from those the scan before the copy
 anchor accepted and the scan after it did not, 40 from those both accepted; 7 more lines grade guides accepted with
-nothing shared (below). `judged_docs.dialogue_manager.jsonl` (nathanhoad/godot_dialogue_manager at e5b8d68, its
-addons/) and `judged_docs.phantom_camera.jsonl` (ramokz/phantom-camera at dbf15ee) grade, with those 7, 36 guides that
+nothing shared (below). `docs.dialogue_manager.nothing_shared_accepts.jsonl` (nathanhoad/godot_dialogue_manager at e5b8d68, its
+addons/) and `docs.phantom_camera.nothing_shared_accepts.jsonl` (ramokz/phantom-camera at dbf15ee) grade, with those 7,
+36 guides that
 the scans before `nothing_shared` accepted with every shared feature 0, drawn at random, at most two per record:
 
-    python bench/scan_judged.py OUT/chunks.jsonl --judged bench/judged/judged_docs.dialogue_manager.jsonl \
+    python bench/scan_judged.py OUT/chunks.jsonl --judged data/grades/docs.dialogue_manager.nothing_shared_accepts.jsonl \
         --prefix dialogue_manager --before BEFORE/chunks.jsonl
 
-`judged_docs.other_authors.random.jsonl` grades a simple random sample of what F accepted on four other authors'
+`docs.other_authors.random_accepts.jsonl` grades a simple random sample of what F accepted on four other authors'
 projects, pairs no other grade file held: 90 guides (30 of Orama-Interactive/Pixelorama at 7888c607f, 20 each of the
 three above) and 30 class-reference entries over all four, at most one pair per chunk. Its `group` field is the
 group F gave the record. It reads alone (the other files were drawn from what a change removed or kept):
 
-    python bench/scan_judged.py OUT/chunks.jsonl --judged bench/judged/judged_docs.other_authors.random.jsonl --prefix pixelorama
+    python bench/scan_judged.py OUT/chunks.jsonl --judged data/grades/docs.other_authors.random_accepts.jsonl --prefix pixelorama
 """
 import argparse
 import json

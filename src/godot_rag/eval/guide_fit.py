@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -29,6 +30,47 @@ from ..retrieve.evidence.docs_features import FEATURES, contradictions, guide_fe
 from ..retrieve.evidence.docs_stats import DocsApiStats, callback_key, construct_key
 from .judged import grades_of
 from .queries import read_queries
+
+ROOT = Path(__file__).resolve().parents[3]  # the checkout: data/grades/ and ../shared beside it
+GRADES_DIR = ROOT / "data" / "grades"
+SHIPPED_QUERIES = ROOT.parent / "shared" / "eval" / "realcode_godot4.dev.jsonl"
+SHIPPED_POOL = SHIPPED_QUERIES.with_name("judged_docs.realcode_godot4.dev.jsonl")
+# The grade files of data/grades/ the shipped model (store/guide_model.json) was fitted on, after the pool and in
+# the order it read them: the digest follows the order, and so would a pair graded twice. Every dev grade file of
+# its fit (stop 53) but the two kept as checks (holdout24, random40); the files graded after it are not read.
+SHIPPED_FIT = (
+    "docs.realcode_godot4.dev.all_accepts.jsonl",
+    "docs.realcode_godot4.dev.constants_added.jsonl",
+    "docs.realcode_godot4.dev.shared_construct_candidates.jsonl",
+    "docs.realcode_godot4.dev.copy_anchor_changed.jsonl",
+    "docs.realcode_godot4.dev.foreign_section_removed.jsonl",
+    "docs.realcode_godot4.dev.hub_page_accepts.jsonl",
+    "docs.realcode_godot4.dev.pool_new_accepts.jsonl",
+    "docs.realcode_godot4.dev.shared_construct_added.jsonl",
+    "docs.realcode_godot4.dev.other_members_removed.jsonl",
+    "docs.realcode_godot4.dev.random24_candidates.jsonl",
+    "docs.realcode_godot4.dev.rest_accepts.jsonl",
+    "docs.realcode_godot4.dev.same_evidence_added.jsonl",
+    "docs.realcode_godot4.dev.resolution_added.jsonl",
+    "docs.realcode_godot4.dev.resolution_added_elsewhere.jsonl",
+    "docs.realcode_godot4.dev.shared_construct_added_elsewhere.jsonl",
+)
+
+
+def shipped_judged() -> list[Path]:
+    """What `fit-guides` reads by default: the shipped pool, then the grade files the shipped model was fitted on."""
+    return [SHIPPED_POOL, *(GRADES_DIR / name for name in SHIPPED_FIT)]
+
+
+def data_digest(paths: list[Path]) -> str:
+    """The model's `data_digest`: sha256 over the judged files' bytes, in the order they are read."""
+    return "sha256:" + hashlib.sha256(b"".join(Path(p).read_bytes() for p in paths)).hexdigest()
+
+
+def shown_path(path: Path) -> str:
+    """A data file as the model names it: relative to the checkout (data/grades/..., ../shared/eval/...)."""
+    return Path(os.path.relpath(os.path.abspath(path), ROOT)).as_posix()
+
 
 CHUNK_SHARE_MIN = 0.01  # members used by fewer chunks are stored as unused (the file stays small)
 PAGE_RATE_MIN = 0.01
@@ -215,15 +257,14 @@ def fit(retriever, queries_path: Path, judged_path: Path | list[Path], *, folds:
     before = {"accepted": int(rules.sum()), "precision": round(float((g[rules] == 2).mean()), 4) if rules.any() else None,
               "share0": round(float((g[rules] == 0).mean()), 4) if rules.any() else None,
               "recall": round(float((g[rules] == 2).sum() / max(1, (g == 2).sum())), 4)}
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in judged_paths)).hexdigest()
     model = {
         "weights": {f: round(float(x), 4) for f, x in zip(FEATURES, w)}, "bias": round(b, 4),
         "threshold": chosen["threshold"] if threshold is None else threshold,
         "threshold_from": "out_of_fold" if threshold is None else "given",
         "page_accept_rate": {p: round(c / n_chunks, 4) for p, c in sorted(counts.items()) if c / n_chunks >= PAGE_RATE_MIN},
         "chunk_share": share,
-        "data_digest": f"sha256:{digest}",
-        "fitted_on": {"judged": ", ".join(p.name for p in judged_paths), "queries": Path(queries_path).name,
+        "data_digest": data_digest(judged_paths),
+        "fitted_on": {"judged": ", ".join(shown_path(p) for p in judged_paths), "queries": shown_path(Path(queries_path)),
                       "pool_chunks": len(pool_chunks), "chunks_run": n_chunks},
         "n": {"pairs": len(data), "grade2": int((g == 2).sum()), "grade0": int((g == 0).sum()), "vetoed": int(vetoed.sum())},
         "cv": {"folds": folds, "by": "chunk", "l2": l2, "target_precision": precision, "target_share0": share0,

@@ -1,5 +1,6 @@
-"""Judged docs evidence (`judged_docs.*.jsonl`): graded (chunk, record) pairs, 2 direct, 1 weak, 0 misleading;
-and what they say about the records a strategy accepted, per group (`guides`, `api_reference`)."""
+"""Judged docs evidence (`judged_docs.*.jsonl`, and the grade files of `data/grades/`, `docs.*.jsonl`): graded
+(chunk, record) pairs, 2 direct, 1 weak, 0 misleading; and what they say about the records a strategy accepted, per
+group (`guides`, `api_reference`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,11 +10,12 @@ from ..jsonlines import iter_jsonl
 from .queries import QueryFileError
 
 JUDGED_GLOB = "judged_docs.*.jsonl"
+GRADES_GLOB = "grades/docs.*.jsonl"  # data/grades/, the project's grade files
 GROUPS = ("guides", "api_reference")
 
 
 def is_judged_file(path: Path) -> bool:
-    return Path(path).match(JUDGED_GLOB)
+    return Path(path).match(JUDGED_GLOB) or Path(path).match(GRADES_GLOB)
 
 
 def read_judged(path: Path) -> list[dict]:

@@ -68,8 +68,9 @@ class EvalRuns:
 
 
 def judged_files(files: list[Path], judged: list[Path]) -> tuple[list[Path], list[Path]]:
-    """(query files, judged files): a `judged_docs.*.jsonl` named among the queries is a judged file, and so is
-    every one beside the query files; `judged` (named with --judged) come last and win on a pair graded twice."""
+    """(query files, judged files): a `judged_docs.*.jsonl` or a `data/grades/` file named among the queries is a
+    judged file, and so is every `judged_docs.*.jsonl` beside the query files; `judged` (named with --judged) come
+    last and win on a pair graded twice."""
     queries = [Path(f) for f in files if not is_judged_file(Path(f))]
     found = [Path(f) for f in files if is_judged_file(Path(f))]
     for d in dict.fromkeys(Path(f).resolve().parent for f in queries):
