@@ -13,6 +13,7 @@ from ..formats import FORMATS
 from .base import by_sigterm, fail, main, make_db, open_llm
 
 if TYPE_CHECKING:
+    from ..batch import BatchOptions
     from ..cli_options import LlmArgs, OutputArgs, RetrieveArgs
     from ..gdscript.project import RequestContext
 
@@ -59,7 +60,9 @@ def retrieve(source: TextIO | None, batch: Path | None, workers: int, strict: bo
                               judge_calibration=llm.judge_calibration)
         context = cli_context(project_dir, file_path, retriever.cache_dir) if project_dir or file_path else None
         if batch:
-            _batch(retriever, batch, strategy, cfg, dict(
+            from ..batch import BatchOptions
+
+            _batch(retriever, batch, strategy, cfg, BatchOptions(
                 workers=workers, quiet=output.quiet, llm_spec=llm.spec() if model is not None else None,
                 cross_encoder=rargs.cross_encoder, strict=strict, fmt=fmt or "records", prompt_budget=prompt_budget,
                 context=context))
@@ -74,13 +77,13 @@ def retrieve(source: TextIO | None, batch: Path | None, workers: int, strict: bo
     _show(result, source.name, fmt if fmt or not output.as_json else "result", prompt_budget, explain)
 
 
-def _batch(retriever: Any, batch: Path, strategy: str, cfg: Any, options: dict[str, Any]) -> None:
+def _batch(retriever: Any, batch: Path, strategy: str, cfg: Any, options: BatchOptions) -> None:
     """`--batch`: its lines go to stdout as they are done; the summary to stderr."""
     from ..batch import run_batch
 
     stopped = "interrupted; the output holds every input line finished before it, whole and in input order"
     try:
-        summary = run_batch(retriever, batch, strategy, cfg, **options)
+        summary = run_batch(retriever, batch, strategy, cfg, options)
     except KeyboardInterrupt:
         fail(stopped, 130)
     except SystemExit as e:  # SIGTERM: said as Ctrl-C is, with its own code
