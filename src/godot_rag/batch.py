@@ -146,7 +146,7 @@ ANSWERED_KEEP = 64  # the latest results kept per process, by chunk text, for re
 _answered: OrderedDict[str, Any] = OrderedDict()
 
 
-def _remember(key: str | None, result) -> None:
+def _remember(key: str | None, result: Any) -> None:
     if key is None:
         return
     _answered[key] = result
@@ -155,7 +155,7 @@ def _remember(key: str | None, result) -> None:
         _answered.popitem(last=False)
 
 
-def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: BatchItem,
+def _retrieve_line(retriever: Any, strategy: str, cfg: Any, fmt: tuple[str, int | None], item: BatchItem,
                    base: RequestContext | None = None) -> str:
     """The output lines of one good input line (each ending in a newline); a chunk the retriever refuses
     gives an error line for that input line, and the batch goes on. Every line names its chunk: the
@@ -203,7 +203,7 @@ class OrderedFeed:
     pool's task thread never waits on a pipe (a pool can only be stopped once that thread ends): it polls,
     and `close` ends it."""
 
-    def __init__(self, items: Iterable[BatchItem]):
+    def __init__(self, items: Iterable[BatchItem]) -> None:
         self._items = items
         self._order: queue.Queue = queue.Queue()  # every line, for the output side
         self._feed: queue.Queue = queue.Queue(maxsize=FEED_AHEAD)  # the good lines, for the pool
@@ -211,7 +211,7 @@ class OrderedFeed:
         self._failed: list[Exception] = []
         threading.Thread(target=self._read, name="batch-reader", daemon=True).start()
 
-    def _put(self, item) -> bool:
+    def _put(self, item: object) -> bool:
         while not self._stopping.is_set():
             try:
                 self._feed.put(item, timeout=POLL_S)
@@ -254,7 +254,8 @@ class OrderedFeed:
         self._stopping.set()
 
 
-def _in_process(retriever, strategy, cfg, fmt, items: Iterable[BatchItem], context) -> Iterator[tuple[BatchItem, str]]:
+def _in_process(retriever: Any, strategy: str, cfg: Any, fmt: tuple[str, int | None], items: Iterable[BatchItem],
+                context: RequestContext | None) -> Iterator[tuple[BatchItem, str]]:
     """One worker: this process answers each line as it is read (warming the retriever on the first chunk)."""
     warm = False
     for item in items:

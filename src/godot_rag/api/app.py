@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -256,11 +257,9 @@ def bound_heap() -> bool:
         return False
 
 
-def listen_socket(host: str, port: str):
+def listen_socket(host: str, port: str) -> socket.socket:
     """The server's socket, bound before anything else starts, so a bad --host or --port is one
     line (ValueError) instead of the HTTP server's tracebacks. `port` as given on the command line."""
-    import socket
-
     text = str(port).strip()
     if not text.isdigit() or int(text) > 65535:
         raise ValueError(f"--port {str(port)[:40]!r}: not a port number (0 to 65535; 0 picks a free one)")

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -300,7 +300,7 @@ def warm_in_background(retriever: Retriever, cfg: RetrieveConfig) -> threading.T
     """Load the indexes and the embedder while the client connects: the first answer is then quick, and
     `initialize` is not kept waiting. A failure is only logged (the tools answer with the reason)."""
 
-    def warm():
+    def warm() -> None:
         try:
             retriever.warm(cfg)
         except Exception as e:  # noqa: BLE001 - reported by the first tool call instead
@@ -320,14 +320,14 @@ def serve_stdio(server: GodotRagMCP) -> None:
     anyio.run(run_stdio, server)
 
 
-def serve_http(server: GodotRagMCP, host: str, port: int, announce) -> None:
+def serve_http(server: GodotRagMCP, host: str, port: int, announce: Callable[[str], None]) -> None:
     """Streamable HTTP at http://HOST:PORT/mcp; `announce(url)` once the socket listens."""
     import uvicorn
 
     app = server.streamable_http_app(host=host)
 
     class Server(uvicorn.Server):
-        async def startup(self, sockets=None):
+        async def startup(self, sockets: list | None = None) -> None:
             await super().startup(sockets=sockets)
             if not self.should_exit:
                 announce(f"http://{host}:{port}/mcp")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 BLOCK_NODES = {"function_definition", "constructor_definition", "class_definition"}
 ATTACHABLE = {"comment", "annotation"}
@@ -52,13 +52,13 @@ class FileChunks:
     extends: str | None = None  # the script's `extends` class, when it names one
 
 
-def _node_end_row(node) -> int:
+def _node_end_row(node: Any) -> int:
     """0-based last row that holds the node's text (a node ending at column 0 ends on the row before)."""
     (sr, _), (er, ec) = node.start_point, node.end_point
     return er - 1 if ec == 0 and er > sr else er
 
 
-def _name_of(node, data: bytes) -> str | None:
+def _name_of(node: Any, data: bytes) -> str | None:
     for c in node.children:
         if c.type in ("name", "_init"):
             return data[c.start_byte:c.end_byte].decode("utf-8", "replace")
@@ -74,7 +74,7 @@ def _trim(lines: list[str], s: int, e: int) -> tuple[int, int]:
     return s, e
 
 
-def _units(node, lines: list[str], max_chars: int) -> list[tuple[int, int]]:
+def _units(node: Any, lines: list[str], max_chars: int) -> list[tuple[int, int]]:
     """Row intervals covering the node, each a statement (or a run of statements sharing a row);
     a child too long on its own is opened up into its own statements."""
     s, e = node.start_point[0], _node_end_row(node)
@@ -194,7 +194,7 @@ def chunk_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> FileChunks:
     return FileChunks(_tree_chunks(root, data, lines, max_chars), "tree-sitter", errors, extends)
 
 
-def _error_nodes(root):
+def _error_nodes(root: Any) -> Iterator[Any]:
     stack = [root]
     while stack:
         n = stack.pop()

@@ -23,7 +23,7 @@ class ScanError(Exception):
 
 
 class ScanInterrupted(Exception):
-    def __init__(self, done: int, total: int):
+    def __init__(self, done: int, total: int) -> None:
         super().__init__(f"interrupted after {done} of {total} chunks; finished chunks are cached, "
                          "run the same command again to resume")
         self.done, self.total = done, total

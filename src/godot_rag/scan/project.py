@@ -116,7 +116,7 @@ def no_project(root: Path) -> Project:
     return Project(root, ".", root.name, None, "auto", "no project.godot: auto")
 
 
-def _gitignore(dir_: Path, root: Path):
+def _gitignore(dir_: Path, root: Path) -> Any:
     path = dir_ / ".gitignore"
     text = read_small_text(path) if inside(root, path) else None
     if text is None:
@@ -147,7 +147,8 @@ def _fallback(projects: list[Project], fallback: Project) -> Project:
     return fallback
 
 
-def _enter(root: Path, dir_: Path, project: Project | None, specs: list, projects: list[Project]):
+def _enter(root: Path, dir_: Path, project: Project | None, specs: list,
+           projects: list[Project]) -> tuple[Project | None, list, list[os.DirEntry]]:
     """(the project in force, the .gitignore specs in force, the sorted entries) of one directory; OSError
     when it cannot be read."""
     spec = _gitignore(dir_, root)

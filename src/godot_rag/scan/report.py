@@ -5,6 +5,7 @@ Every string from the project or the records is escaped: a script's text is show
 from __future__ import annotations
 
 import html
+from typing import Any
 from urllib.parse import urlparse
 
 from .findings import SEVERITIES
@@ -41,7 +42,7 @@ def _file_notes(e: dict) -> list[str]:
         notes.append("does not parse: cut by lines")
     return notes
 
-def _e(value) -> str:
+def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
@@ -218,11 +219,11 @@ def _finding_html(f: dict, chunk: dict | None, links: dict[str, dict]) -> str:
 
 
 # -- Markdown ---------------------------------------------------------------------------------------
-def _cell(value) -> str:
+def _cell(value: Any) -> str:
     return str("" if value is None else value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
-def _code(value) -> str:
+def _code(value: Any) -> str:
     """An inline code span that survives backticks in the value."""
     text = _cell(value)
     ticks = "`" * (max((len(r) for r in _backtick_runs(text)), default=0) + 1)

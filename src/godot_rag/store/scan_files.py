@@ -7,7 +7,7 @@ import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 if TYPE_CHECKING:
     import zipfile
@@ -75,7 +75,7 @@ def write_text(path: Path, text: str) -> None:
     _atomic_write(path, text.encode("utf-8"))
 
 
-def write_json(path: Path, value) -> None:
+def write_json(path: Path, value: Any) -> None:
     # Compact: the indented form goes through the pure-Python encoder, 5x slower on a large SARIF file.
     write_text(path, json.dumps(value, ensure_ascii=False) + "\n")
 
@@ -83,7 +83,7 @@ def write_json(path: Path, value) -> None:
 def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
     count = [0]
 
-    def lines():
+    def lines() -> Iterator[bytes]:
         for row in rows:
             count[0] += 1
             yield (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
@@ -142,7 +142,7 @@ PROJECT_FILES = (".gd", "project.godot", ".gitignore")
 class ZipRejected(ValueError):
     """An upload that is not a safe, reasonable zip; `status` is the HTTP status to answer with."""
 
-    def __init__(self, message: str, status: int = 400):
+    def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
 
@@ -249,7 +249,7 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def write_handoff(path: Path, value) -> None:
+def write_handoff(path: Path, value: Any) -> None:
     """`value` pickled into `path`, whole before anyone can open it (the scan's symbol tables for workers that
     started before the tables were built)."""
     import pickle
@@ -257,7 +257,7 @@ def write_handoff(path: Path, value) -> None:
     _atomic_write(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def read_handoff(path: str | Path):
+def read_handoff(path: str | Path) -> Any:
     import pickle
 
     with open(path, "rb") as fh:
