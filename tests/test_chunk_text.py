@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from godot_rag.api.app import create_app
-from godot_rag.batch import BadBatch, run_batch
+from godot_rag.batch import BadBatch, BatchOptions, run_batch
 from godot_rag.gdscript.chunk_text import ChunkTextError, check_chunk_text
 from godot_rag.retrieve.engine.config import RetrieveConfig
 
@@ -142,14 +142,15 @@ def check_batch_output(lines: list[dict], bad: list[int]):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_batch_every_bad_line_gets_its_error_line_and_the_batch_goes_on(retriever, tmp_path, capsys, strategy):
     path, bad = batch_file(tmp_path / "batch.jsonl")
-    summary = run_batch(retriever, path, strategy, RetrieveConfig(**STRATEGIES[strategy]), workers=1, quiet=True,
-                        fmt="result")
+    summary = run_batch(retriever, path, strategy, RetrieveConfig(**STRATEGIES[strategy]),
+                        BatchOptions(workers=1, quiet=True, fmt="result"))
     out = capsys.readouterr()
     check_batch_output([json.loads(l) for l in out.out.splitlines()], bad)
     assert summary["bad_lines"] == len(bad) and summary["chunks"] == 2 and summary["lines"] == 11
     assert json.loads(out.err.strip().splitlines()[-1])["batch_summary"]["bad_lines"] == len(bad)
     with pytest.raises(BadBatch) as e:
-        run_batch(retriever, path, strategy, RetrieveConfig(**STRATEGIES[strategy]), workers=1, quiet=True, strict=True)
+        run_batch(retriever, path, strategy, RetrieveConfig(**STRATEGIES[strategy]),
+                  BatchOptions(workers=1, quiet=True, strict=True))
     assert all(f"batch.jsonl:{n}:" in str(e.value) for n in bad) and not capsys.readouterr().out
 
 

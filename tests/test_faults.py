@@ -316,7 +316,7 @@ def test_chunk_keys_cost_grows_with_the_file_not_its_square(monkeypatch):
 
 
 def test_a_repeated_batch_chunk_is_answered_once(retriever, tmp_path, monkeypatch, capsys):
-    from godot_rag.batch import run_batch
+    from godot_rag.batch import BatchOptions, run_batch
     from godot_rag.retrieve.engine.config import RetrieveConfig
 
     calls: list[str] = []
@@ -325,7 +325,7 @@ def test_a_repeated_batch_chunk_is_answered_once(retriever, tmp_path, monkeypatc
     batch = tmp_path / "b.jsonl"
     batch.write_text("".join(json.dumps({"id": i, "chunkText": GOOD if i % 2 else GOOD + "# other\n"}) + "\n"
                              for i in range(6)))
-    summary = run_batch(retriever, batch, "B", RetrieveConfig(), workers=1, quiet=True, fmt="result")
+    summary = run_batch(retriever, batch, "B", RetrieveConfig(), BatchOptions(workers=1, quiet=True, fmt="result"))
     out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert summary["chunks"] == 6 and [o["id"] for o in out] == list(range(6)) and len(calls) == 2
     same = [{k: v for k, v in o.items() if k not in ("id", "line", "chunk")} for o in (out[1], out[3])]

@@ -16,8 +16,8 @@ from conftest import REFERENCE_CHUNK, free_port
 
 pytest.importorskip("mcp")
 
-from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 GODOT3_SCRIPT = "extends KinematicBody2D\n\nfunc _physics_process(delta):\n\tvar v = Vector2()\n\tmove_and_slide(v)\n"
 
@@ -82,7 +82,7 @@ async def exercise(session: ClientSession, root) -> None:
 
     # The project around the chunk: a name the project declares is not a Godot 3 API.
     chunk = "extends Node\n\nfunc _ready():\n\tvar n = get_len()\n"
-    mapped = lambda r: [x["id"] for x in r.structured_content["records"] if x["table"] == "api_mapping"]  # noqa: E731
+    mapped = lambda r: [x["id"] for x in r.structured_content["records"] if x["table"] == "api_mapping"]
     alone = await session.call_tool("evidence", {"chunk": chunk})
     assert "gdscript_function_renames:get_len->get_length" in mapped(alone)
     own = {"project_symbols": [{"name": "get_len", "kind": "func", "file": "player.gd", "line": 7,
@@ -113,9 +113,8 @@ def test_mcp_over_stdio(fixture_db, project):
     async def main():
         params = StdioServerParameters(command=sys.executable, args=mcp_command(fixture_db, project)[1:],
                                        env=dict(os.environ))
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as session:
-                await exercise(session, project)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await exercise(session, project)
 
     anyio.run(main)
 

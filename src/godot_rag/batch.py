@@ -12,9 +12,10 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from tqdm import tqdm
 
@@ -102,11 +103,24 @@ def merged(base: RequestContext | None, line: RequestContext | None) -> RequestC
     return base.model_copy(update={k: getattr(line, k) for k in line.model_fields_set})
 
 
-_worker: dict = {}
+@dataclass(frozen=True)
+class BatchOptions:
+    """How a batch runs: its workers and output, and what each worker needs to open the same LLM and reranker."""
+    workers: int = 2
+    quiet: bool = False
+    llm_spec: dict | None = None  # LlmArgs.spec(): the LLM each worker opens
+    cross_encoder: str | None = None
+    strict: bool = False  # run nothing when a line is bad
+    fmt: str = "records"
+    prompt_budget: int | None = None
+    context: RequestContext | None = None  # the command's context (`--project`/`--file`)
 
 
-def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None, judge_calibration=None, fmt="records",
-                 prompt_budget=None, context=None):
+_worker: dict[str, Any] = {}
+
+
+def _init_worker(dsn: str | None, data_dir: str, strategy: str, cfg_dict: dict, opts: BatchOptions,
+                 judge_calibration: Any = None) -> None:
     """Each process has its own Retriever: the GIL-bound stages then run on both cores."""
     from .models.llm import make_llm
     from .retrieve.engine.config import RetrieveConfig
@@ -116,16 +130,16 @@ def _init_worker(dsn, data_dir, strategy, cfg_dict, llm_spec, cross_encoder=None
     _answered.clear()
     try:
         cfg = RetrieveConfig.from_mapping(cfg_dict)
-        llm = make_llm(**llm_spec) if llm_spec else None
+        llm = make_llm(**opts.llm_spec) if opts.llm_spec else None
         db = Database(dsn=dsn, data_dir=data_dir)
         db.release_at_worker_exit()
         # One process per core: the encoder inside each must not spread over both cores too.
-        _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=cross_encoder,
+        _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=opts.cross_encoder,
                                          judge_calibration=judge_calibration, embed_threads=1)
-        _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, (fmt, prompt_budget)
-        _worker["context"] = context
+        _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, (opts.fmt, opts.prompt_budget)
+        _worker["context"] = opts.context
         _worker["retriever"].warm(cfg, embed=strategy != "B")
-    except Exception as e:  # noqa: BLE001 - raised again with the first line: an initializer that raises is
+    except Exception as e:
         _worker["error"] = e  # restarted by the pool forever, a traceback each time
 
 
@@ -133,7 +147,7 @@ ANSWERED_KEEP = 64  # the latest results kept per process, by chunk text, for re
 _answered: OrderedDict[str, Any] = OrderedDict()
 
 
-def _remember(key: str | None, result) -> None:
+def _remember(key: str | None, result: Any) -> None:
     if key is None:
         return
     _answered[key] = result
@@ -142,7 +156,7 @@ def _remember(key: str | None, result) -> None:
         _answered.popitem(last=False)
 
 
-def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: BatchItem,
+def _retrieve_line(retriever: Any, strategy: str, cfg: Any, fmt: tuple[str, int | None], item: BatchItem,
                    base: RequestContext | None = None) -> str:
     """The output lines of one good input line (each ending in a newline); a chunk the retriever refuses
     gives an error line for that input line, and the batch goes on. Every line names its chunk: the
@@ -164,7 +178,7 @@ def _retrieve_line(retriever, strategy, cfg, fmt: tuple[str, int | None], item: 
         return error_line(str(e), e.status, n if cid is None else cid, extra)
     except (StoreError, LLMError):
         raise  # the database or the LLM is down: every line would fail
-    except Exception as e:  # noqa: BLE001 - one line's failure is its error line; the batch goes on
+    except Exception as e:
         return error_line(f"internal error: {type(e).__name__}: {mask_secrets(str(e))[:200]}", 500,
                           n if cid is None else cid, extra)
     return json_lines(result, fmt[0], chunk=n if cid is None else cid, extra=extra, prompt_budget=fmt[1])
@@ -190,7 +204,7 @@ class OrderedFeed:
     pool's task thread never waits on a pipe (a pool can only be stopped once that thread ends): it polls,
     and `close` ends it."""
 
-    def __init__(self, items: Iterable[BatchItem]):
+    def __init__(self, items: Iterable[BatchItem]) -> None:
         self._items = items
         self._order: queue.Queue = queue.Queue()  # every line, for the output side
         self._feed: queue.Queue = queue.Queue(maxsize=FEED_AHEAD)  # the good lines, for the pool
@@ -198,7 +212,7 @@ class OrderedFeed:
         self._failed: list[Exception] = []
         threading.Thread(target=self._read, name="batch-reader", daemon=True).start()
 
-    def _put(self, item) -> bool:
+    def _put(self, item: object) -> bool:
         while not self._stopping.is_set():
             try:
                 self._feed.put(item, timeout=POLL_S)
@@ -213,7 +227,7 @@ class OrderedFeed:
                 self._order.put(item)
                 if item.error is None and not self._put(item):
                     return
-        except Exception as e:  # noqa: BLE001 - an input that cannot be read: raised in the output loop
+        except Exception as e:
             self._failed.append(e)
         finally:
             self._order.put(_END)
@@ -241,7 +255,8 @@ class OrderedFeed:
         self._stopping.set()
 
 
-def _in_process(retriever, strategy, cfg, fmt, items: Iterable[BatchItem], context) -> Iterator[tuple[BatchItem, str]]:
+def _in_process(retriever: Any, strategy: str, cfg: Any, fmt: tuple[str, int | None], items: Iterable[BatchItem],
+                context: RequestContext | None) -> Iterator[tuple[BatchItem, str]]:
     """One worker: this process answers each line as it is read (warming the retriever on the first chunk)."""
     warm = False
     for item in items:
@@ -254,50 +269,59 @@ def _in_process(retriever, strategy, cfg, fmt, items: Iterable[BatchItem], conte
         yield item, _retrieve_line(retriever, strategy, cfg, fmt, item, context)
 
 
-def run_batch(retriever, path: Path, strategy: str, cfg, workers: int = 2, quiet: bool = False,
-              llm_spec: dict | None = None, cross_encoder: str | None = None, strict: bool = False,
-              fmt: str = "records", prompt_budget: int | None = None, context: RequestContext | None = None) -> dict:
+def run_batch(retriever: Any, path: Path, strategy: str, cfg: Any, opts: BatchOptions | None = None) -> dict:
     """`path` (a file, a pipe, or `-` for stdin) is read as it comes, except with `strict`, which reads it
     whole first: no line runs when any is bad."""
+    opts = opts or BatchOptions()
     _answered.clear()  # results of another batch in this process (other settings) are not this one's
-    items: Iterable[BatchItem] = iter_batch(path)
-    if strict:
-        items = list(items)
-        bad = [item for item in items if item.error is not None]
-        if bad:
-            name = "stdin" if path == STDIN else str(path)
-            raise BadBatch(f"{name}: {len(bad)} bad line(s); --strict runs none of the batch: "
-                           + "; ".join(f"{name}:{b.line}: {json.loads(b.error or '{}')['error']}" for b in bad))
+    items = _checked(path) if opts.strict else iter_batch(path)
     counts = {"lines": 0, "bad_lines": 0}
-    total = None if quiet else count_items(path)
+    total = None if opts.quiet else count_items(path)
     t0 = time.perf_counter()
 
     def write(outputs: Iterator[tuple[BatchItem, str]]) -> None:
-        for item, text in tqdm(outputs, total=total, desc="retrieve", disable=quiet, file=sys.stderr):
+        for item, text in tqdm(outputs, total=total, desc="retrieve", disable=opts.quiet, file=sys.stderr):
             counts["lines"] += 1
             counts["bad_lines"] += item.error is not None
             sys.stdout.write(text)
             sys.stdout.flush()  # a reader at the other end of a pipe gets each chunk's lines when they are done
 
-    if workers <= 1:
-        write(_in_process(retriever, strategy, cfg, (fmt, prompt_budget), items, context))
+    if opts.workers <= 1:
+        write(_in_process(retriever, strategy, cfg, (opts.fmt, opts.prompt_budget), items, opts.context))
     else:
-        db = retriever.db
-        try:
-            with database_workers(db, workers, _init_worker,
-                                  (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), llm_spec, cross_encoder,
-                                   retriever.judge_calibration, fmt, prompt_budget, context)) as pool:
-                feed = OrderedFeed(items)
-                try:
-                    write(feed.outputs(pool.imap(_retrieve_one, feed.tasks(), chunksize=4)))
-                finally:
-                    feed.close()  # before the pool is stopped: its task thread must end first
-        finally:
-            db.stop()  # the last handle: the embedded server goes when the batch ends, however it ends
+        _pooled(retriever, (strategy, cfg), items, opts, write)
     seconds = time.perf_counter() - t0
     chunks = counts["lines"] - counts["bad_lines"]
     summary = {"lines": counts["lines"], "chunks": chunks, "bad_lines": counts["bad_lines"], "seconds": round(seconds, 2),
-               "chunks_per_second": round(chunks / seconds, 2) if seconds > 0 else None, "workers": workers,
-               "format": fmt}
+               "chunks_per_second": round(chunks / seconds, 2) if seconds > 0 else None, "workers": opts.workers,
+               "format": opts.fmt}
     print(json.dumps({"batch_summary": summary}), file=sys.stderr)
     return summary
+
+
+def _checked(path: Path) -> list[BatchItem]:
+    """`strict`: every line, read whole; BadBatch naming every bad line when there is one."""
+    items = list(iter_batch(path))
+    bad = [item for item in items if item.error is not None]
+    if bad:
+        name = "stdin" if path == STDIN else str(path)
+        raise BadBatch(f"{name}: {len(bad)} bad line(s); --strict runs none of the batch: "
+                       + "; ".join(f"{name}:{b.line}: {json.loads(b.error or '{}')['error']}" for b in bad))
+    return items
+
+
+def _pooled(retriever: Any, run: tuple[str, Any], items: Iterable[BatchItem], opts: BatchOptions,
+            write: Callable[[Iterator[tuple[BatchItem, str]]], None]) -> None:
+    """`opts.workers` processes answer the lines; `run`: (strategy, settings)."""
+    strategy, cfg = run
+    db = retriever.db
+    try:
+        with database_workers(db, opts.workers, _init_worker,
+                              (db.dsn, str(db.data_dir), strategy, cfg.to_dict(), opts, retriever.judge_calibration)) as pool:
+            feed = OrderedFeed(items)
+            try:
+                write(feed.outputs(pool.imap(_retrieve_one, feed.tasks(), chunksize=4)))
+            finally:
+                feed.close()  # before the pool is stopped: its task thread must end first
+    finally:
+        db.stop()  # the last handle: the embedded server goes when the batch ends, however it ends

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from contextlib import asynccontextmanager
+import socket
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -93,8 +94,23 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
                allowed_hosts: list[str] | None = None, allow_paths: Sequence[Path] = ()) -> FastAPI:
     """`allowed_hosts`: the names a request's Host header may give (None: any; `serve` passes its list).
     `allow_paths`: the folders POST /api/scan may read (`serve --allow-path`)."""
+    from .scan_routes import MAX_UPLOAD, add_scan_routes
+
+    app = FastAPI(title="godot-rag", version="0.1.0", lifespan=_lifespan(retriever, warm),
+                  description="Evidence retrieval for raw GDScript chunks, with a trace for every score.")
+    app.add_middleware(Guard, allowed_hosts=allowed_hosts, limits={"/api/scan": MAX_UPLOAD})
+    _add_error_handlers(app)
+    _add_retrieve_routes(app, retriever, llm_optional)
+    # -- scan jobs: POST /api/scan, GET /api/scan/{job_id}, the scan page at /scan (api/scan_routes.py)
+    add_scan_routes(app, retriever, STATIC, allow_paths)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    _document_request_model(app)
+    return app
+
+
+def _lifespan(retriever: Retriever, warm: bool) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
-    async def lifespan(app):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if warm:
             try:
                 retriever.warm()
@@ -102,50 +118,52 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
                 pass  # requests will answer 503 with the reason
         yield
 
-    app = FastAPI(title="godot-rag", version="0.1.0", lifespan=lifespan,
-                  description="Evidence retrieval for raw GDScript chunks, with a trace for every score.")
+    return lifespan
 
-    from .scan_routes import MAX_UPLOAD
 
-    app.add_middleware(Guard, allowed_hosts=allowed_hosts, limits={"/api/scan": MAX_UPLOAD})
-
+def _add_error_handlers(app: FastAPI) -> None:
+    """Every error answer in our one shape, {"error": ...}, and no traceback to the client."""
     @app.exception_handler(BodyTooLarge)
-    def _too_large(request, exc: BodyTooLarge):
+    def _too_large(request: Request, exc: BodyTooLarge) -> JSONResponse:
         return _error(413, exc.detail)
 
     @app.exception_handler(StarletteHTTPException)
-    def _http_error(request, exc: StarletteHTTPException):
+    def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         # FastAPI's own answers (404, 405) in our one shape: {"error": ...}.
         response = _error(exc.status_code, str(exc.detail))
         response.headers.update(exc.headers or {})  # a 405's Allow
         return response
 
     @app.exception_handler(Exception)
-    def _internal_error(request, exc: Exception):
+    def _internal_error(request: Request, exc: Exception) -> JSONResponse:
         log.error("%s %s failed: %s", request.method, request.url.path, mask_secrets(f"{type(exc).__name__}: {exc}"))
         return _error(500, f"internal error: {type(exc).__name__}")
 
     @app.exception_handler(RequestValidationError)
-    def _bad_request(request, exc: RequestValidationError):
+    def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         return _validation_error(exc.errors())
 
-    def _validation_error(raw_errors) -> JSONResponse:
-        # Never echo the input back (a 5 MB body must not come back as a 5 MB answer).
-        errors = [{"loc": [clip(x) for x in e.get("loc", ())][:5], "msg": str(e.get("msg", ""))[:200], "type": e.get("type")}
-                  for e in raw_errors[:10]]
-        unknown = [e["loc"][-1] for e in errors if e["type"] == "extra_forbidden"][:5]
-        if unknown:
-            valid = ", ".join(RetrieveRequest.model_fields)
-            return _error(400, f"unknown request field(s) {', '.join(unknown)}; valid: {valid}", errors=errors)
-        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
-        where = [x for x in first["loc"] if x != "body"]
-        return _error(422, f"{'.'.join(map(str, where)) or 'body'}: {first['msg']}", errors=errors)
 
+def _validation_error(raw_errors: Sequence[Any]) -> JSONResponse:
+    # Never echo the input back (a 5 MB body must not come back as a 5 MB answer).
+    errors = [{"loc": [clip(x) for x in e.get("loc", ())][:5], "msg": str(e.get("msg", ""))[:200], "type": e.get("type")}
+              for e in raw_errors[:10]]
+    unknown = [e["loc"][-1] for e in errors if e["type"] == "extra_forbidden"][:5]
+    if unknown:
+        valid = ", ".join(RetrieveRequest.model_fields)
+        return _error(400, f"unknown request field(s) {', '.join(unknown)}; valid: {valid}", errors=errors)
+    first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+    where = [x for x in first["loc"] if x != "body"]
+    return _error(422, f"{'.'.join(map(str, where)) or 'body'}: {first['msg']}", errors=errors)
+
+
+def _add_retrieve_routes(app: FastAPI, retriever: Retriever, llm_optional: bool) -> None:
+    """POST /api/retrieve, GET /api/strategies, GET /api/examples and the debugger page at /."""
     @app.post("/api/retrieve", response_model=RetrieveResult, openapi_extra={"requestBody": {
         "required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RetrieveRequest"}}}}},
               responses={400: {"description": "unknown strategy or setting"}, 413: {"description": "chunk too long"},
                          422: {"description": "empty chunk, or text that UTF-8 cannot encode"}, 503: {"description": "database unreachable"}})
-    async def api_retrieve(request: Request):
+    async def api_retrieve(request: Request) -> JSONResponse:
         # The body goes through the one JSON reader (size, depth, lone surrogates), then the request model.
         try:
             req = RetrieveRequest.model_validate(parse_json(await request.body(), max_bytes=MAX_BODY))
@@ -153,60 +171,54 @@ def create_app(retriever: Retriever, warm: bool = True, llm_optional: bool = Fal
             return _error(e.status, str(e))
         except ValidationError as e:
             return _validation_error(e.errors())
-        return await run_in_threadpool(answer, req)
+        return await run_in_threadpool(_answer, retriever, llm_optional, req)
 
-    def answer(req: RetrieveRequest):
-        try:
-            check_chunk_text(req.chunkText)
-        except ChunkTextError as e:
-            return _error(e.status, str(e), max_chars=MAX_CHUNK_CHARS)
-        try:
-            strategy = check_strategy(req.strategy)
-        except ConfigError as e:
-            return _error(400, str(e), valid_strategies=list(STRATEGIES))
-        try:
-            base = ({"llm_optional": True} if llm_optional else {}) | dict(req.config or {})
-            k = req.k if "k" in req.model_fields_set or "k" not in base else None  # a config.k is validated, not dropped
-            cfg = RetrieveConfig.merged(base, k=k, tables=req.tables or None, godot_version=req.godot_version,
-                                        extends=req.extends)
-            context = RequestContext.parse(req.context)
-        except (ConfigError, TypeError) as e:
-            return _error(400, str(e))
-        try:
-            result = retriever.retrieve(req.chunkText, strategy, cfg, explain=req.explain, context=context)
-        except StoreUnavailable as e:
-            return _error(503, f"database unavailable: {retriever.db.hide_paths(str(e))}")
-        except StoreError as e:
-            return _error(503, retriever.db.hide_paths(str(e)))
-        except ConfigError as e:
-            return _error(400, str(e))
-        except LLMError as e:
-            return _error(503, f"LLM unavailable: {e}")
-        from ..formats import json_object
-
-        return JSONResponse(content=json_object(result, req.format, req.id, req.prompt_budget))
-
-    @app.get("/api/strategies")
-    def api_strategies():
+    # response_model=None: the typed return must not become a response model (the OpenAPI document stays as it was).
+    @app.get("/api/strategies", response_model=None)
+    def api_strategies() -> dict:
         return {"strategies": {n: s.about for n, s in STRATEGIES.items()}, "stage_lists": describe(), "default": "F", "settings": RetrieveConfig().to_dict(),
                 "max_chunk_chars": MAX_CHUNK_CHARS, **availability(retriever, llm_optional)}
 
-    @app.get("/api/examples")
-    def api_examples():
+    @app.get("/api/examples", response_model=None)
+    def api_examples() -> dict:
         return {"examples": EXAMPLES}
 
     @app.get("/", include_in_schema=False)
-    def index():
+    def index() -> FileResponse:
         return FileResponse(STATIC / "index.html")
 
-    # -- scan jobs: POST /api/scan, GET /api/scan/{job_id}, the scan page at /scan (api/scan_routes.py)
-    from .scan_routes import add_scan_routes
 
-    add_scan_routes(app, retriever, STATIC, allow_paths)
+def _answer(retriever: Retriever, llm_optional: bool, req: RetrieveRequest) -> JSONResponse:
+    """One checked request's answer: the result in its format, or the error with its status."""
+    try:
+        check_chunk_text(req.chunkText)
+    except ChunkTextError as e:
+        return _error(e.status, str(e), max_chars=MAX_CHUNK_CHARS)
+    try:
+        strategy = check_strategy(req.strategy)
+    except ConfigError as e:
+        return _error(400, str(e), valid_strategies=list(STRATEGIES))
+    try:
+        base = ({"llm_optional": True} if llm_optional else {}) | dict(req.config or {})
+        k = req.k if "k" in req.model_fields_set or "k" not in base else None  # a config.k is validated, not dropped
+        cfg = RetrieveConfig.merged(base, k=k, tables=req.tables or None, godot_version=req.godot_version,
+                                    extends=req.extends)
+        context = RequestContext.parse(req.context)
+    except (ConfigError, TypeError) as e:
+        return _error(400, str(e))
+    try:
+        result = retriever.retrieve(req.chunkText, strategy, cfg, explain=req.explain, context=context)
+    except StoreUnavailable as e:
+        return _error(503, f"database unavailable: {retriever.db.hide_paths(str(e))}")
+    except StoreError as e:
+        return _error(503, retriever.db.hide_paths(str(e)))
+    except ConfigError as e:
+        return _error(400, str(e))
+    except LLMError as e:
+        return _error(503, f"LLM unavailable: {e}")
+    from ..formats import json_object
 
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    _document_request_model(app)
-    return app
+    return JSONResponse(content=json_object(result, req.format, req.id, req.prompt_budget))
 
 
 def _document_request_model(app: FastAPI) -> None:
@@ -245,11 +257,9 @@ def bound_heap() -> bool:
         return False
 
 
-def listen_socket(host: str, port: str):
+def listen_socket(host: str, port: str) -> socket.socket:
     """The server's socket, bound before anything else starts, so a bad --host or --port is one
     line (ValueError) instead of the HTTP server's tracebacks. `port` as given on the command line."""
-    import socket
-
     text = str(port).strip()
     if not text.isdigit() or int(text) > 65535:
         raise ValueError(f"--port {str(port)[:40]!r}: not a port number (0 to 65535; 0 picks a free one)")

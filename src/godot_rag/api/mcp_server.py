@@ -13,8 +13,9 @@ import logging
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -25,6 +26,7 @@ from ..gdscript.project import RequestContext
 from ..jsonlines import unknown_fields
 from ..models.llm import LLMError
 from ..retrieve.engine.config import ConfigError, RetrieveConfig
+from ..retrieve.engine.types import RetrieveResult
 from ..retrieve.explain.lookup import LookupResult, SymbolError
 from ..retrieve.explain.lookup import lookup as lookup_symbol
 from ..retrieve.explain.why import WhyRecord, unseen_reason, why
@@ -32,6 +34,9 @@ from ..retrieve.pipeline import Retriever
 from ..retrieve.strategies import STRATEGIES, describe
 from ..scan.allowed import PathNotAllowed, allowed_folder
 from ..store.db import StoreError
+
+if TYPE_CHECKING:
+    from ..scan.run import ScanResult
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -144,57 +149,71 @@ class GodotRagMCP(MCPServer):
             raise ToolError(f"{name}: {mask_secrets(one_line(message))[:500]}") from None
 
 
-def create_server(retriever: Retriever, base_cfg: RetrieveConfig | None = None,
-                  allow_paths: list[Path] | None = None) -> GodotRagMCP:
-    base = (base_cfg or RetrieveConfig()).to_dict()
-    roots = [Path(p).resolve() for p in allow_paths or []]
-    server = GodotRagMCP("godot-rag", version="0.1.0", log_level="WARNING", instructions=(
-        "Evidence for raw GDScript chunks from the Godot 4 docs, the Godot 3 -> 4 API mappings and reviewer "
-        "findings. Call `evidence` with a chunk exactly as it is in the .gd file; `explain` says why a record "
-        "came back or not; `lookup` gives a class or member's Godot 4 reference entry."))
+class _Tools:
+    """What the tools share: the retriever, the server's settings, the folders `scan` may read."""
 
-    def config(k: int, godot_version: str, extends: str | None) -> RetrieveConfig:
+    def __init__(self, retriever: Retriever, base: dict[str, Any], roots: list[Path]):
+        self.retriever, self.base, self.roots = retriever, base, roots
+
+    def config(self, k: int, godot_version: str, extends: str | None) -> RetrieveConfig:
         try:
-            return RetrieveConfig.from_mapping(base | {"k": k, "godot_version": godot_version}
+            return RetrieveConfig.from_mapping(self.base | {"k": k, "godot_version": godot_version}
                                                | ({"extends": extends} if extends else {}))
         except ConfigError as e:
             raise ToolError(str(e)) from None
 
-    def run(chunk: str, strategy: str, cfg: RetrieveConfig, explain: bool, context: dict[str, Any] | None = None):
+    def run(self, chunk: str, strategy: str, cfg: RetrieveConfig, explain: bool,
+            context: dict[str, Any] | None = None) -> RetrieveResult:
         chunk = checked_chunk(chunk)
         try:
             request_context = RequestContext.parse(context)
         except ConfigError as e:
             raise ToolError(f"context: {e}") from None
         needs = STRATEGIES[strategy].needs
-        if needs and retriever.llm is None and not cfg.llm_optional:
+        if needs and self.retriever.llm is None and not cfg.llm_optional:
             raise ToolError(f"strategy {strategy} needs an LLM, and this server has none: "
                             "start it with --llm-bundled 0.5b (or --llm-gguf FILE, --llm-url URL)")
         try:
-            return retriever.retrieve(chunk, strategy, cfg, explain=explain, context=request_context)
+            return self.retriever.retrieve(chunk, strategy, cfg, explain=explain, context=request_context)
         except (ChunkTextError, ConfigError, StoreError) as e:
             raise ToolError(str(e)) from None
         except LLMError as e:
             raise ToolError(f"LLM unavailable: {e}") from None
 
+
+def create_server(retriever: Retriever, base_cfg: RetrieveConfig | None = None,
+                  allow_paths: list[Path] | None = None) -> GodotRagMCP:
+    tools = _Tools(retriever, (base_cfg or RetrieveConfig()).to_dict(), [Path(p).resolve() for p in allow_paths or []])
+    server = GodotRagMCP("godot-rag", version="0.1.0", log_level="WARNING", instructions=(
+        "Evidence for raw GDScript chunks from the Godot 4 docs, the Godot 3 -> 4 API mappings and reviewer "
+        "findings. Call `evidence` with a chunk exactly as it is in the .gd file; `explain` says why a record "
+        "came back or not; `lookup` gives a class or member's Godot 4 reference entry."))
+    for add in (_add_evidence, _add_explain, _add_lookup, _add_scan, _add_strategies, _add_record):  # the tools' order
+        add(server, tools)
+    return server
+
+
+def _add_evidence(server: GodotRagMCP, tools: _Tools) -> None:
     @server.tool(description="The evidence records for a raw GDScript chunk: the accepted records (Godot 4 docs "
                              "chunks, Godot 3 -> 4 API mappings, reviewer findings), each as the user's JSONL record "
                              "with its score and a one-line reason.")
     def evidence(chunk: Chunk, strategy: Strategy = "F", k: K = 10, godot_version: GodotVersion = "auto",
                  extends: Extends = None, context: ProjectContext = None) -> Evidence:
-        result = run(chunk, strategy, config(k, godot_version, extends), explain=False, context=context)
+        result = tools.run(chunk, strategy, tools.config(k, godot_version, extends), explain=False, context=context)
         rows = [EvidenceRecord(**{f: v for f, v in row.items() if f != "chunk"}) for row in record_rows(result, None)]
         return Evidence(strategy=result.strategy, chunk_sha256=result.chunk_sha256, records=rows,
                         rejected=len(result.rejected), total_ms=result.trace.total_ms)
 
+
+def _add_explain(server: GodotRagMCP, tools: _Tools) -> None:
     @server.tool(description="Why this record, or why not: the stage of the strategy that lost the record, with its "
                              "rank and score at every stage it reached (the debugger page's why-not). record_id is a "
                              "record id (page#NNN, table:from->to, a prototype id) or a docs page path.")
     def explain(chunk: Chunk, record_id: Annotated[str, Field(min_length=1, max_length=500)], strategy: Strategy = "F",
                 k: K = 10, godot_version: GodotVersion = "auto", extends: Extends = None,
                 context: ProjectContext = None) -> Explanation:
-        result = run(chunk, strategy, config(k, godot_version, extends), explain=True, context=context)
-        found = why(result, record_id.strip(), retriever.records("api_mapping"))
+        result = tools.run(chunk, strategy, tools.config(k, godot_version, extends), explain=True, context=context)
+        found = why(result, record_id.strip(), tools.retriever.records("api_mapping"))
         if not found:
             reason = unseen_reason(result)
             return Explanation(strategy=result.strategy, record=record_id, records=[], unseen_reason=reason,
@@ -202,51 +221,65 @@ def create_server(retriever: Retriever, base_cfg: RetrieveConfig | None = None,
         return Explanation(strategy=result.strategy, record=record_id, records=found,
                            verdict="; ".join(f"{r.id}: {r.verdict}" for r in found[:5]))
 
+
+def _add_lookup(server: GodotRagMCP, tools: _Tools) -> None:
     @server.tool(description="Class or Class.member -> its Godot 4 class-reference entry (kind, type, inheritance, "
                              "the docs record). A Godot 3 name the converter renamed (KinematicBody2D) is followed "
                              "to its Godot 4 name, and the answer says so.")
     def lookup(symbol: Annotated[str, Field(min_length=1, max_length=200, description="Class or Class.member")]) -> LookupResult:
         try:
-            return lookup_symbol(retriever, symbol)
+            return lookup_symbol(tools.retriever, symbol)
         except (SymbolError, StoreError) as e:
             raise ToolError(str(e)) from None
 
+
+def _add_scan(server: GodotRagMCP, tools: _Tools) -> None:
     @server.tool(description="Scan a Godot project folder on this machine (only under a directory the server allows, "
                              "--allow-path): the findings summary and the most severe findings.")
     def scan(path: Annotated[str, Field(min_length=1, max_length=4096)], godot_version: GodotVersion | None = None,
              include_addons: bool = False, top: Annotated[int, Field(ge=1, le=100)] = 10) -> ScanReport:
-        from ..scan.findings import severity_rank
         from ..scan.run import ScanError, ScanOptions, run_scan
 
         try:
-            root = allowed_folder(path, roots, "godot-rag mcp --allow-path DIR")
+            root = allowed_folder(path, tools.roots, "godot-rag mcp --allow-path DIR")
         except PathNotAllowed as e:
             raise ToolError(str(e)) from None
-        settings = {k: v for k, v in base.items() if k != "godot_version"}
+        settings = {k: v for k, v in tools.base.items() if k != "godot_version"}
         with tempfile.TemporaryDirectory(prefix="godot-rag-mcp-scan-") as out:
             # One process: the scan runs in this server, on its retriever (`godot-rag scan` uses every core).
             opts = ScanOptions(root=root, out=Path(out) / "scan", formats=(), workers=1, quiet=True,
                                godot_version=godot_version, include_addons=include_addons, settings=settings)
             try:
-                res = run_scan(opts, retriever=retriever)
+                res = run_scan(opts, retriever=tools.retriever)
             except ScanError as e:
                 raise ToolError(str(e)) from None
-        s = res.summary
-        ranked = sorted(res.findings, key=lambda f: (-severity_rank(f["severity"]), f["file"], f["line"]))
-        return ScanReport(root=s["root"], files_scanned=s["files_scanned"], chunks=s["chunks"], findings=s["findings"],
-                          top_findings=[{k: f.get(k) for k in TOP_FINDING_FIELDS} | {"code": f["evidence"]["code"]}
-                                        for f in ranked[:top]],
-                          unreadable=s["unreadable"], chunk_errors=len(s["chunk_errors"]), seconds=s["seconds"])
+        return _scan_report(res, top)
 
+
+def _scan_report(res: ScanResult, top: int) -> ScanReport:
+    """The scan's summary and its `top` most severe findings."""
+    from ..scan.findings import severity_rank
+
+    s = res.summary
+    ranked = sorted(res.findings, key=lambda f: (-severity_rank(f["severity"]), f["file"], f["line"]))
+    return ScanReport(root=s["root"], files_scanned=s["files_scanned"], chunks=s["chunks"], findings=s["findings"],
+                      top_findings=[{k: f.get(k) for k in TOP_FINDING_FIELDS} | {"code": f["evidence"]["code"]}
+                                    for f in ranked[:top]],
+                      unreadable=s["unreadable"], chunk_errors=len(s["chunk_errors"]), seconds=s["seconds"])
+
+
+def _add_strategies(server: GodotRagMCP, tools: _Tools) -> None:
     @server.tool(description="Each strategy (A-F), what it does, its stage list, and whether this server can run it.")
     def strategies() -> Strategies:
         out = {}
         for name, s in describe().items():
-            missing = bool(s["needs"]) and retriever.llm is None and not base.get("llm_optional")
+            missing = bool(s["needs"]) and tools.retriever.llm is None and not tools.base.get("llm_optional")
             out[name] = StrategyEntry(about=s["about"], stages=[st["name"] for st in s["stages"]], available=not missing,
                                       unavailable_reason=f"needs {s['needs']}; this server has no LLM" if missing else None)
         return Strategies(default="F", strategies=out)
 
+
+def _add_record(server: GodotRagMCP, tools: _Tools) -> None:
     @server.resource("godot-rag://record/{table}/{+id}", mime_type="application/json",
                      description="One stored record by table and id (percent-encode `#` as %23 in docs ids).")
     def record(table: str, id: str) -> str:
@@ -255,14 +288,12 @@ def create_server(retriever: Retriever, base_cfg: RetrieveConfig | None = None,
         if table not in TABLES:
             raise ResourceNotFoundError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
         try:
-            payload = retriever.records(table).get(id)
+            payload = tools.retriever.records(table).get(id)
         except StoreError as e:
             raise ResourceNotFoundError(one_line(str(e))) from None
         if payload is None:
             raise ResourceNotFoundError(f"{table} has no record {id!r}")
         return json.dumps(payload, ensure_ascii=False)
-
-    return server
 
 
 # -- running it -------------------------------------------------------------------------------------
@@ -270,10 +301,10 @@ def warm_in_background(retriever: Retriever, cfg: RetrieveConfig) -> threading.T
     """Load the indexes and the embedder while the client connects: the first answer is then quick, and
     `initialize` is not kept waiting. A failure is only logged (the tools answer with the reason)."""
 
-    def warm():
+    def warm() -> None:
         try:
             retriever.warm(cfg)
-        except Exception as e:  # noqa: BLE001 - reported by the first tool call instead
+        except Exception as e:
             print_err(f"godot-rag mcp: warm-up failed ({one_line(str(e))[:300]}); the tools answer with the reason")
 
     thread = threading.Thread(target=warm, name="godot-rag-warm", daemon=True)
@@ -290,14 +321,14 @@ def serve_stdio(server: GodotRagMCP) -> None:
     anyio.run(run_stdio, server)
 
 
-def serve_http(server: GodotRagMCP, host: str, port: int, announce) -> None:
+def serve_http(server: GodotRagMCP, host: str, port: int, announce: Callable[[str], None]) -> None:
     """Streamable HTTP at http://HOST:PORT/mcp; `announce(url)` once the socket listens."""
     import uvicorn
 
     app = server.streamable_http_app(host=host)
 
     class Server(uvicorn.Server):
-        async def startup(self, sockets=None):
+        async def startup(self, sockets: list | None = None) -> None:
             await super().startup(sockets=sockets)
             if not self.should_exit:
                 announce(f"http://{host}:{port}/mcp")

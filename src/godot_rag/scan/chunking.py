@@ -14,7 +14,9 @@ top-level `func`/`class` line, the same size rule with line boundaries.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 BLOCK_NODES = {"function_definition", "constructor_definition", "class_definition"}
 ATTACHABLE = {"comment", "annotation"}
@@ -51,13 +53,13 @@ class FileChunks:
     extends: str | None = None  # the script's `extends` class, when it names one
 
 
-def _node_end_row(node) -> int:
+def _node_end_row(node: Any) -> int:
     """0-based last row that holds the node's text (a node ending at column 0 ends on the row before)."""
     (sr, _), (er, ec) = node.start_point, node.end_point
     return er - 1 if ec == 0 and er > sr else er
 
 
-def _name_of(node, data: bytes) -> str | None:
+def _name_of(node: Any, data: bytes) -> str | None:
     for c in node.children:
         if c.type in ("name", "_init"):
             return data[c.start_byte:c.end_byte].decode("utf-8", "replace")
@@ -73,7 +75,7 @@ def _trim(lines: list[str], s: int, e: int) -> tuple[int, int]:
     return s, e
 
 
-def _units(node, lines: list[str], max_chars: int) -> list[tuple[int, int]]:
+def _units(node: Any, lines: list[str], max_chars: int) -> list[tuple[int, int]]:
     """Row intervals covering the node, each a statement (or a run of statements sharing a row);
     a child too long on its own is opened up into its own statements."""
     s, e = node.start_point[0], _node_end_row(node)
@@ -141,9 +143,22 @@ def _pack(units: list[tuple[int, int]], lines: list[str], max_chars: int) -> lis
     return [(a, b) for a, b in parts]
 
 
-def _emit(out: list[Chunk], lines: list[str], s: int, e: int, kind: str, name: str | None, max_chars: int,
+@dataclass
+class _Cut:
+    """A file's chunks as they are cut: its lines, the size limit, the chunks so far."""
+    lines: list[str]
+    max_chars: int
+    out: list[Chunk] = field(default_factory=list)
+
+    def emit(self, s: int, e: int, kind: str, name: str | None, units: list[tuple[int, int]] | None = None) -> None:
+        """Lines s..e (from 0, inclusive) as one chunk, or cut at `units` (else lines) when over the limit."""
+        _emit(self.out, self.lines, (s, e), (kind, name), self.max_chars, units)
+
+
+def _emit(out: list[Chunk], lines: list[str], span: tuple[int, int], what: tuple[str, str | None], max_chars: int,
           units: list[tuple[int, int]] | None = None) -> None:
-    s, e = _trim(lines, s, e)
+    kind, name = what
+    s, e = _trim(lines, *span)
     if s > e or not any(lines[i].strip() for i in range(s, e + 1)):
         return
     if _size(lines, s, e) <= max_chars:
@@ -171,7 +186,7 @@ def chunk_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> FileChunks:
 
         data = text.encode("utf-8")
         tree = gdscript_parser().parse(data)
-    except Exception:  # noqa: BLE001 - no parser: cut by lines
+    except Exception:
         return FileChunks(_line_chunks(lines, max_chars), "line-fallback", [], extends)
     root = tree.root_node
     errors = sorted({n.start_point[0] + 1 for n in _error_nodes(root)})
@@ -180,7 +195,7 @@ def chunk_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> FileChunks:
     return FileChunks(_tree_chunks(root, data, lines, max_chars), "tree-sitter", errors, extends)
 
 
-def _error_nodes(root):
+def _error_nodes(root: Any) -> Iterator[Any]:
     stack = [root]
     while stack:
         n = stack.pop()
@@ -190,10 +205,35 @@ def _error_nodes(root):
             stack.extend(n.children)
 
 
-def _tree_chunks(root, data: bytes, lines: list[str], max_chars: int) -> list[Chunk]:
+def _tree_chunks(root: Any, data: bytes, lines: list[str], max_chars: int) -> list[Chunk]:
     items = [c for c in root.children if c.end_byte > c.start_byte]
-    # Where each block starts, with the comments and annotations directly above it (no blank line between).
-    starts: list[tuple[int, int]] = []  # (index of the first attached item, index of the block node)
+    starts = _block_starts(items)
+    cut = _Cut(lines, max_chars)
+    first = starts[0][0] if starts else len(items)
+    if first > 0:
+        cut.emit(items[0].start_point[0], _node_end_row(items[first - 1]), "header", None)
+    for n, (j, i) in enumerate(starts):
+        node = items[i]
+        kind = "class" if node.type == "class_definition" else "func"
+        s = items[j].start_point[0]
+        units = _units(node, lines, max_chars)
+        if j < i:
+            units = [(s, units[0][1])] + units[1:]
+        cut.emit(s, _node_end_row(node), kind, _name_of(node, data), units)
+        # what lies between this block and the next: declarations get a chunk, lone comments do not
+        nxt = starts[n + 1][0] if n + 1 < len(starts) else len(items)
+        between = _declarations(items[i + 1:nxt])
+        if between:
+            cut.emit(between[0].start_point[0], _node_end_row(between[-1]), "declarations", None)
+    for k, c in enumerate(cut.out):
+        c.index = k
+    return cut.out
+
+
+def _block_starts(items: list[Any]) -> list[tuple[int, int]]:
+    """Where each block starts, with the comments and annotations directly above it (no blank line between):
+    (index of the first attached item, index of the block node)."""
+    starts: list[tuple[int, int]] = []
     for i, node in enumerate(items):
         if node.type not in BLOCK_NODES:
             continue
@@ -202,35 +242,21 @@ def _tree_chunks(root, data: bytes, lines: list[str], max_chars: int) -> list[Ch
                and items[j].start_point[0] - _node_end_row(items[j - 1]) <= 1):
             j -= 1
         starts.append((j, i))
-    out: list[Chunk] = []
-    first = starts[0][0] if starts else len(items)
-    if first > 0:
-        _emit(out, lines, items[0].start_point[0], _node_end_row(items[first - 1]), "header", None, max_chars)
-    for n, (j, i) in enumerate(starts):
-        node = items[i]
-        kind = "class" if node.type == "class_definition" else "func"
-        s = items[j].start_point[0]
-        units = _units(node, lines, max_chars)
-        if j < i:
-            units = [(s, units[0][1])] + units[1:]
-        _emit(out, lines, s, _node_end_row(node), kind, _name_of(node, data), max_chars, units)
-        # what lies between this block and the next: declarations get a chunk, lone comments do not
-        nxt = starts[n + 1][0] if n + 1 < len(starts) else len(items)
-        between = items[i + 1:nxt]
-        # comments at either end that a blank line separates from the declarations belong to nothing
-        code = [k for k, x in enumerate(between) if x.type not in ATTACHABLE]
-        if code:
-            a, b = code[0], code[-1]
-            while a > 0 and between[a].start_point[0] - _node_end_row(between[a - 1]) <= 1:
-                a -= 1
-            while b + 1 < len(between) and between[b + 1].start_point[0] - _node_end_row(between[b]) <= 1:
-                b += 1
-            between = between[a:b + 1]
-        if code:
-            _emit(out, lines, between[0].start_point[0], _node_end_row(between[-1]), "declarations", None, max_chars)
-    for k, c in enumerate(out):
-        c.index = k
-    return out
+    return starts
+
+
+def _declarations(between: list[Any]) -> list[Any]:
+    """The declarations among the items between two blocks, with the comments directly around them; none
+    when there are only comments (comments at either end that a blank line separates belong to nothing)."""
+    code = [k for k, x in enumerate(between) if x.type not in ATTACHABLE]
+    if not code:
+        return []
+    a, b = code[0], code[-1]
+    while a > 0 and between[a].start_point[0] - _node_end_row(between[a - 1]) <= 1:
+        a -= 1
+    while b + 1 < len(between) and between[b + 1].start_point[0] - _node_end_row(between[b]) <= 1:
+        b += 1
+    return between[a:b + 1]
 
 
 def _line_chunks(lines: list[str], max_chars: int) -> list[Chunk]:
@@ -243,7 +269,7 @@ def _line_chunks(lines: list[str], max_chars: int) -> list[Chunk]:
             while j > 0 and LEAD_LINE_RE.match(lines[j - 1]) and (not starts or j - 1 > starts[-1]):
                 j -= 1
             starts.append(j)
-    out: list[Chunk] = []
+    cut = _Cut(lines, max_chars)
     bounds = ([0] if not starts or starts[0] > 0 else []) + starts + [len(lines)]
     for a, b in zip(bounds, bounds[1:]):
         kind, name = "header", None
@@ -251,7 +277,7 @@ def _line_chunks(lines: list[str], max_chars: int) -> list[Chunk]:
             m = next((FUNC_LINE_RE.match(l) for l in lines[a:b] if FUNC_LINE_RE.match(l)), None)
             if m is not None:
                 kind, name = ("class", m.group(2)) if m.group(2) else ("func", m.group(1))
-        _emit(out, lines, a, b - 1, kind, name, max_chars)
-    for k, c in enumerate(out):
+        cut.emit(a, b - 1, kind, name)
+    for k, c in enumerate(cut.out):
         c.index = k
-    return out
+    return cut.out

@@ -8,6 +8,8 @@ occurrences; both give the docs chunk ids that support the finding.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
 SEVERITIES = ("info", "warning", "error")
 NOT_COMPILED_NOTE = "This project is Godot 4, and Godot 4 has no such engine API: this code would not compile."
@@ -102,47 +104,71 @@ def chunk_findings(file: str, chunk: dict, records: list[dict]) -> list[dict]:
             cl = ev.get("chunk_line")
             if not isinstance(cl, int) or not 1 <= cl <= len(lines):
                 continue
-            mid = ev.get("mapping_id")
-            m = mappings.get(mid) if mid else None
-            mp = (m or {}).get("payload") or {}
-            col = ev.get("col") if isinstance(ev.get("col"), int) else _column(lines[cl - 1], ev.get("literal", ""))
-            source = mp.get("source_api") or ""
-            needle = (re.match(r"[A-Za-z_][A-Za-z0-9_.]*", source) or [None])[0] if source else None
-            cl, col = _relocate(lines, cl, col, needle)
-            line_text = lines[cl - 1]
-            # What is written there: the Godot 3 name the accepted mapping found (the rule's own match,
-            # `evidence.rule_match`, may be wider or start earlier).
-            literal = needle if needle and line_text[col - 1:].startswith(needle) else (ev.get("literal") or "").strip()
-            key = (p.get("label"), cl, col)
+            place = _place(lines, cl, ev, mappings)
+            key = (p.get("label"), place.line, place.col)
             if key in seen:
                 continue
             seen.add(key)
-            expected = p.get("expected_finding")
-            if ev.get("rule") == "engine_api_missing":  # the version rule that kept it in a Godot 4 project
-                expected = f"{expected or ''} {NOT_COMPILED_NOTE}".strip()
-            docs = list(dict.fromkeys(list(p.get("evidence_chunk_ids") or []) + list(mp.get("evidence_chunk_ids") or [])))
-            out.append({
-                "file": file,
-                "line": chunk["start_line"] + cl - 1,
-                "column": col,
-                "end_column": col + _length(literal, line_text, col),
-                "label": p.get("label"),
-                "severity": (p.get("severity") or "info").lower(),
-                "task_type": p.get("task_type"),
-                "migration": p.get("task_type") == "migration",
-                "prototype_id": rec["id"],
-                "expected_finding": expected,
-                "recommended_action": p.get("recommended_action"),
-                "api_mapping_ids": [mid] if mid else [],
-                "mappings": [{"id": mid, "source_api": mp.get("source_api"), "target_api": mp.get("target_api"),
-                              "change_type": mp.get("change_type")}] if m else [],
-                "docs_chunk_ids": docs,
-                "evidence": {"literal": literal, "kind": ev.get("kind"), "rule_match": ev.get("literal"),
-                             "code": line_text.strip()[:300]},
-                "chunk": {"index": chunk["index"], "start_line": chunk["start_line"], "end_line": chunk["end_line"]},
-            })
+            out.append(_finding(file, chunk, rec, ev, place))
     out.sort(key=lambda f: (f["line"], f["column"], f["label"] or ""))
     return out
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where one piece of evidence is in its chunk, and the accepted mapping it names (if any)."""
+    line: int  # in the chunk, from 1
+    col: int
+    line_text: str
+    literal: str  # what is written there
+    mapping_id: str | None
+    mapping: dict | None  # the accepted api_mapping record
+    mapping_payload: dict
+
+
+def _place(lines: list[str], cl: int, ev: Any, mappings: dict[str, dict]) -> _Place:
+    """`ev`: one evidence entry (JSON), its values unchecked but for `chunk_line`."""
+    mid = ev.get("mapping_id")
+    m = mappings.get(mid) if mid else None
+    mp = (m or {}).get("payload") or {}
+    col = ev.get("col") if isinstance(ev.get("col"), int) else _column(lines[cl - 1], ev.get("literal", ""))
+    source = mp.get("source_api") or ""
+    needle = (re.match(r"[A-Za-z_][A-Za-z0-9_.]*", source) or [None])[0] if source else None
+    cl, col = _relocate(lines, cl, col, needle)
+    line_text = lines[cl - 1]
+    # What is written there: the Godot 3 name the accepted mapping found (the rule's own match,
+    # `evidence.rule_match`, may be wider or start earlier).
+    literal = needle if needle and line_text[col - 1:].startswith(needle) else (ev.get("literal") or "").strip()
+    return _Place(cl, col, line_text, literal, mid, m, mp)
+
+
+def _finding(file: str, chunk: dict, rec: dict, ev: dict, place: _Place) -> dict:
+    p = rec.get("payload") or {}
+    mid, mp, col, line_text, literal = place.mapping_id, place.mapping_payload, place.col, place.line_text, place.literal
+    expected = p.get("expected_finding")
+    if ev.get("rule") == "engine_api_missing":  # the version rule that kept it in a Godot 4 project
+        expected = f"{expected or ''} {NOT_COMPILED_NOTE}".strip()
+    docs = list(dict.fromkeys(list(p.get("evidence_chunk_ids") or []) + list(mp.get("evidence_chunk_ids") or [])))
+    return {
+        "file": file,
+        "line": chunk["start_line"] + place.line - 1,
+        "column": col,
+        "end_column": col + _length(literal, line_text, col),
+        "label": p.get("label"),
+        "severity": (p.get("severity") or "info").lower(),
+        "task_type": p.get("task_type"),
+        "migration": p.get("task_type") == "migration",
+        "prototype_id": rec["id"],
+        "expected_finding": expected,
+        "recommended_action": p.get("recommended_action"),
+        "api_mapping_ids": [mid] if mid else [],
+        "mappings": [{"id": mid, "source_api": mp.get("source_api"), "target_api": mp.get("target_api"),
+                      "change_type": mp.get("change_type")}] if place.mapping else [],
+        "docs_chunk_ids": docs,
+        "evidence": {"literal": literal, "kind": ev.get("kind"), "rule_match": ev.get("literal"),
+                     "code": line_text.strip()[:300]},
+        "chunk": {"index": chunk["index"], "start_line": chunk["start_line"], "end_line": chunk["end_line"]},
+    }
 
 
 def summarize(findings: list[dict]) -> dict:

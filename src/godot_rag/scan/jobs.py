@@ -126,7 +126,7 @@ class ScanJobs:
             job.status, job.error = "cancelled", str(e)
         except ScanError as e:
             job.status, job.error = "error", str(e)
-        except Exception as e:  # noqa: BLE001 - the job reports it; the server goes on
+        except Exception as e:
             job.status, job.error = "error", f"{type(e).__name__}: {str(e)[:300]}"
         else:
             job.summary, job.files, job.findings = res.summary, results_view(res.files), res.findings

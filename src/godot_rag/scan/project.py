@@ -116,7 +116,7 @@ def no_project(root: Path) -> Project:
     return Project(root, ".", root.name, None, "auto", "no project.godot: auto")
 
 
-def _gitignore(dir_: Path, root: Path):
+def _gitignore(dir_: Path, root: Path) -> Any:
     path = dir_ / ".gitignore"
     text = read_small_text(path) if inside(root, path) else None
     if text is None:
@@ -147,7 +147,8 @@ def _fallback(projects: list[Project], fallback: Project) -> Project:
     return fallback
 
 
-def _enter(root: Path, dir_: Path, project: Project | None, specs: list, projects: list[Project]):
+def _enter(root: Path, dir_: Path, project: Project | None, specs: list,
+           projects: list[Project]) -> tuple[Project | None, list, list[os.DirEntry]]:
     """(the project in force, the .gitignore specs in force, the sorted entries) of one directory; OSError
     when it cannot be read."""
     spec = _gitignore(dir_, root)
@@ -160,55 +161,74 @@ def _enter(root: Path, dir_: Path, project: Project | None, specs: list, project
     return project, specs, sorted(os.scandir(dir_), key=lambda e: e.name)
 
 
+@dataclass
+class _Walk:
+    """What `discover` gathers as it walks the folders."""
+    root: Path
+    include_addons: bool
+    fallback: Project  # the project of scripts with none above them
+    projects: list[Project] = field(default_factory=list)
+    scripts: list[Script] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    ignored_files: int = 0
+
+    def skip(self, what: str) -> None:
+        self.skipped[what] = self.skipped.get(what, 0) + 1
+
+    def owner(self, project: Project | None) -> Project:
+        return project or _fallback(self.projects, self.fallback)
+
+
 def discover(root: Path, include_addons: bool = False) -> Discovery:
     root = Path(root).resolve()
-    projects: list[Project] = []
-    scripts: list[Script] = []
-    skipped: dict[str, int] = {}
-    ignored_files = 0
-    fallback = no_project(root)
+    walk = _Walk(root, include_addons, no_project(root))
     # (directory, project in force, gitignore specs in force)
     stack: list[tuple[Path, Project | None, list]] = [(root, None, [])]
     while stack:
         dir_, project, specs = stack.pop()
         try:
-            project, specs, entries = _enter(root, dir_, project, specs, projects)
+            project, specs, entries = _enter(root, dir_, project, specs, walk.projects)
         except OSError as err:  # a path over the system's limit, a folder that went away: listed, the rest goes on
-            skipped["unreadable"] = skipped.get("unreadable", 0) + 1
-            owner = project or _fallback(projects, fallback)
-            scripts.append(Script(dir_, shown_path(root, dir_) + "/", owner,
-                                  problem=f"a folder that cannot be read ({err.strerror or type(err).__name__}): not scanned"))
+            walk.skip("unreadable")
+            owner = walk.owner(project)
+            walk.scripts.append(Script(dir_, shown_path(root, dir_) + "/", owner,
+                                       problem=f"a folder that cannot be read ({err.strerror or type(err).__name__}): not scanned"))
             continue
-        subdirs = []
-        for e in entries:
-            path = Path(e.path)
-            broken = link_problem(e)
-            if broken is not None:
-                scripts.append(Script(path, shown_path(root, path), project or _fallback(projects, fallback), problem=broken))
-                continue
-            try:
-                is_dir = e.is_dir(follow_symlinks=False)
-                is_file = e.is_file()
-            except OSError:
-                continue
-            if is_dir:
-                if e.name in ALWAYS_SKIPPED:
-                    skipped[e.name + "/"] = skipped.get(e.name + "/", 0) + 1
-                elif e.name == "addons" and not include_addons:
-                    skipped["addons/"] = skipped.get("addons/", 0) + 1
-                elif specs and _ignored(specs, path, True):
-                    skipped[".gitignore"] = skipped.get(".gitignore", 0) + 1
-                else:
-                    subdirs.append(path)
-            elif is_file and e.name.endswith(".gd"):
-                if specs and _ignored(specs, path, False):
-                    ignored_files += 1
-                    continue
-                owner = project or _fallback(projects, fallback)
-                outside = e.is_symlink() and not inside(root, path)
-                scripts.append(Script(path, shown_path(root, path), owner, outside, problem=name_problem(path)))
+        subdirs = [sub for sub in (_visit(walk, e, project, specs) for e in entries) if sub is not None]
         for sub in reversed(subdirs):
             stack.append((sub, project, specs))
-    scripts.sort(key=lambda s: s.rel)
-    projects.sort(key=lambda p: p.rel)
-    return Discovery(root, projects, scripts, skipped, ignored_files)
+    walk.scripts.sort(key=lambda s: s.rel)
+    walk.projects.sort(key=lambda p: p.rel)
+    return Discovery(root, walk.projects, walk.scripts, walk.skipped, walk.ignored_files)
+
+
+def _visit(walk: _Walk, e: os.DirEntry, project: Project | None, specs: list) -> Path | None:
+    """One entry of a folder: a script is listed (or counted as ignored), a folder to walk is returned."""
+    root = walk.root
+    path = Path(e.path)
+    broken = link_problem(e)
+    if broken is not None:
+        walk.scripts.append(Script(path, shown_path(root, path), walk.owner(project), problem=broken))
+        return None
+    try:
+        is_dir = e.is_dir(follow_symlinks=False)
+        is_file = e.is_file()
+    except OSError:
+        return None
+    if is_dir:
+        if e.name in ALWAYS_SKIPPED:
+            walk.skip(e.name + "/")
+        elif e.name == "addons" and not walk.include_addons:
+            walk.skip("addons/")
+        elif specs and _ignored(specs, path, True):
+            walk.skip(".gitignore")
+        else:
+            return path
+    elif is_file and e.name.endswith(".gd"):
+        if specs and _ignored(specs, path, False):
+            walk.ignored_files += 1
+            return None
+        owner = walk.owner(project)
+        outside = e.is_symlink() and not inside(root, path)
+        walk.scripts.append(Script(path, shown_path(root, path), owner, outside, problem=name_problem(path)))
+    return None

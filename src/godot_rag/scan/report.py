@@ -5,6 +5,7 @@ Every string from the project or the records is escaped: a script's text is show
 from __future__ import annotations
 
 import html
+from typing import Any
 from urllib.parse import urlparse
 
 from .findings import SEVERITIES
@@ -41,7 +42,7 @@ def _file_notes(e: dict) -> list[str]:
         notes.append("does not parse: cut by lines")
     return notes
 
-def _e(value) -> str:
+def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
@@ -97,8 +98,24 @@ def render_html(s: dict, files: list[dict], findings: list[dict], links: dict[st
            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
            f"<title>godot-rag scan: {_e(s['root'])}</title>", f"<style>{CSS}</style></head><body><main>",
            f"<h1>godot-rag scan</h1><p class=\"muted\"><code>{_e(s['root'])}</code> &middot; {_e(s['started'])}</p>"]
-    # -- summary
-    out.append('<h2 id="summary">Summary</h2><table class="summary">')
+    out += _html_summary(s) + _html_counts(s) + _html_files(files)
+    # -- findings
+    out.append(f'<h2 id="findings">Findings ({len(findings)})</h2>')
+    if not findings:
+        out.append('<p class="muted">No findings.</p>')
+    current = None
+    for f in findings:
+        if f["file"] != current:
+            current = f["file"]
+            out.append(f'<h3 id="file-{_e(_anchor(current))}"><code>{_e(current)}</code></h3>')
+        out.append(_finding_html(f, chunks.get((f["file"], f["chunk"]["index"])), links))
+    out.append("</main></body></html>")
+    return "\n".join(out) + "\n"
+
+
+def _html_summary(s: dict) -> list[str]:
+    """The summary table and its notes (unreadable files, line-cut files, chunks not retrieved)."""
+    out = ['<h2 id="summary">Summary</h2><table class="summary">']
     rows = [
         ("Godot version", _version_line(s)),
         ("Strategy", s["strategy"] + " (no LLM)"),
@@ -122,6 +139,12 @@ def render_html(s: dict, files: list[dict], findings: list[dict], links: dict[st
     for ce in s["chunk_errors"]:
         out.append(f'<p class="note">Chunk <code>{_e(ce["file"])}:{ce["start_line"]}-{ce["end_line"]}</code> '
                    f"was not retrieved: {_e(ce['error'])}</p>")
+    return out
+
+
+def _html_counts(s: dict) -> list[str]:
+    """The projects (when there are several), and the findings by severity and by label."""
+    out = []
     if len(s["projects"]) > 1:
         out.append('<h3>Projects</h3><table class="projects"><tr><th>folder</th><th>name</th><th>Godot</th>'
                    "<th>version from</th><th>files</th><th>chunks</th></tr>")
@@ -138,7 +161,11 @@ def render_html(s: dict, files: list[dict], findings: list[dict], links: dict[st
                    f"{_e(lab['severity'])}</span></td><td>{'migration' if lab['migration'] else 'review'}</td>"
                    f'<td class="n">{lab["count"]}</td></tr>')
     out.append("</table>")
-    # -- per file
+    return out
+
+
+def _html_files(files: list[dict]) -> list[str]:
+    out = []
     out.append('<h2 id="files">Files</h2><table class="files"><tr><th>file</th><th>Godot</th><th>chunks</th>'
                + "".join(f"<th>{sv}</th>" for sv in reversed(SEVERITIES)) + "<th>notes</th></tr>")
     for e in files:
@@ -149,18 +176,7 @@ def render_html(s: dict, files: list[dict], findings: list[dict], links: dict[st
                    + "".join(f'<td class="n">{counts.get(sv, 0) or ""}</td>' for sv in reversed(SEVERITIES))
                    + f"<td>{_e('; '.join(notes))}</td></tr>")
     out.append("</table>")
-    # -- findings
-    out.append(f'<h2 id="findings">Findings ({len(findings)})</h2>')
-    if not findings:
-        out.append('<p class="muted">No findings.</p>')
-    current = None
-    for f in findings:
-        if f["file"] != current:
-            current = f["file"]
-            out.append(f'<h3 id="file-{_e(_anchor(current))}"><code>{_e(current)}</code></h3>')
-        out.append(_finding_html(f, chunks.get((f["file"], f["chunk"]["index"])), links))
-    out.append("</main></body></html>")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _change_word(m: dict) -> str:
@@ -203,11 +219,11 @@ def _finding_html(f: dict, chunk: dict | None, links: dict[str, dict]) -> str:
 
 
 # -- Markdown ---------------------------------------------------------------------------------------
-def _cell(value) -> str:
+def _cell(value: Any) -> str:
     return str("" if value is None else value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
-def _code(value) -> str:
+def _code(value: Any) -> str:
     """An inline code span that survives backticks in the value."""
     text = _cell(value)
     ticks = "`" * (max((len(r) for r in _backtick_runs(text)), default=0) + 1)
@@ -236,6 +252,20 @@ def _backtick_runs(line: str) -> list[str]:
 
 def render_md(s: dict, files: list[dict], findings: list[dict], links: dict[str, dict]) -> str:
     chunks = _chunk_index(files)
+    out = _md_summary(s) + _md_counts(s) + _md_files(files)
+    out += ["", f"## Findings ({len(findings)})", ""]
+    if not findings:
+        out += ["No findings.", ""]
+    current = None
+    for f in findings:
+        if f["file"] != current:
+            current = f["file"]
+            out += [f"### {_code(current)}", ""]
+        out += _md_finding(f, chunks.get((f["file"], f["chunk"]["index"])), links)
+    return "\n".join(out) + "\n"
+
+
+def _md_summary(s: dict) -> list[str]:
     out = [f"# godot-rag scan: {_code(s['root'])}", "", f"Started {s['started']}.", "", "## Summary", "",
            "| | |", "|---|---|",
            f"| Godot version | {_cell(_version_line(s))} |",
@@ -255,6 +285,11 @@ def render_md(s: dict, files: list[dict], findings: list[dict], links: dict[str,
         out += [f"> {_code(fb)} does not parse: its chunks were cut by lines.", ""]
     for ce in s["chunk_errors"]:
         out += [f"> Chunk `{_cell(ce['file'])}:{ce['start_line']}-{ce['end_line']}` was not retrieved: {_cell(ce['error'])}", ""]
+    return out
+
+
+def _md_counts(s: dict) -> list[str]:
+    out: list[str] = []
     if len(s["projects"]) > 1:
         out += ["### Projects", "", "| folder | name | Godot | version from | files | chunks |", "|---|---|---|---|---|---|"]
         out += [f"| {_code(d)} | {_cell(n)} | {v} | {_cell(src)} | {f} | {c} |" for d, n, v, src, f, c in _project_rows(s)]
@@ -265,42 +300,45 @@ def render_md(s: dict, files: list[dict], findings: list[dict], links: dict[str,
             "### Findings by label", "", "| label | severity | kind | count |", "|---|---|---|---|"]
     for lab in s["findings"]["by_label"]:
         out.append(f"| {_code(lab['label'])} | {lab['severity']} | {'migration' if lab['migration'] else 'review'} | {lab['count']} |")
-    out += ["", "## Files", "", "| file | Godot | chunks | " + " | ".join(reversed(SEVERITIES)) + " | notes |",
-            "|---|---|---|" + "---|" * len(SEVERITIES) + "---|"]
+    return out
+
+
+def _md_files(files: list[dict]) -> list[str]:
+    out = ["", "## Files", "", "| file | Godot | chunks | " + " | ".join(reversed(SEVERITIES)) + " | notes |",
+           "|---|---|---|" + "---|" * len(SEVERITIES) + "---|"]
     for e in files:
         notes = _file_notes(e)
         counts = e.get("findings") or {}
         out.append(f"| {_code(e['file'])} | {e['godot_version']} | {len(e['chunks'])} | "
                    + " | ".join(str(counts.get(sv, 0) or "") for sv in reversed(SEVERITIES)) + f" | {_cell('; '.join(notes))} |")
-    out += ["", f"## Findings ({len(findings)})", ""]
-    if not findings:
-        out += ["No findings.", ""]
-    current = None
-    for f in findings:
-        if f["file"] != current:
-            current = f["file"]
-            out += [f"### {_code(current)}", ""]
-        out += [f"**{f['severity']}** `{_cell(f['file'])}:{f['line']}:{f['column']}` {_code(f['label'])}", "",
-                f"{f['expected_finding']} **Fix:** {f['recommended_action']}", ""]
-        for m in f["mappings"]:
-            out += [f"{_change_word(m)}: {_code(m['source_api'])} -> {_code(m['target_api'])} ({m['change_type']}; {_code(m['id'])})", ""]
-        ctx = _context(f, chunks.get((f["file"], f["chunk"]["index"])))
-        width = len(str(ctx[-1][0])) if ctx else 1
-        body = []
-        for n, text, hit in ctx:
-            body.append(f"{'>' if hit else ' '}{str(n).rjust(width)} | {text}")
-            if hit:
-                a, b = f["column"] - 1, f["end_column"] - 1
-                lead = "".join(ch if ch == "\t" else " " for ch in text[:a])
-                body.append(" " * (width + 4) + lead + "^" * max(1, b - a))
-        block = "\n".join(body)
-        fence = _fence(block)
-        out += [fence + "gdscript", block, fence, "",
-                f"Evidence: {_code(f['evidence']['literal'])} ({f['evidence']['kind']})", ""]
-        for d in f["docs_chunk_ids"]:
-            info = links.get(d) or {}
-            url = _safe_url(info.get("url"))
-            text = f"{_code(d)}" + (f" {_cell(info.get('heading'))}" if info.get("heading") else "")
-            out.append(f"- [{text}]({url})" if url else f"- {text}")
-        out.append("")
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _md_finding(f: dict, chunk: dict | None, links: dict[str, dict]) -> list[str]:
+    """One finding: where, what, the fix, the mapping, the code with the finding marked, the docs."""
+    out: list[str] = []
+    out += [f"**{f['severity']}** `{_cell(f['file'])}:{f['line']}:{f['column']}` {_code(f['label'])}", "",
+            f"{f['expected_finding']} **Fix:** {f['recommended_action']}", ""]
+    for m in f["mappings"]:
+        out += [f"{_change_word(m)}: {_code(m['source_api'])} -> {_code(m['target_api'])} ({m['change_type']}; {_code(m['id'])})", ""]
+    ctx = _context(f, chunk)
+    width = len(str(ctx[-1][0])) if ctx else 1
+    body = []
+    for n, text, hit in ctx:
+        body.append(f"{'>' if hit else ' '}{str(n).rjust(width)} | {text}")
+        if hit:
+            a, b = f["column"] - 1, f["end_column"] - 1
+            lead = "".join(ch if ch == "\t" else " " for ch in text[:a])
+            body.append(" " * (width + 4) + lead + "^" * max(1, b - a))
+    block = "\n".join(body)
+    fence = _fence(block)
+    out += [fence + "gdscript", block, fence, "",
+            f"Evidence: {_code(f['evidence']['literal'])} ({f['evidence']['kind']})", ""]
+    for d in f["docs_chunk_ids"]:
+        info = links.get(d) or {}
+        url = _safe_url(info.get("url"))
+        text = f"{_code(d)}" + (f" {_cell(info.get('heading'))}" if info.get("heading") else "")
+        out.append(f"- [{text}]({url})" if url else f"- {text}")
+    out.append("")
+    return out
+

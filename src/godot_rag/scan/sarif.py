@@ -13,12 +13,36 @@ def _tool_version() -> str:
         from importlib.metadata import version
 
         return version("godot-rag")
-    except Exception:  # noqa: BLE001 - not installed as a distribution
+    except Exception:
         return "0.1.0"
 
 
 def build_sarif(findings: list[dict], root: Path | None, summary: dict, docs: dict[str, dict] | None = None) -> dict:
-    docs = docs or {}
+    rules = _rules(findings, docs or {})
+    rule_ids = sorted(rules)
+    index = {r: i for i, r in enumerate(rule_ids)}
+    results = [_result(f, index) for f in findings]
+    # No root (a scan for a client): SRCROOT stays a name without the server's path.
+    srcroot = {"uri": Path(root).resolve().as_uri() + "/"} if root is not None else {
+        "description": {"text": "the scanned project's folder"}}
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "godot-rag", "version": _tool_version(),
+                                "rules": [rules[r] for r in rule_ids]}},
+            "originalUriBaseIds": {"SRCROOT": srcroot},
+            "invocations": [{"executionSuccessful": True,
+                             "properties": {"strategy": summary.get("strategy"), "chunks": summary.get("chunks"),
+                                            "files": summary.get("files_scanned")}}],
+            "results": results,
+            "properties": {"projects": summary.get("projects", [])},
+        }],
+    }
+
+
+def _rules(findings: list[dict], docs: dict[str, dict]) -> dict[str, dict]:
+    """One rule per label, from its first finding."""
     rules: dict[str, dict] = {}
     for f in findings:
         if f["label"] in rules:
@@ -37,47 +61,29 @@ def build_sarif(findings: list[dict], root: Path | None, summary: dict, docs: di
         if url:
             rule["helpUri"] = url
         rules[f["label"]] = rule
-    rule_ids = sorted(rules)
-    index = {r: i for i, r in enumerate(rule_ids)}
-    results = []
-    for f in findings:
-        mapping = f["mappings"][0] if f["mappings"] else None
-        text = f["expected_finding"] or f["label"]
-        if mapping and mapping.get("source_api") and mapping.get("target_api"):
-            text += f" `{mapping['source_api']}` -> `{mapping['target_api']}`."
-        result = {
-            "ruleId": f["label"],
-            "ruleIndex": index[f["label"]],
-            "level": LEVEL.get(f["severity"], "note"),
-            "message": {"text": f"{text} {f['recommended_action'] or ''}".strip()},
-            "locations": [{
-                "physicalLocation": {
-                    "artifactLocation": {"uri": quote(f["file"]), "uriBaseId": "SRCROOT"},
-                    "region": {"startLine": f["line"], "startColumn": f["column"], "endLine": f["line"],
-                               "endColumn": max(f["end_column"], f["column"] + 1),
-                               "snippet": {"text": f["evidence"]["code"]}},
-                },
-            }],
-            "partialFingerprints": {"godotRag/v1": f"{f['file']}:{f['label']}:{f['evidence']['code']}"},
-            "properties": {"api_mapping_ids": f["api_mapping_ids"], "docs_chunk_ids": f["docs_chunk_ids"],
-                           "evidence": f["evidence"]["literal"], "migration": f["migration"],
-                           "severity": f["severity"]},
-        }
-        results.append(result)
-    # No root (a scan for a client): SRCROOT stays a name without the server's path.
-    srcroot = {"uri": Path(root).resolve().as_uri() + "/"} if root is not None else {
-        "description": {"text": "the scanned project's folder"}}
+    return rules
+
+
+def _result(f: dict, index: dict[str, int]) -> dict:
+    mapping = f["mappings"][0] if f["mappings"] else None
+    text = f["expected_finding"] or f["label"]
+    if mapping and mapping.get("source_api") and mapping.get("target_api"):
+        text += f" `{mapping['source_api']}` -> `{mapping['target_api']}`."
     return {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "godot-rag", "version": _tool_version(),
-                                "rules": [rules[r] for r in rule_ids]}},
-            "originalUriBaseIds": {"SRCROOT": srcroot},
-            "invocations": [{"executionSuccessful": True,
-                             "properties": {"strategy": summary.get("strategy"), "chunks": summary.get("chunks"),
-                                            "files": summary.get("files_scanned")}}],
-            "results": results,
-            "properties": {"projects": summary.get("projects", [])},
+        "ruleId": f["label"],
+        "ruleIndex": index[f["label"]],
+        "level": LEVEL.get(f["severity"], "note"),
+        "message": {"text": f"{text} {f['recommended_action'] or ''}".strip()},
+        "locations": [{
+            "physicalLocation": {
+                "artifactLocation": {"uri": quote(f["file"]), "uriBaseId": "SRCROOT"},
+                "region": {"startLine": f["line"], "startColumn": f["column"], "endLine": f["line"],
+                           "endColumn": max(f["end_column"], f["column"] + 1),
+                           "snippet": {"text": f["evidence"]["code"]}},
+            },
         }],
+        "partialFingerprints": {"godotRag/v1": f"{f['file']}:{f['label']}:{f['evidence']['code']}"},
+        "properties": {"api_mapping_ids": f["api_mapping_ids"], "docs_chunk_ids": f["docs_chunk_ids"],
+                       "evidence": f["evidence"]["literal"], "migration": f["migration"],
+                       "severity": f["severity"]},
     }

@@ -5,8 +5,13 @@ import json
 import os
 import tempfile
 import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import zipfile
 
 # A .gd file over this is listed as skipped, not read (`scan --max-file-bytes` moves it): real scripts stay far
 # under it (the Godot demos' largest is 60 KB), and a scan's time grows with the bytes it reads.
@@ -71,7 +76,7 @@ def write_text(path: Path, text: str) -> None:
     _atomic_write(path, text.encode("utf-8"))
 
 
-def write_json(path: Path, value) -> None:
+def write_json(path: Path, value: Any) -> None:
     # Compact: the indented form goes through the pure-Python encoder, 5x slower on a large SARIF file.
     write_text(path, json.dumps(value, ensure_ascii=False) + "\n")
 
@@ -79,7 +84,7 @@ def write_json(path: Path, value) -> None:
 def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
     count = [0]
 
-    def lines():
+    def lines() -> Iterator[bytes]:
         for row in rows:
             count[0] += 1
             yield (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
@@ -138,9 +143,17 @@ PROJECT_FILES = (".gd", "project.godot", ".gitignore")
 class ZipRejected(ValueError):
     """An upload that is not a safe, reasonable zip; `status` is the HTTP status to answer with."""
 
-    def __init__(self, message: str, status: int = 400):
+    def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+
+
+@dataclass(frozen=True)
+class _ZipLimits:
+    entries: int
+    total: int  # bytes, all files together
+    file: int  # bytes, one file
+    ratio: int  # the most a file over 1 MiB may be compressed
 
 
 def extract_project_zip(data: bytes, dest: Path, *, max_entries: int = 20_000, max_total: int = 200 * 2**20,
@@ -149,61 +162,82 @@ def extract_project_zip(data: bytes, dest: Path, *, max_entries: int = 20_000, m
     `dest`; everything else is left out. Refused: not a zip, encrypted entries, absolute paths, `..`,
     too many entries, too many bytes (counted while extracting, not taken from the headers), a
     suspicious compression ratio. Links are skipped. Returns the number of files written."""
-    import io
-    import re
-    import stat
-    import zipfile
-    from pathlib import PurePosixPath
-
+    limits = _ZipLimits(max_entries, max_total, max_file, max_ratio)
     dest = Path(dest).resolve()
+    zf, infos = _open_zip(data, limits)
+    written = total = 0
+    with zf:
+        for info in infos:
+            target = _entry_target(info, dest, limits)
+            if target is not None:
+                total = _unpack(zf, info, target, limits, total)
+                written += 1
+    return written
+
+
+def _open_zip(data: bytes, limits: _ZipLimits) -> tuple[zipfile.ZipFile, list[zipfile.ZipInfo]]:
+    import io
+    import zipfile
+
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
         infos = zf.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as e:
         raise ZipRejected(f"not a valid zip file ({e})", 400) from None
-    if len(infos) > max_entries:
-        raise ZipRejected(f"the zip has {len(infos)} entries; the limit is {max_entries}", 413)
-    if sum(i.file_size for i in infos) > max_total:
-        raise ZipRejected(f"the zip unpacks to more than {max_total // 2**20} MiB", 413)
-    written = total = 0
-    with zf:
-        for info in infos:
-            name = info.filename.replace("\\", "/")
-            if info.is_dir():
-                continue
-            if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or ".." in PurePosixPath(name).parts or "\0" in name:
-                raise ZipRejected(f"unsafe path in the zip: {name[:200]!r}", 400)
-            if info.flag_bits & 0x1:
-                raise ZipRejected(f"encrypted entry in the zip: {name[:200]!r}", 400)
-            if stat.S_ISLNK(info.external_attr >> 16):
-                continue
-            if not name.endswith(PROJECT_FILES):
-                continue
-            if info.file_size > max_file:
-                raise ZipRejected(f"{name[:200]}: {info.file_size} bytes; the limit per file is {max_file // 2**20} MiB", 413)
-            if info.compress_size and info.file_size > 2**20 and info.file_size / info.compress_size > max_ratio:
-                raise ZipRejected(f"{name[:200]}: compression ratio over {max_ratio}: refused as a zip bomb", 413)
-            parts = [p for p in PurePosixPath(name).parts if p not in ("", ".")]
-            target = dest.joinpath(*parts).resolve()
-            if not target.is_relative_to(dest):
-                raise ZipRejected(f"unsafe path in the zip: {name[:200]!r}", 400)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            size = 0
-            try:
-                with zf.open(info) as src, open(target, "wb") as out:
-                    while True:
-                        block = src.read(65536)
-                        if not block:
-                            break
-                        size += len(block)
-                        total += len(block)
-                        if size > info.file_size or size > max_file or total > max_total:
-                            raise ZipRejected(f"{name[:200]}: more data than the zip declares: refused", 413)
-                        out.write(block)
-            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as e:
-                raise ZipRejected(f"{name[:200]}: cannot be unpacked ({e})", 400) from None
-            written += 1
-    return written
+    if len(infos) > limits.entries:
+        raise ZipRejected(f"the zip has {len(infos)} entries; the limit is {limits.entries}", 413)
+    if sum(i.file_size for i in infos) > limits.total:
+        raise ZipRejected(f"the zip unpacks to more than {limits.total // 2**20} MiB", 413)
+    return zf, infos
+
+
+def _entry_target(info: zipfile.ZipInfo, dest: Path, limits: _ZipLimits) -> Path | None:
+    """Where an entry goes under `dest`; None for one left out (a folder, a link, not a project file)."""
+    import re
+    import stat
+    from pathlib import PurePosixPath
+
+    name = info.filename.replace("\\", "/")
+    if info.is_dir():
+        return None
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or ".." in PurePosixPath(name).parts or "\0" in name:
+        raise ZipRejected(f"unsafe path in the zip: {name[:200]!r}", 400)
+    if info.flag_bits & 0x1:
+        raise ZipRejected(f"encrypted entry in the zip: {name[:200]!r}", 400)
+    if stat.S_ISLNK(info.external_attr >> 16) or not name.endswith(PROJECT_FILES):
+        return None
+    if info.file_size > limits.file:
+        raise ZipRejected(f"{name[:200]}: {info.file_size} bytes; the limit per file is {limits.file // 2**20} MiB", 413)
+    if info.compress_size and info.file_size > 2**20 and info.file_size / info.compress_size > limits.ratio:
+        raise ZipRejected(f"{name[:200]}: compression ratio over {limits.ratio}: refused as a zip bomb", 413)
+    parts = [p for p in PurePosixPath(name).parts if p not in ("", ".")]
+    target = dest.joinpath(*parts).resolve()
+    if not target.is_relative_to(dest):
+        raise ZipRejected(f"unsafe path in the zip: {name[:200]!r}", 400)
+    return target
+
+
+def _unpack(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, limits: _ZipLimits, total: int) -> int:
+    """One entry written to `target`, its bytes counted as they come; returns `total` with them."""
+    import zipfile
+
+    name = info.filename.replace("\\", "/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    size = 0
+    try:
+        with zf.open(info) as src, open(target, "wb") as out:
+            while True:
+                block = src.read(65536)
+                if not block:
+                    break
+                size += len(block)
+                total += len(block)
+                if size > info.file_size or size > limits.file or total > limits.total:
+                    raise ZipRejected(f"{name[:200]}: more data than the zip declares: refused", 413)
+                out.write(block)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as e:
+        raise ZipRejected(f"{name[:200]}: cannot be unpacked ({e})", 400) from None
+    return total
 
 
 def make_job_dir(prefix: str = "godot-rag-scan-") -> Path:
@@ -216,7 +250,7 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def write_handoff(path: Path, value) -> None:
+def write_handoff(path: Path, value: Any) -> None:
     """`value` pickled into `path`, whole before anyone can open it (the scan's symbol tables for workers that
     started before the tables were built)."""
     import pickle
@@ -224,7 +258,7 @@ def write_handoff(path: Path, value) -> None:
     _atomic_write(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def read_handoff(path: str | Path):
+def read_handoff(path: str | Path) -> Any:
     import pickle
 
     with open(path, "rb") as fh:

@@ -1,0 +1,4 @@
+"""`python -m godot_rag.cli`."""
+from . import main
+
+main()
