@@ -106,7 +106,8 @@ def test_strategies_openapi_and_offline_page(client):
     assert by_name["validate"]["column"] == {"label": "validate", "unit": "verdict", "score": "confidence", "unit_scale": True,
                                              "lossy": True, "source": False}
     assert [n for n, st in by_name.items() if st["column"]] == ["bm25", "embedding", "union", "fuse", "codematch", "merge",
-                                                                 "rerank", "shortlist", "api", "validate", "judge", "score", "cut"]
+                                                                 "rerank", "shortlist", "api", "validate", "judge", "score",
+                                                                 "cut"]
     settings = client.get("/openapi.json").json()["components"]["schemas"]["RetrieveRequest"]["properties"]["config"]
     assert {"k1", "fusion", "weight_api", "godot_version"} <= set(settings["properties"])  # every setting documented
     assert "/api/retrieve" in client.get("/openapi.json").json()["paths"]
@@ -129,15 +130,15 @@ def test_cli_retrieve_and_batch(fixture_db, tmp_path):
     base = [sys.executable, "-m", "godot_rag.cli", "retrieve", "--data-dir", str(fixture_db.data_dir)]
     chunk = tmp_path / "chunk.gd"
     chunk.write_text(REFERENCE_CHUNK)
-    table = subprocess.run(base + [str(chunk), "--strategy", "A"], capture_output=True, text=True)
+    table = subprocess.run([*base, str(chunk), "--strategy", "A"], capture_output=True, text=True)
     assert table.returncode == 0 and "zero hits; best single row" in table.stdout
-    bad = subprocess.run(base + [str(chunk), "--strategy", "Z"], capture_output=True, text=True)
+    bad = subprocess.run([*base, str(chunk), "--strategy", "Z"], capture_output=True, text=True)
     assert bad.returncode == 1 and "valid strategies: A, B, C, D, E, F" in bad.stderr
     batch = tmp_path / "batch.jsonl"
     texts = [REFERENCE_CHUNK, "func _ready():\n    var t = get_node(\"Timer\")\n    t.timeout.connect(_on_timer_timeout)",
              "extends KinematicBody2D"]
     batch.write_text("".join(json.dumps({"chunkText": t}) + "\n" for t in texts))
-    out = subprocess.run(base + ["--batch", str(batch), "--strategy", "B", "--workers", "2", "--quiet", "--format", "result"],
+    out = subprocess.run([*base, "--batch", str(batch), "--strategy", "B", "--workers", "2", "--quiet", "--format", "result"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     results = [json.loads(l) for l in out.stdout.splitlines()]
@@ -171,14 +172,14 @@ def test_batch_workers_let_go_of_the_database_however_the_batch_ends(fixture_db,
             "--workers", "2", "--quiet", "--batch"]
     small = tmp_path / "small.jsonl"
     small.write_text("".join(json.dumps({"chunkText": f"func f{i}():\n\tpass"}) + "\n" for i in range(3)))
-    done = subprocess.run(base + [str(small)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([*base, str(small)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert only_live_handles(), handles.read_text()
     # Interrupted while its input is still open (a pipe on stdin): the batch cannot have ended first.
     lines = "".join(json.dumps({"chunkText": f"func f{i}():\n\tvar t = get_node(\"Timer\")"}) + "\n" for i in range(8))
     out = tmp_path / "out.jsonl"
     with out.open("w") as sink:
-        proc = subprocess.Popen(base + ["-"], stdin=subprocess.PIPE, stdout=sink, stderr=subprocess.PIPE, text=True,
+        proc = subprocess.Popen([*base, "-"], stdin=subprocess.PIPE, stdout=sink, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True, preexec_fn=ctrl_c_reaches_it)
         assert proc.stdin is not None
         proc.stdin.write(lines)
@@ -205,7 +206,7 @@ def test_cli_bad_inputs_are_one_line_errors(fixture_db, tmp_path):
     base = [sys.executable, "-m", "godot_rag.cli", "retrieve", "--data-dir", str(fixture_db.data_dir)]
     batch = tmp_path / "batch.jsonl"
     batch.write_text("".join(json.dumps({"chunkText": t}) + "\n" for t in ["func f():\n    pass", "   ", "x" * 20001]))
-    out = subprocess.run(base + ["--batch", str(batch), "--strategy", "B", "--workers", "2", "--quiet", "--format", "result"],
+    out = subprocess.run([*base, "--batch", str(batch), "--strategy", "B", "--workers", "2", "--quiet", "--format", "result"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     lines = [json.loads(l) for l in out.stdout.splitlines()]
@@ -224,7 +225,7 @@ def test_cli_bad_inputs_are_one_line_errors(fixture_db, tmp_path):
     # E with an LLM that cannot be opened: one line that says how to name one (was 40 lines of traceback)
     chunk = tmp_path / "c.gd"
     chunk.write_text("func _ready():\n    pass\n")
-    r = subprocess.run(base + [str(chunk), "--strategy", "E", "--llm-gguf", str(tmp_path / "missing.gguf")],
+    r = subprocess.run([*base, str(chunk), "--strategy", "E", "--llm-gguf", str(tmp_path / "missing.gguf")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr[-500:]
     assert "needs an LLM" in r.stderr and "--llm-bundled" in r.stderr

@@ -51,7 +51,7 @@ def test_the_json_reader_caps_depth_and_size_with_one_message():
     with pytest.raises(JSONInputError) as e:
         parse_json(b"[1]" + b" " * 100, max_bytes=50)
     assert e.value.status == 413
-    with pytest.raises(JSONInputError, match="malformed JSON: .* at line 1 column 2"):
+    with pytest.raises(JSONInputError, match=r"malformed JSON: .* at line 1 column 2"):
         parse_json("{oops")
 
 

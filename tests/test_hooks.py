@@ -13,7 +13,8 @@ import yaml
 
 from conftest import ROOT
 
-GODOT3 = 'extends KinematicBody2D\n\nfunc _physics_process(delta):\n\tmove_and_slide(Vector2())\n\tyield(get_tree(), "idle_frame")\n'
+GODOT3 = ('extends KinematicBody2D\n\nfunc _physics_process(delta):\n\tmove_and_slide(Vector2())\n'
+          '\tyield(get_tree(), "idle_frame")\n')
 GODOT4 = "extends CharacterBody2D\n\nfunc _physics_process(delta):\n\tmove_and_slide()\n"
 
 

@@ -131,9 +131,11 @@ def test_mcp_over_streamable_http(fixture_db, project):
         assert line.startswith("godot-rag mcp serving on http://127.0.0.1:"), proc.stderr.read()[-2000:]
 
         async def main():
-            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
-                async with ClientSession(read, write) as session:
-                    await exercise(session, project)
+            async with (
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await exercise(session, project)
 
         anyio.run(main)
     finally:
@@ -158,7 +160,8 @@ def test_mcp_stops_the_database_it_started(pg_root, how):
 
     def postgres() -> list[int]:
         return [p.pid for p in psutil.process_iter(["name", "cmdline"])
-                if (p.info.get("name") or "").startswith("postgres") and any(str(data_dir) in a for a in p.info.get("cmdline") or [])]
+                if (p.info.get("name") or "").startswith("postgres")
+                and any(str(data_dir) in a for a in p.info.get("cmdline") or [])]
 
     proc = subprocess.Popen([sys.executable, "-m", "godot_rag.cli", "mcp", "--data-dir", str(data_dir)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -354,9 +354,9 @@ def test_rerun_after_editing_one_file_redoes_only_its_chunks(real_retriever, tmp
     assert second.summary["computed"] == 1 and second.summary["cached"] == second.summary["unique_chunks"] - 1
     # --changed-since: only the files git sees changed since the ref
     git = ["git", "-C", str(proj), "-c", "user.email=t@t", "-c", "user.name=t"]
-    subprocess.run(git + ["init", "-q"], check=True)
-    subprocess.run(git + ["add", "-A"], check=True)
-    subprocess.run(git + ["commit", "-qm", "x"], check=True)
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
     (proj / "main.gd").write_text((proj / "main.gd").read_text() + "\n\nfunc _scan_new():\n\tpass\n")
     third = scan(real_retriever, proj, tmp_path / "o3", cache, changed_since="HEAD")
     assert third.summary["files_selected"] == 1 and third.summary["computed"] == 1
@@ -410,7 +410,7 @@ def test_ctrl_c_in_the_cli_exits_cleanly_and_leaves_no_process(real_db, tmp_path
                 break
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    _out, err = proc.communicate(timeout=120)
     assert "Traceback" not in err, err[-2000:]
     assert proc.returncode == 130 and "interrupted" in err and "resume" in err, err[-2000:]
     done = sqlite3.connect(cache).execute("SELECT count(*) FROM results").fetchone()[0]
@@ -541,7 +541,8 @@ def test_report_html_opens_in_chromium_and_shows_the_findings(godot3_scan, brows
     page.goto((godot3_scan.out / "report.html").as_uri())
     assert page.locator("article.finding").count() == len(godot3_scan.findings)
     assert page.locator("table.files tr").count() == 1 + godot3_scan.summary["files_selected"]
-    marks = {page.locator("article.finding mark").nth(i).text_content() for i in range(page.locator("article.finding mark").count())}
+    marks = {page.locator("article.finding mark").nth(i).text_content()
+             for i in range(page.locator("article.finding mark").count())}
     assert {"get_camera", "Spatial", "rect_position", "onready"} <= marks
     assert "Godot 3" in page.text_content("table.summary")
     assert page.locator("article.finding ul.docs a[href^='https://docs.godotengine.org']").count() >= 1

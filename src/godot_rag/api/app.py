@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,15 +50,20 @@ class RetrieveRequest(BaseModel):
     config: dict[str, Any] | None = Field(None, description="Other retrieval settings by name (RetrieveConfig).",
                                           json_schema_extra={"properties": RetrieveConfig.model_json_schema()["properties"],
                                                              "additionalProperties": False})
-    godot_version: str | None = Field(None, description='"3", "4" or "auto" (default): sharpens the ambiguous migration cases only.')
-    extends: str | None = Field(None, description="The script's class when the chunk has no `extends` line (e.g. the file header's).")
+    godot_version: str | None = Field(
+        None, description='"3", "4" or "auto" (default): sharpens the ambiguous migration cases only.')
+    extends: str | None = Field(
+        None, description="The script's class when the chunk has no `extends` line (e.g. the file header's).")
     format: Literal["records", "result", "full", "prompt"] = Field(
         "full", description='"full": the whole result (the debugger page); "result": rejected records by id, without '
-                            'payload; "records": {"records": [...]}, the accepted records as `retrieve --format records` writes them; '
+                            'payload; "records": {"records": [...]}, the accepted records as '
+                            '`retrieve --format records` writes them; '
                             '"prompt": {"chunk", "prompt", "tokens"}, the accepted evidence as text for a model.')
-    prompt_budget: int | None = Field(None, ge=1, le=100_000, strict=True, description='With "format": "prompt": the evidence\'s size in '
-                                                                          "(estimated) tokens (default 600).")
-    id: str | int | None = Field(None, description="Your name for the chunk, echoed as `chunk` on each record and `id` on a result.")
+    prompt_budget: int | None = Field(None, ge=1, le=100_000, strict=True,
+                                      description='With "format": "prompt": the evidence\'s size in '
+                                                  "(estimated) tokens (default 600).")
+    id: str | int | None = Field(
+        None, description="Your name for the chunk, echoed as `chunk` on each record and `id` on a result.")
 
     @field_validator("id")
     @classmethod
@@ -112,10 +117,8 @@ def _lifespan(retriever: Retriever, warm: bool) -> Callable[[FastAPI], AbstractA
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if warm:
-            try:
+            with suppress(StoreError):  # requests will answer 503 with the reason
                 retriever.warm()
-            except StoreError:
-                pass  # requests will answer 503 with the reason
         yield
 
     return lifespan
@@ -162,7 +165,8 @@ def _add_retrieve_routes(app: FastAPI, retriever: Retriever, llm_optional: bool)
     @app.post("/api/retrieve", response_model=RetrieveResult, openapi_extra={"requestBody": {
         "required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RetrieveRequest"}}}}},
               responses={400: {"description": "unknown strategy or setting"}, 413: {"description": "chunk too long"},
-                         422: {"description": "empty chunk, or text that UTF-8 cannot encode"}, 503: {"description": "database unreachable"}})
+                         422: {"description": "empty chunk, or text that UTF-8 cannot encode"},
+                         503: {"description": "database unreachable"}})
     async def api_retrieve(request: Request) -> JSONResponse:
         # The body goes through the one JSON reader (size, depth, lone surrogates), then the request model.
         try:
@@ -176,8 +180,9 @@ def _add_retrieve_routes(app: FastAPI, retriever: Retriever, llm_optional: bool)
     # response_model=None: the typed return must not become a response model (the OpenAPI document stays as it was).
     @app.get("/api/strategies", response_model=None)
     def api_strategies() -> dict:
-        return {"strategies": {n: s.about for n, s in STRATEGIES.items()}, "stage_lists": describe(), "default": "F", "settings": RetrieveConfig().to_dict(),
-                "max_chunk_chars": MAX_CHUNK_CHARS, **availability(retriever, llm_optional)}
+        return {"strategies": {n: s.about for n, s in STRATEGIES.items()}, "stage_lists": describe(), "default": "F",
+                "settings": RetrieveConfig().to_dict(), "max_chunk_chars": MAX_CHUNK_CHARS,
+                **availability(retriever, llm_optional)}
 
     @app.get("/api/examples", response_model=None)
     def api_examples() -> dict:

@@ -37,7 +37,7 @@ OPTION_NAMES = ("strategy", "godot_version", "include_addons", "fail_on", "confi
 
 
 def _options(raw: dict) -> dict:
-    unknown = [k for k in raw if k not in OPTION_NAMES + ("path",)]
+    unknown = [k for k in raw if k not in (*OPTION_NAMES, "path")]
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(OPTION_NAMES)}, path")
     out: dict = {}

@@ -64,8 +64,8 @@ def calibrate(judge_set: Path, out: Path | None, scores_out: Path | None, scores
                                     min_removed=min_removed, progress=lambda: bar.update(1))
         except (JudgeSetError, LLMError) as e:
             fail(str(e))
-    raw = {"model": model.identity(), "prompt": prompt_id(), "seconds": entry["seconds"], "seconds_per_pair": entry["seconds_per_pair"],
-           "scores": entry.pop("_scores")}
+    raw = {"model": model.identity(), "prompt": prompt_id(), "seconds": entry["seconds"],
+           "seconds_per_pair": entry["seconds_per_pair"], "scores": entry.pop("_scores")}
     entry["judge_set"].update(file=str(judge_set), sha256=hashlib.sha256(judge_set.read_bytes()).hexdigest(),
                               sample_per_table_and_label=sample)
     if scores_out:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 BLOCK_NODES = {"function_definition", "constructor_definition", "class_definition"}
@@ -115,7 +116,8 @@ def _line_units(lines: list[str], s: int, e: int) -> list[tuple[int, int]]:
     for i in range(s, e + 1):
         line = lines[i]
         depth = len(line) - len(line.lstrip("\t ")) if line.strip() else None
-        starts = units == [] or (depth is not None and depth <= 4 and not line.lstrip().startswith(("elif", "else", ")", "]", "}")))
+        starts = units == [] or (depth is not None and depth <= 4
+                                 and not line.lstrip().startswith(("elif", "else", ")", "]", "}")))
         if starts:
             units.append([i, i])
         else:
@@ -218,7 +220,7 @@ def _tree_chunks(root: Any, data: bytes, lines: list[str], max_chars: int) -> li
         s = items[j].start_point[0]
         units = _units(node, lines, max_chars)
         if j < i:
-            units = [(s, units[0][1])] + units[1:]
+            units = [(s, units[0][1]), *units[1:]]
         cut.emit(s, _node_end_row(node), kind, _name_of(node, data), units)
         # what lies between this block and the next: declarations get a chunk, lone comments do not
         nxt = starts[n + 1][0] if n + 1 < len(starts) else len(items)
@@ -271,7 +273,7 @@ def _line_chunks(lines: list[str], max_chars: int) -> list[Chunk]:
             starts.append(j)
     cut = _Cut(lines, max_chars)
     bounds = ([0] if not starts or starts[0] > 0 else []) + starts + [len(lines)]
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in pairwise(bounds):
         kind, name = "header", None
         if a in starts:
             m = next((FUNC_LINE_RE.match(l) for l in lines[a:b] if FUNC_LINE_RE.match(l)), None)

@@ -43,7 +43,8 @@ class Job:
     def status_view(self, with_results: bool = True) -> dict:
         d = {"job_id": self.id, "status": self.status, "source": self.source, "options": self.options,
              "progress": {"phase": self.phase, "done": self.done, "total": self.total,
-                          "fraction": round(self.done / self.total, 4) if self.total else (1.0 if self.status == "done" else 0.0)},
+                          "fraction": round(self.done / self.total, 4) if self.total
+                          else (1.0 if self.status == "done" else 0.0)},
              "created": self.created, "started": self.started, "finished": self.finished, "error": self.error}
         if self.summary is not None:
             d["summary"] = self.summary

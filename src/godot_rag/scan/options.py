@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .symbols import ProjectSymbols
 
 FORMATS = ("jsonl", "sarif", "html", "md")
-FAIL_ON = ("none",) + SEVERITIES
+FAIL_ON = ("none", *SEVERITIES)
 
 
 class ScanError(Exception):

@@ -153,7 +153,7 @@ def _enter(root: Path, dir_: Path, project: Project | None, specs: list,
     when it cannot be read."""
     spec = _gitignore(dir_, root)
     if spec is not None:
-        specs = specs + [(dir_, spec)]
+        specs = [*specs, (dir_, spec)]
     if (dir_ / "project.godot").is_file():
         rel = "." if dir_ == root else dir_.relative_to(root).as_posix()
         project = read_project(dir_, rel, root)
@@ -192,7 +192,8 @@ def discover(root: Path, include_addons: bool = False) -> Discovery:
             walk.skip("unreadable")
             owner = walk.owner(project)
             walk.scripts.append(Script(dir_, shown_path(root, dir_) + "/", owner,
-                                       problem=f"a folder that cannot be read ({err.strerror or type(err).__name__}): not scanned"))
+                                       problem=f"a folder that cannot be read ({err.strerror or type(err).__name__}): "
+                                               "not scanned"))
             continue
         subdirs = [sub for sub in (_visit(walk, e, project, specs) for e in entries) if sub is not None]
         for sub in reversed(subdirs):

@@ -16,14 +16,16 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;
 main{max-width:1200px;margin:0 auto;padding:16px 24px 48px}
 h1{font-size:22px;margin:8px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d5d9e0;padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}
-table{border-collapse:collapse;background:#fff;margin:6px 0 12px}th,td{border:1px solid #d5d9e0;padding:3px 8px;text-align:left;vertical-align:top}
+table{border-collapse:collapse;background:#fff;margin:6px 0 12px}\
+th,td{border:1px solid #d5d9e0;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#eef1f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .sev{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;font-weight:600;color:#fff}
 .sev-error{background:#c62828}.sev-warning{background:#b26a00}.sev-info{background:#1565c0}
 .finding{background:#fff;border:1px solid #d5d9e0;border-left:4px solid #888;border-radius:4px;padding:8px 12px;margin:10px 0}
 .finding.error{border-left-color:#c62828}.finding.warning{border-left-color:#b26a00}.finding.info{border-left-color:#1565c0}
 .loc{font-family:ui-monospace,Menlo,Consolas,monospace;font-weight:600}
-pre.code{background:#f3f4f7;border:1px solid #e0e3e8;padding:6px 0;overflow-x:auto;margin:6px 0;font:12.5px/1.5 ui-monospace,Menlo,Consolas,monospace}
+pre.code{background:#f3f4f7;border:1px solid #e0e3e8;padding:6px 0;overflow-x:auto;margin:6px 0;\
+font:12.5px/1.5 ui-monospace,Menlo,Consolas,monospace}
 pre.code span.ln{display:inline-block;width:4.5em;color:#8a93a3;text-align:right;padding-right:10px;user-select:none}
 pre.code .hit{background:#fff4cc}
 mark{background:#ffd54f;padding:0 1px;border-radius:2px}
@@ -88,14 +90,16 @@ def _project_rows(s: dict) -> list[tuple]:
 
 
 def _elapsed(s: dict) -> str:
-    return f"{s['seconds']:.1f} s (retrieve {s['retrieve_seconds']:.1f} s, {s['computed']} chunks computed, {s['cached']} from the cache)"
+    return (f"{s['seconds']:.1f} s (retrieve {s['retrieve_seconds']:.1f} s, {s['computed']} chunks computed, "
+            f"{s['cached']} from the cache)")
 
 
 def render_html(s: dict, files: list[dict], findings: list[dict], links: dict[str, dict]) -> str:
     chunks = _chunk_index(files)
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
+           "<meta http-equiv=\"Content-Security-Policy\" "
+           "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
            f"<title>godot-rag scan: {_e(s['root'])}</title>", f"<style>{CSS}</style></head><body><main>",
            f"<h1>godot-rag scan</h1><p class=\"muted\"><code>{_e(s['root'])}</code> &middot; {_e(s['started'])}</p>"]
     out += _html_summary(s) + _html_counts(s) + _html_files(files)
@@ -155,7 +159,8 @@ def _html_counts(s: dict) -> list[str]:
     out.append('<h3>Findings by severity</h3><table class="by-severity"><tr>'
                + "".join(f"<th>{_e(sv)}</th>" for sv in s["findings"]["by_severity"]) + "</tr><tr>"
                + "".join(f'<td class="n">{n}</td>' for n in s["findings"]["by_severity"].values()) + "</tr></table>")
-    out.append('<h3>Findings by label</h3><table class="by-label"><tr><th>label</th><th>severity</th><th>kind</th><th>count</th></tr>')
+    out.append('<h3>Findings by label</h3><table class="by-label">'
+               "<tr><th>label</th><th>severity</th><th>kind</th><th>count</th></tr>")
     for lab in s["findings"]["by_label"]:
         out.append(f"<tr><td><code>{_e(lab['label'])}</code></td><td><span class=\"sev sev-{_e(lab['severity'])}\">"
                    f"{_e(lab['severity'])}</span></td><td>{'migration' if lab['migration'] else 'review'}</td>"
@@ -190,7 +195,8 @@ def _anchor(path: str) -> str:
 def _finding_html(f: dict, chunk: dict | None, links: dict[str, dict]) -> str:
     sev = f["severity"]
     parts = [f'<article class="finding {_e(sev)}" data-label="{_e(f["label"])}">',
-             f'<div><span class="sev sev-{_e(sev)}">{_e(sev)}</span> <span class="loc">{_e(f["file"])}:{f["line"]}:{f["column"]}</span>'
+             f'<div><span class="sev sev-{_e(sev)}">{_e(sev)}</span> '
+             f'<span class="loc">{_e(f["file"])}:{f["line"]}:{f["column"]}</span>'
              f' &middot; <code>{_e(f["label"])}</code></div>',
              f"<p>{_e(f['expected_finding'])} <b>Fix:</b> {_e(f['recommended_action'])}</p>"]
     for m in f["mappings"]:
@@ -299,7 +305,8 @@ def _md_counts(s: dict) -> list[str]:
             "| " + " | ".join(str(n) for n in s["findings"]["by_severity"].values()) + " |", "",
             "### Findings by label", "", "| label | severity | kind | count |", "|---|---|---|---|"]
     for lab in s["findings"]["by_label"]:
-        out.append(f"| {_code(lab['label'])} | {lab['severity']} | {'migration' if lab['migration'] else 'review'} | {lab['count']} |")
+        out.append(f"| {_code(lab['label'])} | {lab['severity']} | "
+                   f"{'migration' if lab['migration'] else 'review'} | {lab['count']} |")
     return out
 
 
@@ -320,7 +327,8 @@ def _md_finding(f: dict, chunk: dict | None, links: dict[str, dict]) -> list[str
     out += [f"**{f['severity']}** `{_cell(f['file'])}:{f['line']}:{f['column']}` {_code(f['label'])}", "",
             f"{f['expected_finding']} **Fix:** {f['recommended_action']}", ""]
     for m in f["mappings"]:
-        out += [f"{_change_word(m)}: {_code(m['source_api'])} -> {_code(m['target_api'])} ({m['change_type']}; {_code(m['id'])})", ""]
+        out += [f"{_change_word(m)}: {_code(m['source_api'])} -> {_code(m['target_api'])} "
+                f"({m['change_type']}; {_code(m['id'])})", ""]
     ctx = _context(f, chunk)
     width = len(str(ctx[-1][0])) if ctx else 1
     body = []

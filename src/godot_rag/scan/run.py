@@ -62,7 +62,8 @@ def default_out(root: Path) -> Path:
 
 def cache_key(text: str, strategy: str, cfg: dict, db_digest: str) -> str:
     chunk_sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    conf = hashlib.sha256(json.dumps([SCAN_FORMAT, results_version(), strategy, cfg], sort_keys=True, default=str).encode()).hexdigest()
+    conf = hashlib.sha256(json.dumps([SCAN_FORMAT, results_version(), strategy, cfg],
+                                     sort_keys=True, default=str).encode()).hexdigest()
     return f"{chunk_sha}:{db_digest}:{conf[:24]}"
 
 
@@ -84,7 +85,7 @@ def check_options(opts: ScanOptions) -> tuple[str, dict]:
         raise ScanError(f"unknown format(s) {', '.join(bad)}; valid: {', '.join(FORMATS)}")
     if opts.godot_version not in (None, "auto", "3", "4"):
         raise ScanError(f"--godot-version {opts.godot_version!r}: valid: auto, 3, 4")
-    if opts.fail_on not in (None,) + FAIL_ON:
+    if opts.fail_on not in (None, *FAIL_ON):
         raise ScanError(f"--fail-on {opts.fail_on!r}: valid: {', '.join(FAIL_ON)}")
     if opts.max_chunk_chars < 200:
         raise ScanError("--max-chunk-chars must be at least 200")

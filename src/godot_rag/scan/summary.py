@@ -18,7 +18,8 @@ def summary_text(s: dict) -> str:
         + (f"; changed since {s['changed_since']}" if s.get("changed_since") else ""),
         f"  chunks: {s['chunks']} ({s['computed']} computed, {s['cached']} from the cache"
         + (f", {s['chunks_per_second']} chunks/s on {s['workers']} worker(s)" if s.get("chunks_per_second") else "") + ")",
-        f"  findings: {f['total']} (" + ", ".join(f"{k} {v}" for k, v in f["by_severity"].items()) + f"; migration {f['migration']})",
+        f"  findings: {f['total']} (" + ", ".join(f"{k} {v}" for k, v in f["by_severity"].items())
+        + f"; migration {f['migration']})",
     ]
     for u in s["unreadable"]:
         lines.append(f"  skipped {u['file']}: {u['error']}")

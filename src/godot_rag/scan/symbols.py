@@ -84,7 +84,8 @@ def _res(path: str, file: str) -> str:
 def file_declarations(text: str) -> dict:
     """What one script declares (JSON-ready, cached by the file's hash)."""
     facts = parse_script(text)
-    return {"extends": facts.extends or facts.extends_path, "path_extends": facts.extends is None and facts.extends_path is not None,
+    return {"extends": facts.extends or facts.extends_path,
+            "path_extends": facts.extends is None and facts.extends_path is not None,
             "decl": [[d.name, d.kind, d.line, d.scope, d.extends, d.type] for d in facts.declarations if not d.local]}
 
 

@@ -1,6 +1,7 @@
 """File I/O of `godot-rag scan`: reading the project's scripts and settings, writing the outputs atomically."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -65,10 +66,8 @@ def _atomic_write(path: Path, data: bytes | Iterable[bytes]) -> None:
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the report from the user's group
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
