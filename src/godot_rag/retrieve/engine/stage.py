@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from .state import PARTS, MissingPart, PartKey, Pool, QueryState, StageFn
@@ -46,6 +46,15 @@ class Stage:
     def provides_names(self) -> list[str]:
         return [part_name(p) for p in self.provides]
 
+    @property
+    def optional_names(self) -> list[str]:
+        return [part_name(p) for p in self.optional]
+
+    @cached_property
+    def named_parts(self) -> frozenset[str]:
+        """Every part its contract names: what it may read or set while it runs (computed once, not per query)."""
+        return frozenset(self.requires_names + self.provides_names + self.optional_names)
+
     def with_options(self, about: str | None = None, **options: Any) -> Stage:
         """The same stage with fixed keyword options (F's BM25 takes more api_mapping candidates)."""
         return Stage(self.name, partial(self.run, **options), about or self.about, self.requires, self.provides,
@@ -67,8 +76,7 @@ def check_contract(strategy: str, stages: Sequence[Stage]) -> None:
     provided: dict[str, PartRef] = {}  # part name -> the provider's key (or name)
     provider: dict[str, str] = {}  # part name -> the stage that provides it
     for stage in stages:
-        unknown = [n for n in stage.requires_names + stage.provides_names + [part_name(p) for p in stage.optional]
-                   if not _met(n, valid)]
+        unknown = [n for n in stage.requires_names + stage.provides_names + stage.optional_names if not _met(n, valid)]
         if unknown:
             raise ContractError(f"strategy {strategy}: stage '{stage.name}' names unknown part(s) {', '.join(unknown)}; "
                                 f"valid parts: {', '.join(PARTS)}")
@@ -103,7 +111,7 @@ def run_stages(ctx: QueryState, stages: Sequence[Stage]) -> Pool:
         ctx.trace.stage_list.append(stage.name)
         ctx._notes, ctx._set_aside_ms = {}, 0.0
         ctx._running = stage.name
-        ctx._allowed = frozenset(stage.requires_names + stage.provides_names + [part_name(p) for p in stage.optional])
+        ctx._allowed = stage.named_parts
         t = time.perf_counter()
         try:
             pool = stage.run(ctx, pool)
