@@ -101,7 +101,8 @@ def test_strategies_openapi_and_offline_page(client):
     # the page's schema: each stage's contract, and a column for the stages that say something about each record
     by_name = {st["name"]: st for st in s["stage_lists"]["F"]["stages"]}
     assert by_name["validate"]["requires"] == ["pool", "facts", "resolution", "version", "occurrences", "class_uses"]
-    assert by_name["api"]["provides"] == ["class_uses"]
+    assert by_name["api"]["provides"] == ["pool", "class_uses"] and by_name["validate"]["optional"] == ["vectors"]
+    assert "verdicts: Verdicts" in by_name["validate"]["outputs"]
     assert by_name["version"]["provides"] == ["version", "occurrences"] and by_name["version"]["column"] is None
     assert by_name["validate"]["column"] == {"label": "validate", "unit": "verdict", "score": "confidence", "unit_scale": True,
                                              "lossy": True, "source": False}

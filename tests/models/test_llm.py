@@ -80,9 +80,9 @@ def test_profile_hallucinations_are_caught_and_their_danger_is_visible(retriever
     def mapping_scores(keep):
         chk = check_profile(profile, REFERENCE_CHUNK, keep_hallucinated=keep)
         lexical, dense = profile_queries(profile, chk)
-        ctx = QueryState(chunk=REFERENCE_CHUNK, strategy="E", cfg=cfg, resources=retriever, texts=[lexical or dense])
-        run_stages(ctx, [TOKENIZE, BM25])  # E's own lexical stages, on the checked profile
-        return {c.id: c.score for c in ctx.lists["api_mapping"][0]["bm25"]}, lexical
+        ctx = QueryState(chunk=REFERENCE_CHUNK, strategy="E", cfg=cfg, resources=retriever)
+        parts = run_stages(ctx, [TOKENIZE, BM25], {"texts": [lexical or dense]})  # E's own lexical stages, on the profile
+        return {c.id: c.score for c in parts["lists"]["api_mapping"][0]["bm25"]}, lexical
 
     kept, lexical_kept = mapping_scores(keep=True)
     dropped, lexical_dropped = mapping_scores(keep=False)

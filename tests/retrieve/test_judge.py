@@ -18,7 +18,6 @@ from godot_rag.retrieve.engine.trace import ValidateInfo
 from godot_rag.retrieve.engine.types import Candidate
 from godot_rag.retrieve.evidence.judge import asked_occurrence, table_calibration
 from godot_rag.retrieve.evidence.judge_questions import focused_text, numbered, occurrence_question, prompt_id
-from godot_rag.retrieve.evidence.validation_scope import VALIDATION
 from godot_rag.store import calibration
 
 
@@ -167,7 +166,7 @@ def test_a_finding_follows_the_mapping_the_judge_rejected():
     from types import SimpleNamespace
 
     from godot_rag.gdscript.facts import parse_chunk
-    from godot_rag.retrieve.engine.state import QueryState
+    from godot_rag.retrieve.engine.state import Verdicts
     from godot_rag.retrieve.engine.trace import JudgeInfo
     from godot_rag.retrieve.evidence.validate import follow_mappings
 
@@ -181,15 +180,14 @@ def test_a_finding_follows_the_mapping_the_judge_rejected():
                                "validator_rules": {"must_match": [r"\bViewport\b"]}})
     proto.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=1.0, evidence=[], contradictions=[],
                                              reasons=[]))
-    ctx = QueryState(chunk=chunk, strategy="F", cfg=RetrieveConfig(), resources=None)
-    ctx[VALIDATION] = SimpleNamespace(facts=parse_chunk(chunk))  # the part the validate stage provides
-    kept = follow_mappings(ctx, {"api_mapping": [[mapping]], "label_prototypes": [[proto]]})
+    validation = SimpleNamespace(facts=parse_chunk(chunk))  # the part the validate stage provides
+    kept = follow_mappings(validation, Verdicts({"api_mapping": [mapping], "label_prototypes": [proto]}))
     assert kept[0].verdict == "accept" and kept[0] is proto  # the mapping still stands: nothing changes
     rejected = mapping.derive()
     rejected.verdict = "reject"
     rejected.add_stage("judge", JudgeInfo(model="m", question="occurrence", occurrence=occ, p_yes=0.1, mode="decide",
                                           threshold=0.5, verdict_before="accept", accepted=False, confidence=0.0))
-    out = follow_mappings(ctx, {"api_mapping": [[rejected]], "label_prototypes": [[proto]]})
+    out = follow_mappings(validation, Verdicts({"api_mapping": [rejected], "label_prototypes": [proto]}))
     assert out[0].verdict == "reject" and "no accepted api_mapping" in out[0].reason
     j = out[0].info("judge")
     assert j.question == "follows_mapping" and j.verdict_before == "accept"

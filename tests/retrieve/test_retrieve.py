@@ -512,77 +512,112 @@ def test_a_query_s_own_objects_do_not_set_off_the_garbage_collector(retriever):
 
 
 def test_a_stage_list_whose_contracts_do_not_fit_is_refused_when_the_strategy_is_built():
-    from godot_rag.retrieve.engine.stage import ContractError, Stage, run_stages
-    from godot_rag.retrieve.engine.state import MissingPart, QueryState
+    from godot_rag.retrieve.engine.stage import ContractError
     from godot_rag.retrieve.evidence.final import CUT
     from godot_rag.retrieve.evidence.validate import VALIDATE
     from godot_rag.retrieve.migration.version_stage import VERSION
-    from godot_rag.retrieve.query.parse import FACTS, PARSE, RESOLVE
-    from godot_rag.retrieve.query.segment import TOKENIZE
+    from godot_rag.retrieve.query.parse import PARSE, RESOLVE
+    from godot_rag.retrieve.query.segment import SEGMENT, TOKENIZE
     from godot_rag.retrieve.recall.fuse import UNION
     from godot_rag.retrieve.recall.lexical import BM25
     from godot_rag.retrieve.recall.tsquery import TSQUERY
     from godot_rag.retrieve.strategies import STRATEGIES, Strategy
 
     # F without its version stage: the validator would read markers nobody wrote.
-    with pytest.raises(ContractError, match="strategy X: stage 'validate' requires 'version', which no earlier stage provides"):
-        Strategy("X", "no version stage", [PARSE, RESOLVE, TOKENIZE, BM25, UNION, VALIDATE])
+    with pytest.raises(ContractError, match="strategy X: stage 'validate' needs 'version: VersionMarkers', which no earlier "
+                                            "stage provides"):
+        Strategy("X", "no version stage", [PARSE, RESOLVE, SEGMENT, TOKENIZE, BM25, UNION, VALIDATE])
     # Reordered: the version stage before the candidates it decides.
-    with pytest.raises(ContractError, match="stage 'version' requires 'pool'"):
-        Strategy("X", "version first", [PARSE, RESOLVE, VERSION, TOKENIZE, BM25, UNION, VALIDATE])
-    with pytest.raises(ContractError, match="'pool' is provided by two stages, 'tsquery' and 'union'"):
-        Strategy("X", "two candidate sources", [TSQUERY, TOKENIZE, BM25, UNION, CUT])
-    with pytest.raises(ContractError, match="unknown part\\(s\\) vibes; valid parts: tokens"):
-        Strategy("X", "a typo", [Stage("odd", lambda ctx, pool: pool, "", requires=("vibes",))])
+    with pytest.raises(ContractError, match="stage 'version' needs 'pool: "):
+        Strategy("X", "version first", [PARSE, RESOLVE, VERSION, SEGMENT, TOKENIZE, BM25, UNION, VALIDATE])
+    with pytest.raises(ContractError, match="'pool' is set by two stages, 'tsquery' and 'union'"):
+        Strategy("X", "two candidate sources", [TSQUERY, SEGMENT, TOKENIZE, BM25, UNION, CUT])
     assert [s.stage_names[-1] for s in STRATEGIES.values()] == ["cut", "explain", "cut", "explain", "profile_diff", "explain"]
-    # At run time: a stage that does not set a part it declares, and a read of a part nobody set, are errors.
-    ctx = QueryState(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
-    with pytest.raises(MissingPart, match="the query state has no 'facts'"):
-        ctx[FACTS]
-    with pytest.raises(MissingPart, match="stage 'lazy' declares it provides facts but did not set it"):
-        run_stages(ctx, [Stage("lazy", lambda ctx, pool: pool, "", provides=(FACTS,))])
 
 
-def test_a_stage_that_reads_or_sets_a_part_it_did_not_declare_fails_when_it_runs():
-    """The contract holds at run time: a stage sees only the parts it names (required, provided or optional)."""
-    from godot_rag.gdscript.facts import parse_chunk
-    from godot_rag.retrieve.engine.stage import Stage, run_stages
-    from godot_rag.retrieve.engine.state import QueryState, UndeclaredPart
-    from godot_rag.retrieve.query.parse import FACTS, PARSE, RESOLUTION
+def test_a_stage_gets_only_the_parts_it_declares_as_typed_parameters():
+    """A stage is a typed function: the runner passes it the parts its parameters name, nothing else, and stores the
+    fields of the NamedTuple it returns. What it does not declare it cannot read: the query state holds no parts."""
+    from typing import NamedTuple
 
-    def sneaky(ctx, pool):
-        ctx[RESOLUTION]  # reads what it never declared
-        return pool
+    from godot_rag.gdscript.facts import GDScriptFacts
+    from godot_rag.retrieve.engine.stage import ContractError, MissingPart, Stage, run_stages
+    from godot_rag.retrieve.engine.state import QueryState
+    from godot_rag.retrieve.query.parse import PARSE, RESOLVE
+    from godot_rag.retrieve.strategies import Strategy
 
-    ctx = QueryState(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
-    with pytest.raises(UndeclaredPart, match="stage 'sneaky' reads the part 'resolution', which its contract does not name"):
-        run_stages(ctx, [PARSE, Stage("sneaky", sneaky, "", requires=(FACTS,))])
+    seen: dict[str, object] = {}
 
-    def writer(ctx, pool):
-        ctx[FACTS] = parse_chunk(ctx.chunk)
-        return pool
+    class Counted(NamedTuple):
+        calls: int
+
+    def counter(q: QueryState, facts: GDScriptFacts, calls: int | None = None) -> Counted:
+        seen.update(facts=facts, calls=calls)
+        return Counted((calls or 0) + 1)
+
+    def recount(q: QueryState, calls: int) -> Counted:
+        return Counted(calls + 1)
 
     ctx = QueryState(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
-    with pytest.raises(UndeclaredPart, match="stage 'writer' sets the part 'facts'"):
-        run_stages(ctx, [Stage("writer", writer, "")])
-    # An optional part is read as None when no earlier stage provided it.
-    seen = []
-    ctx = QueryState(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None)
-    run_stages(ctx, [Stage("maybe", lambda ctx, pool: seen.append(ctx.get(FACTS)) or pool, "", optional=(FACTS,))])
-    assert seen == [None]
+    parts = run_stages(ctx, [PARSE, Stage("counter", counter, ""), Stage("recount", recount, "")])
+    assert isinstance(seen["facts"], GDScriptFacts) and seen["calls"] is None  # optional, and no stage set it
+    assert parts["calls"] == 2 and set(parts) == {"facts", "calls"}
+    # Reading a part through the query state is impossible: it has none.
+    def sneaky(q: QueryState) -> None:
+        q["resolution"]  # type: ignore[index]
+
+    with pytest.raises(TypeError):
+        run_stages(QueryState(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None),
+                   [PARSE, Stage("sneaky", sneaky, "")])
+    # A stage that sets a part another stage set, without taking it as input, is refused when the strategy is built.
+    with pytest.raises(ContractError, match="'calls' is set by two stages, 'counter' and 'again'"):
+        Strategy("X", "twice", [PARSE, Stage("counter", counter, ""), Stage("again", lambda_free_counter(), "")])
+    # An untyped input, or an output that is not a NamedTuple, is refused when the stage is made.
+    with pytest.raises(ContractError, match="input 'facts' has no type"):
+        Stage("untyped", lambda q, facts: None, "")
+
+    def loose(q: QueryState) -> dict:
+        return {}
+
+    with pytest.raises(ContractError, match="stage 'loose': returns dict, not a NamedTuple of its outputs"):
+        Stage("loose", loose, "")
+    with pytest.raises(ContractError, match="has no option\\(s\\) fast"):
+        Stage("counter", counter, "", {"fast": True})
+    # Run without the contract check: a required input nobody set is an error, never a silent None.
+    with pytest.raises(MissingPart, match="stage 'recount' needs 'calls'"):
+        run_stages(QueryState(chunk="x", strategy="X", cfg=RetrieveConfig(), resources=None), [Stage("recount", recount, "")])
+    assert RESOLVE.requires_names == ["facts"] and RESOLVE.provides_names == ["resolution"]
+
+
+def lambda_free_counter():
+    """A stage function that sets `calls` without taking it (for the contract test above)."""
+    from typing import NamedTuple
+
+    from godot_rag.retrieve.engine.state import QueryState
+
+    class Counted(NamedTuple):
+        calls: int
+
+    def again(q: QueryState) -> Counted:
+        return Counted(0)
+
+    return again
 
 
 def test_two_stages_that_disagree_on_a_parts_type_are_refused_when_the_strategy_is_built():
-    """A typed part is read with the key (so the type) of the stage that provides it; another key of the same name
-    is another type, refused when the strategy is built, before any query."""
+    """A part is read under its name and with the type of the stage that provides it; another type is refused when
+    the strategy is built, before any query."""
     from godot_rag.retrieve.engine.stage import ContractError, Stage
-    from godot_rag.retrieve.engine.state import PartKey
+    from godot_rag.retrieve.engine.state import QueryState
     from godot_rag.retrieve.query.parse import PARSE
     from godot_rag.retrieve.strategies import Strategy
 
-    facts_as_text = PartKey[str]("facts", "the chunk's facts as one string")
-    with pytest.raises(ContractError, match=r"stage 'reader' reads 'facts' as .* but 'parse' provides it as .*disagree"):
-        Strategy("X", "mismatch", [PARSE, Stage("reader", lambda ctx, pool: pool, "", requires=(facts_as_text,))])
+    def reader(q: QueryState, facts: str) -> None:
+        pass
+
+    with pytest.raises(ContractError, match=r"stage 'reader' reads 'facts: str', but 'parse' provides 'facts: GDScriptFacts'"
+                                            r": the two stages disagree"):
+        Strategy("X", "mismatch", [PARSE, Stage("reader", reader, "")])
 
 
 def test_candidates_made_without_validation_equal_validated_ones():

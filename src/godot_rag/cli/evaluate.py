@@ -183,7 +183,8 @@ def fit_guides(queries_file: Path | None, judged_file: tuple[Path, ...], out: Pa
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="The table as JSON.")
-def strategies(as_json: bool) -> None:
+@click.option("--contracts", is_flag=True, help="Each stage's typed inputs and outputs, a line each.")
+def strategies(as_json: bool, contracts: bool) -> None:
     """Each strategy and its stage list, in order."""
     from ..retrieve.strategies import describe
 
@@ -193,7 +194,11 @@ def strategies(as_json: bool) -> None:
         return
     for name, s in table.items():
         click.echo(f"{name}  {s['about']}" + (f"  (needs {s['needs']})" if s["needs"] else ""))
-        click.echo("   " + " -> ".join(st["name"] for st in s["stages"]))
+        if not contracts:
+            click.echo("   " + " -> ".join(st["name"] for st in s["stages"]))
+            continue
+        for st in s["stages"]:  # an optional input is marked `name?`
+            click.echo(f"   {st['name']}({', '.join(st['inputs'])}) -> ({', '.join(st['outputs'])})")
 
 
 @main.command()

@@ -97,3 +97,6 @@ class QwenPointwise:
             )
             out.append(self.llm.p_yes(prompt))
         return out
+
+
+Reranker = NanoRanker | LocalCrossEncoder | QwenPointwise  # the rerankers the rerank stage opens by name

@@ -23,10 +23,12 @@ from ..store.db import Database, StoreUnavailable
 from ..store.schema import get_meta
 from .engine.config import RetrieveConfig
 from .engine.stage import run_stages
-from .engine.state import Fallback, QueryState, freeze_loaded
+from .engine.state import Fallback, QueryState, freeze_loaded, table_list
 from .engine.trace import MS_DIGITS
 from .engine.types import RetrieveResult
 from .evidence.api_source import build_api_index
+from .evidence.final import CutResults
+from .evidence.resources import ApiIndex, EvidenceResources
 from .migration.version import ConverterRenames, converter_renames
 from .recall.indexes import Bm25Indexes
 from .recall.preload import preload, start_embedder
@@ -35,9 +37,9 @@ from .strategies import STRATEGIES, check_strategy
 
 if TYPE_CHECKING:
     from ..models.embedder import Embedder
+    from ..models.reranker import Reranker
     from .evidence.docs_stats import DocsApiStats
     from .evidence.guide_model import GuideModel
-    from .recall.rerank import Reranker
 
 T = TypeVar("T")
 FREEZE_AFTER_ROWS = 2000  # record payloads unpacked since the last gc.freeze that make a query end with one
@@ -153,7 +155,7 @@ class Retriever:
         return self._once("class_reference", lambda: ClassReference(
             self._derived("class_reference", [], lambda: get_meta(self.conn(), "class_reference") or {})))
 
-    def api_index(self) -> dict:
+    def api_index(self) -> ApiIndex:
         return self._once("api_index", lambda: self._derived(
             "api_index", ["docs_chunks"], lambda: build_api_index(self.records("docs_chunks"), self.class_reference())))
 
@@ -235,24 +237,27 @@ class Retriever:
                   context: RequestContext | None = None) -> RetrieveResult:
         self.require_records()
         t0 = time.perf_counter()
-        ctx = QueryState(chunk=chunk, strategy=strategy, cfg=cfg, resources=self, explain=explain, context=context)
+        # Typed as what the stages may reach: mypy checks here that the Retriever offers every layer's resources.
+        ctx: QueryState[EvidenceResources] = QueryState(chunk=chunk, strategy=strategy, cfg=cfg, resources=self,
+                                                        explain=explain, context=context)
         ctx.trace.chunk_chars = len(chunk)
         ctx.trace.context = context.to_trace() if context is not None else None
         try:
             preload(ctx, STRATEGIES[strategy].stage_names)
-            pool = run_stages(ctx, STRATEGIES[strategy].stages)
+            parts = run_stages(ctx, STRATEGIES[strategy].stages)
         except Fallback as fb:
             ctx.trace.llm_fallback = fb.reason
             ctx = QueryState(chunk=chunk, strategy=strategy, cfg=cfg, resources=self, explain=explain, trace=ctx.trace,
-                               context=context)
-            pool = run_stages(ctx, STRATEGIES[fb.strategy].stages)
-        results = [c for t in cfg.tables for c in ctx.table_lists(pool, t)]
-        for c in [*results, *ctx.rejected, *ctx.cut]:
+                             context=context)
+            parts = run_stages(ctx, STRATEGIES[fb.strategy].stages)
+        out = CutResults(parts["results"], parts["cut"], parts["rejected"])
+        results = [c for t in cfg.tables for c in table_list(out.results, t)]
+        for c in [*results, *out.rejected, *out.cut]:
             c.settle()
         ctx.trace.total_ms = round((time.perf_counter() - t0) * 1000, MS_DIGITS)
         k = STRATEGIES[strategy].k_of(cfg)
         result = RetrieveResult(strategy=strategy, chunk_text=chunk, chunk_sha256=hashlib.sha256(chunk.encode()).hexdigest(),
-                                k=k, config=cfg.to_dict(), results=results, rejected=ctx.rejected,
-                                cut=ctx.cut if explain else [], trace=ctx.trace)
+                                k=k, config=cfg.to_dict(), results=results, rejected=out.rejected,
+                                cut=out.cut if explain else [], trace=ctx.trace)
         self.freeze_unpacked()
         return result

@@ -14,7 +14,7 @@ from .evidence.final import CUT, CUT_VALIDATED, SCORE
 from .evidence.judge import JUDGE
 from .evidence.validate import VALIDATE
 from .migration.version_stage import VERSION
-from .query.parse import FACTS, PARSE, RESOLVE
+from .query.parse import PARSE, RESOLVE
 from .query.segment import SEGMENT, TOKENIZE
 from .recall.codematch import CODEMATCH
 from .recall.embedding import EMBED_QUERY, EMBEDDING
@@ -27,8 +27,8 @@ from .recall.tsquery import DIAGNOSE, TSQUERY
 # F reads more api_mapping candidates from both lists: a chunk can use several renamed names, each with its own record;
 # the mappings whose source the chunk does not hold are dropped before any candidate is built (prefilter.py).
 F_MIN_CANDIDATES = {"api_mapping": 200}
-BM25_WIDE = BM25.with_options(min_candidates=F_MIN_CANDIDATES, prefilter=True).requiring(FACTS)
-EMBEDDING_WIDE = EMBEDDING.with_options(min_candidates=F_MIN_CANDIDATES, prefilter=True).requiring(FACTS)
+BM25_WIDE = BM25.with_options(requires=("facts",), min_candidates=F_MIN_CANDIDATES, prefilter=True)
+EMBEDDING_WIDE = EMBEDDING.with_options(requires=("facts",), min_candidates=F_MIN_CANDIDATES, prefilter=True)
 
 
 @dataclass(frozen=True)
@@ -101,5 +101,7 @@ def describe() -> dict[str, dict]:
     stage with its contract and, for a stage that says something about each record, the page's column."""
     return {name: {"about": s.about, "needs": s.needs,
                    "stages": [{"name": st.name, "about": st.about, "requires": st.requires_names,
-                               "provides": st.provides_names, "column": _column(st.name)} for st in s.stages]}
+                               "optional": st.optional_names, "provides": st.provides_names,
+                               "inputs": [p.shown() for p in st.inputs], "outputs": [p.shown() for p in st.outputs],
+                               "column": _column(st.name)} for st in s.stages]}
             for name, s in STRATEGIES.items()}

@@ -1,23 +1,29 @@
-"""The narrow interface through which stages reach the resources of one database: the connection, the records,
-the class reference, and the lazily loaded indexes and models. `pipeline.Retriever` is its one implementation;
-a stage names only what it uses, and the engine imports no stage's types."""
+"""The narrow interfaces through which stages reach the resources of one database. Each layer names what its
+stages use, and no more: `Resources` here (the connection, the records, the class reference, the query encoder,
+the LLM), `recall.resources.RecallResources` (the BM25 indexes, the rerankers), `migration.resources` (the
+converter's renames) and `evidence.resources` (the API index, the guide model). `pipeline.Retriever` is their one
+implementation; the engine imports no stage's types."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import psycopg
 
 from ...gdscript.classref import ClassReference
+from ...gdscript.project import RequestContext
 from ...store.records_cache import Records
 from .config import RetrieveConfig
 from .types import RetrieveResult
 
+if TYPE_CHECKING:
+    from ...models.embedder import Embedder
+    from ...models.llm import LLM
+
 
 class Resources(Protocol):
-    llm: Any  # models.llm: a loaded or remote LLM, or None
+    llm: LLM | None  # a loaded or remote LLM (E's profile, the judge), or None
     judge_calibration: Path | None
-    bm25: Any  # recall.indexes.Bm25Indexes: per table and tokenizer
 
     def conn(self) -> psycopg.Connection: ...
 
@@ -25,19 +31,11 @@ class Resources(Protocol):
 
     def class_reference(self) -> ClassReference: ...
 
-    def api_index(self) -> dict: ...
-
-    def guide_model(self) -> Any: ...  # evidence: (guide_model.GuideModel, docs_stats.DocsApiStats) or None
-
-    def renames(self) -> Any: ...  # migration.version.ConverterRenames
-
-    def reranker(self, name: str) -> Any: ...
-
     @property
-    def embedder(self) -> Any: ...  # models.embedder.Embedder, made on first use
+    def embedder(self) -> Embedder: ...  # made on first use
 
     @property
     def embedder_loaded(self) -> bool: ...  # whether it was made yet
 
     def retrieve(self, chunk: str, strategy: str = "F", cfg: RetrieveConfig | None = None, explain: bool = True,
-                 context: Any = None) -> RetrieveResult: ...
+                 context: RequestContext | dict | None = None) -> RetrieveResult: ...

@@ -1,23 +1,25 @@
 """The last stages: F's final score (the validator's confidence scales the score), and the cut at k."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryState
+from ..engine.state import Pool, QueryState, Verdicts, table_list
 from ..engine.trace import SCORE_DIGITS, CutInfo, ScoreInfo
 from ..engine.types import Candidate
+from .judge import Judged
+from .resources import EvidenceResources
 
 SCORE_FLOOR = 0.5  # decided: the share of its score a record of confidence 0 keeps
 
 
-def run_score(ctx: QueryState, pool: Pool) -> Pool:
+def run_score(q: QueryState[EvidenceResources], verdicts: Verdicts) -> Judged:
     """score x (floor + (1 - floor) x confidence), floor SCORE_FLOOR = 0.5: a sure accept keeps its score, a
     doubtful one loses up to half."""
-    out: Pool = {}
-    for table in ctx.tables:
+    out: dict[str, list[Candidate]] = {}
+    for table in q.tables:
         scored = []
-        for c in ctx.table_lists(pool, table):
+        for c in verdicts.of(table):
             judge, validate = c.info("judge"), c.info("validate")
             source: Literal["judge", "validate"] = "judge" if judge is not None else "validate"
             conf = judge.confidence if judge is not None else validate.confidence
@@ -27,8 +29,8 @@ def run_score(ctx: QueryState, pool: Pool) -> Pool:
             c.add_stage("score", ScoreInfo(score_before=round(before, SCORE_DIGITS), confidence=conf, confidence_from=source,
                                            score=round(c.score, SCORE_DIGITS)))
             scored.append(c)
-        out[table] = [scored]
-    return out
+        out[table] = scored
+    return Judged(Verdicts(out))
 
 
 def _keep(cands: list[Candidate], k: int, group: str | None, rank_from: int = 0) -> list[Candidate]:
@@ -40,23 +42,31 @@ def _keep(cands: list[Candidate], k: int, group: str | None, rank_from: int = 0)
     return kept
 
 
-def run_cut(ctx: QueryState, pool: Pool) -> Pool:
+class CutResults(NamedTuple):
+    results: Pool  # what the query returns: each table's kept records
+    cut: list[Candidate]  # accepted, then cut at k
+    rejected: list[Candidate]  # rejected by the validator (the first k of each table)
+
+
+def run_cut(q: QueryState[EvidenceResources], pool: Pool) -> CutResults:
     """The first k of each table, in the order of the last stage that ranked them."""
     out: Pool = {}
-    for table in ctx.tables:
-        out[table] = [_keep(ctx.table_lists(pool, table), ctx.cfg.k, None)]
-        ctx.record_ids(table, "cut", out[table][0])
-    ctx.note(k=ctx.cfg.k)
-    return out
+    for table in q.tables:
+        out[table] = [_keep(table_list(pool, table), q.cfg.k, None)]
+        q.record_ids(table, "cut", out[table][0])
+    q.note(k=q.cfg.k)
+    return CutResults(out, [], [])
 
 
-def run_cut_validated(ctx: QueryState, pool: Pool) -> Pool:
+def run_cut_validated(q: QueryState[EvidenceResources], verdicts: Verdicts) -> CutResults:
     """F: accepted records by score, k per table; the docs in two groups, each with its own k: the best
     guides, then the member entries of the API the chunk calls that the guides did not already hold."""
-    cfg = ctx.cfg
+    cfg = q.cfg
     out: Pool = {}
-    for table in ctx.tables:
-        mine = ctx.table_lists(pool, table)
+    cut: list[Candidate] = []
+    rejected: list[Candidate] = []
+    for table in q.tables:
+        mine = verdicts.of(table)
         acc = sorted([c for c in mine if c.verdict == "accept"], key=lambda c: (-c.score, c.id))
         rej = sorted([c for c in mine if c.verdict != "accept"], key=lambda c: (-c.score, c.id))
         if table == "docs_chunks":
@@ -74,17 +84,15 @@ def run_cut_validated(ctx: QueryState, pool: Pool) -> Pool:
             every = acc
         for i, c in enumerate(kept):
             c.rank = i + 1
-        ctx.cut += [c for c in every if not c.info("cut").kept]
-        ctx.rejected += rej[: cfg.k]
+        cut += [c for c in every if not c.info("cut").kept]
+        rejected += rej[: cfg.k]
         out[table] = [kept]
-        ctx.record_ids(table, "cut", kept)
-    ctx.note(k=cfg.k, k_api=cfg.k_api, cut_after_accept=len(ctx.cut))
-    return out
+        q.record_ids(table, "cut", kept)
+    q.note(k=cfg.k, k_api=cfg.k_api, cut_after_accept=len(cut))
+    return CutResults(out, cut, rejected)
 
 
-SCORE = Stage("score", run_score, "final score = fused score x (0.5 + 0.5 x validator or judge confidence)",
-              requires=("verdicts",))
-CUT = Stage("cut", run_cut, "the first k of each table", requires=("pool",), provides=("cut",))
+SCORE = Stage("score", run_score, "final score = fused score x (0.5 + 0.5 x validator or judge confidence)")
+CUT = Stage("cut", run_cut, "the first k of each table")
 CUT_VALIDATED = Stage("cut", run_cut_validated,
-                      "accepted records by final score: k per table, docs as k guides + k_api API entries",
-                      requires=("verdicts",), provides=("cut",))
+                      "accepted records by final score: k per table, docs as k guides + k_api API entries")

@@ -2,18 +2,19 @@
 code (accepted by fact), or what the guide shares with the chunk is nothing or only generic API (rejected by rule)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import psycopg
 
 from ...gdscript.facts import GDScriptFacts
 from ...gdscript.record_api import record_api
 from ...gdscript.resolution import Resolution
 from ...records import record_code
 from ...store import queries
-from ..engine.state import QueryState
 from ..engine.types import Candidate
-from ..recall.embedding import VECTORS
 from .chunk_side import ChunkSide, chunk_side, uses_api
 from .docs_features import SHARED_FEATURES, contradictions, guide_features, most_specific
 from .docs_stats import DocsApiStats
@@ -30,14 +31,14 @@ def candidate_cosine(c: Candidate, filled: Mapping[str, float]) -> float | None:
     return emb.cosine if emb is not None else filled.get(c.id)
 
 
-def missing_cosines(ctx: QueryState, candidates: Iterable[Candidate]) -> dict[str, float]:
+def missing_cosines(conn: Callable[[], psycopg.Connection], vectors: np.ndarray | None,
+                    candidates: Iterable[Candidate]) -> dict[str, float]:
     """The cosine of the chunk's vector with each docs candidate that the embedding list did not bring (one
     only BM25 found): the guide model reads a record's cosine, not a 0 for a record the HNSW list missed."""
-    vectors = ctx.get(VECTORS)
     if vectors is None or not len(vectors):
         return {}
     ids = sorted({c.id for c in candidates if c.table == "docs_chunks" and not c.has_info("embedding")})
-    return queries.cosines(ctx.resources.conn(), "docs_chunks", vectors[0], ids)
+    return queries.cosines(conn(), "docs_chunks", vectors[0], ids)
 
 
 def share_rule(stats: DocsApiStats, values: dict[str, float], basis: dict[str, Any], side: ChunkSide, resolution: Resolution,

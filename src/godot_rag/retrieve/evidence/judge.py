@@ -26,18 +26,18 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ...records import evidence_text, model_text
 from ...store import calibration
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryState
+from ..engine.state import QueryState, Verdicts
 from ..engine.trace import RATIO_DIGITS, JudgeInfo, Occurrence
 from ..engine.types import Candidate
-from ..migration.version import EVIDENCE_STATUSES, evidence_rank
-from ..migration.version_stage import VERSION_MARKERS
+from ..migration.version import EVIDENCE_STATUSES, VersionMarkers, evidence_rank
 from .judge_questions import JudgeLLM, ask, check_cited, prompt_id, question_of
-from .validation_scope import VALIDATION
+from .resources import EvidenceResources
+from .validation_scope import ValidationScope
 
 STALE_SHOWN = 3  # skipped calibrations the trace names
 JudgedTable = Literal["api_mapping", "docs_chunks"]  # the tables the judge asks about
@@ -88,23 +88,24 @@ def _inside(cands: list[Candidate], band: tuple[float, float] | None) -> list[Ca
     return [] if band is None else [c for c in cands if band[0] <= c.info("validate").confidence <= band[1]]
 
 
-def mapping_targets(ctx: QueryState, mappings: list[Candidate], tcal: dict) -> list[tuple[Candidate, Occurrence]]:
+def mapping_targets(q: QueryState[EvidenceResources], version: VersionMarkers, mappings: list[Candidate],
+                    tcal: dict) -> list[tuple[Candidate, Occurrence]]:
     """Accepted mappings inside the calibrated band of deterministic confidence (uncalibrated: the ambiguous ones)."""
-    if not asks_mappings(ctx[VERSION_MARKERS].hint, ctx[VERSION_MARKERS].lean()):
+    if not asks_mappings(version.hint, version.lean()):
         return []
     # Uncalibrated: the accepts that rest on weak or ambiguous occurrences (their confidence is capped at these settings).
-    weak = (0.0, max(ctx.cfg.mapping_confidence_ambiguous, ctx.cfg.mapping_confidence_weak))
+    weak = (0.0, max(q.cfg.mapping_confidence_ambiguous, q.cfg.mapping_confidence_weak))
     return [(c, occ) for c in _inside(mappings, band_of(tcal, weak))
             if (occ := asked_occurrence(c)) is not None]
 
 
-def docs_targets(ctx: QueryState, docs: list[Candidate], tcal: dict) -> list[Candidate]:
+def docs_targets(q: QueryState[EvidenceResources], docs: list[Candidate], tcal: dict) -> list[Candidate]:
     """Deterministic accepts inside the calibrated band (uncalibrated: the top ones, to annotate). The
     records of a page the chunk copies are not asked about: the other guides were rejected for showing
     nothing more than they do (`copied_page_overrules`), and a judge's reject would leave no guide."""
     asked = [c for c in docs if c.verdict == "accept" and not c.info("validate").copy_source]
     inside = _inside(asked, band_of(tcal, (0.0, 1.0)))
-    return sorted(inside, key=lambda c: -c.score)[: ctx.cfg.validate_top]
+    return sorted(inside, key=lambda c: -c.score)[: q.cfg.validate_top]
 
 
 def _judged(job: JudgeJob, j: dict, tcal: dict, chunk: str) -> Candidate:
@@ -153,19 +154,19 @@ class JudgeJob:
     cite: bool  # ask for cited evidence
 
 
-def judge_jobs(ctx: QueryState, occ_targets: list[tuple[Candidate, Occurrence]], doc_targets: list[Candidate],
+def judge_jobs(q: QueryState[EvidenceResources], occ_targets: list[tuple[Candidate, Occurrence]], doc_targets: list[Candidate],
                tcal: dict) -> list[JudgeJob]:
     """The questions, in order. Cited evidence only on request (judge_citations), and only where the judge decides:
     generating it costs about 2 s per yes with the 1.5B on 2 cores, and the bundled models mostly make it up."""
     def cite(c: Candidate, asks: bool) -> bool:
-        return asks and ctx.cfg.judge_citations and tcal[c.table]["mode"] == "decide"
+        return asks and q.cfg.judge_citations and tcal[c.table]["mode"] == "decide"
 
     jobs = []
     for c, occ in occ_targets:
-        key, text, asks = question_of(c, ctx.chunk, (occ.line, occ.col), [])
+        key, text, asks = question_of(c, q.chunk, (occ.line, occ.col), [])
         jobs.append(JudgeJob(c, "occurrence", occ, key, text, cite(c, asks)))
     for c in doc_targets:
-        key, text, asks = question_of(c, ctx.chunk, None, [e.literal for e in c.info("validate").evidence])
+        key, text, asks = question_of(c, q.chunk, None, [e.literal for e in c.info("validate").evidence])
         jobs.append(JudgeJob(c, "docs", None, key, text, cite(c, asks)))
     return jobs
 
@@ -187,73 +188,70 @@ def table_calibrations(cal: dict | None, thresholds: dict[JudgedTable, float] | 
     return {t: table_calibration(cal, t, over.get(t)) for t in ("api_mapping", "docs_chunks")}
 
 
-def run_judge(ctx: QueryState, pool: Pool) -> Pool:
+class Judged(NamedTuple):
+    verdicts: Verdicts
+
+
+def run_judge(q: QueryState[EvidenceResources], verdicts: Verdicts, validation: ValidationScope,
+              version: VersionMarkers) -> Judged:
     """The Qwen judge (validator_llm) over ambiguous mapping occurrences and docs accepts in the calibrated band."""
     from ...models.llm import LLMError
 
-    cfg = ctx.cfg
+    cfg = q.cfg
     if not cfg.validator_llm:
-        ctx.note(skipped="validator_llm is off")
-        return pool
-    llm = ctx.resources.llm
+        q.note(skipped="validator_llm is off")
+        return Judged(verdicts)
+    llm = q.resources.llm
 
-    def fallback(why: str) -> Pool:
+    def fallback(why: str) -> Judged:
         if not cfg.llm_optional:
             raise LLMError(why)
-        ctx.trace.llm_fallback = f"{why}; deterministic validator only"
-        return pool
+        q.trace.llm_fallback = f"{why}; deterministic validator only"
+        return Judged(verdicts)
 
     if llm is None:
         # No LLM is a missing service (HTTP 503), like a server that is down, not a bad setting.
         return fallback("validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
     ident = llm.identity()
     try:
-        cal, cal_file, stale = calibration.find(ident, ctx.resources.judge_calibration, prompt_id())
+        cal, cal_file, stale = calibration.find(ident, q.resources.judge_calibration, prompt_id())
     except calibration.CalibrationError as e:
         return fallback(f"judge calibration unreadable: {e}")
     tcal = table_calibrations(cal, cfg.judge_thresholds)
-    mappings = ctx.table_lists(pool, "api_mapping") if "api_mapping" in ctx.tables else []
-    docs = ctx.table_lists(pool, "docs_chunks") if "docs_chunks" in ctx.tables else []
-    occ_targets = mapping_targets(ctx, mappings, tcal["api_mapping"])
-    doc_targets = docs_targets(ctx, docs, tcal["docs_chunks"])
-    ctx.note(model=ident["model"], sha256=ident.get("sha256"), calibration=cal_file or "none",
-             modes={t: v["mode"] for t, v in tcal.items()}, thresholds={t: v.get("threshold") for t, v in tcal.items()},
-             bands={t: v.get("band") for t, v in tcal.items()}, asked_occurrences=len(occ_targets), asked_docs=len(doc_targets))
+    mappings, docs = verdicts.of("api_mapping"), verdicts.of("docs_chunks")
+    occ_targets = mapping_targets(q, version, mappings, tcal["api_mapping"])
+    doc_targets = docs_targets(q, docs, tcal["docs_chunks"])
+    q.note(model=ident["model"], sha256=ident.get("sha256"), calibration=cal_file or "none",
+           modes={t: v["mode"] for t, v in tcal.items()}, thresholds={t: v.get("threshold") for t, v in tcal.items()},
+           bands={t: v.get("band") for t, v in tcal.items()}, asked_occurrences=len(occ_targets), asked_docs=len(doc_targets))
     if stale:  # after the summary: an --explain line is cut, and the summary matters most
-        ctx.note(calibration_skipped=stale[:STALE_SHOWN])
+        q.note(calibration_skipped=stale[:STALE_SHOWN])
     if not occ_targets and not doc_targets:
-        return pool
+        return Judged(verdicts)
     try:
-        ctx.ensure_loaded("llm", llm, model=ident["model"])
-    except LLMError as e:
-        return fallback(f"LLM unavailable ({e})")
-    jobs = judge_jobs(ctx, occ_targets, doc_targets, tcal)
-    try:
-        answers = ask_all(llm, ctx.chunk, jobs)
+        q.ensure_loaded("llm", llm, model=ident["model"])
+        answers = ask_all(llm, q.chunk, jobs := judge_jobs(q, occ_targets, doc_targets, tcal))
     except LLMError as e:
         return fallback(f"LLM unavailable ({e})")
     judged = {(job.candidate.table, job.candidate.id): _judged(job, dict(j, model=ident["model"]),
-                                                                 tcal[job.candidate.table], ctx.chunk)
+                                                                 tcal[job.candidate.table], q.chunk)
               for job, j in zip(jobs, answers)}
-    changed = sum(judged[k].verdict != c.verdict for c in mappings + docs if (k := (c.table, c.id)) in judged)
-    ctx.note(changed=changed)
-    return _judged_pool(ctx, pool, judged, [c for c, _ in occ_targets])
+    q.note(changed=sum(judged[k].verdict != c.verdict for c in mappings + docs if (k := (c.table, c.id)) in judged))
+    return Judged(_judged_verdicts(q, validation, verdicts, judged, [c for c, _ in occ_targets]))
 
 
-def _judged_pool(ctx: QueryState, pool: Pool, judged: dict[tuple[str, str], Candidate], asked: list[Candidate]) -> Pool:
-    """The pool with the judged candidates in place; the findings follow the mappings again when the judge changed
+def _judged_verdicts(q: QueryState[EvidenceResources], validation: ValidationScope, verdicts: Verdicts,
+                     judged: dict[tuple[str, str], Candidate], asked: list[Candidate]) -> Verdicts:
+    """The verdicts with the judged candidates in place; the findings follow the mappings again when the judge changed
     the verdict on one (`asked`: the mappings asked about)."""
-    out = {t: [[judged.get((c.table, c.id), c) for c in ctx.table_lists(pool, t)]] for t in ctx.tables}
-    if "label_prototypes" in ctx.tables and any(judged[(c.table, c.id)].verdict != c.verdict for c in asked):
+    out = Verdicts({t: [judged.get((c.table, c.id), c) for c in verdicts.of(t)] for t in q.tables})
+    if "label_prototypes" in q.tables and any(judged[(c.table, c.id)].verdict != c.verdict for c in asked):
         from .validate import follow_mappings
 
-        out["label_prototypes"] = [follow_mappings(ctx, out)]
+        out.tables["label_prototypes"] = follow_mappings(validation, out)
     return out
 
 
 JUDGE = Stage("judge", run_judge,
               "optional Qwen judge (validator_llm): ambiguous migration occurrences and docs accepts in the calibrated "
-              "band; P(yes) against the model's calibrated threshold, JSON answers, cited literals checked",
-              requires=("verdicts", VALIDATION, VERSION_MARKERS))
-
-
+              "band; P(yes) against the model's calibrated threshold, JSON answers, cited literals checked")

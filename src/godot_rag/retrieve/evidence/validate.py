@@ -35,25 +35,27 @@ Acceptance rules:
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, NamedTuple
 
+import numpy as np
+
+from ...gdscript.facts import GDScriptFacts
+from ...gdscript.resolution import Resolution
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryState
+from ..engine.state import Pool, QueryState, Verdicts, table_list
 from ..engine.trace import JudgeInfo, ValidateInfo
 from ..engine.types import Candidate
 from ..migration.occurrences import Occurrences, mapping_occurrences
-from ..migration.version import EVIDENCE_STATUSES, WEAK_OVERRULES, decide_ambiguous, evidence_rank
+from ..migration.version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionMarkers, decide_ambiguous, evidence_rank
 from ..migration.version_occurrence import ChunkScope
-from ..migration.version_stage import OCCURRENCES, VERSION_MARKERS
-from ..query.parse import FACTS, RESOLUTION
 from ..recall.codematch import renameable_names
-from ..recall.embedding import VECTORS
 from ..recall.prefilter import absent_reason
-from .api_source import CLASS_USES
+from .api_source import ClassUses
 from .docs_evidence import CONFIDENCE_DIGITS, docs_evidence
 from .docs_overrules import copied_page_overrules, model_shared, other_members_overruled, same_evidence_overrules
 from .guide_decision import missing_cosines
-from .validation_scope import VALIDATION, MappingConfidence, ValidationScope
+from .resources import EvidenceResources
+from .validation_scope import MappingConfidence, ValidationScope
 
 __all__ = [
     "VALIDATE",
@@ -216,34 +218,40 @@ def _reason(info: ValidateInfo) -> str:
     return "; ".join(info.reasons)
 
 
-def run_validate(ctx: QueryState, pool: Pool) -> Pool:
+class Validated(NamedTuple):
+    verdicts: Verdicts  # every candidate with its verdict
+    validation: ValidationScope  # what the validator knew; the judge re-checks findings with it
+
+
+def run_validate(q: QueryState[EvidenceResources], pool: Pool, facts: GDScriptFacts, resolution: Resolution,
+                 version: VersionMarkers, occurrences: Occurrences, class_uses: ClassUses,
+                 vectors: np.ndarray | None = None) -> Validated:
     """Every candidate that reached this point gets a verdict, its direct evidence and a confidence."""
-    r = ctx.resources
+    r = q.resources
     ref = r.class_reference()
-    candidates = [c for t in ctx.tables for c in ctx.table_lists(pool, t)]
-    vctx = ValidationScope(facts=ctx[FACTS], resolution=ctx[RESOLUTION], ref=ref, version=ctx[VERSION_MARKERS],
-                             idf=r.bm25.docs_idf(ctx.cfg),
-                             class_of_page=r.api_index()["page_class"], renameable=renameable_names(ctx[FACTS], ref),
-                             min_direct_evidence=ctx.cfg.min_direct_evidence, copy_source_share=ctx.cfg.copy_source_share,
-                             same_evidence=ctx.cfg.same_evidence, min_guide_specificity=ctx.cfg.min_guide_specificity,
-                             min_api_specificity=ctx.cfg.min_api_specificity,
-                             renamed_classes=r.renames().classes, code_renames=r.renames().code, context=ctx.context,
-                             mapping_confidence=MappingConfidence.of(ctx.cfg),
-                             guide_model=r.guide_model() if ctx.cfg.guide_model else None,
-                             cosines=missing_cosines(ctx, candidates), class_uses=ctx[CLASS_USES])
-    ctx[VALIDATION] = vctx
-    judged = validate(vctx, candidates, ctx[OCCURRENCES])
-    for t in ctx.tables:  # the accepted ids, in the order they came in (the web page's "lost at")
-        ctx.record_ids(t, "validate", [c for c in judged if c.table == t and c.verdict == "accept"])
-    ctx.note(layer="deterministic", judged=len(judged), accepted=sum(c.verdict == "accept" for c in judged))
-    return {t: [[c for c in judged if c.table == t]] for t in ctx.tables}
+    candidates = [c for t in q.tables for c in table_list(pool, t)]
+    vctx = ValidationScope(facts=facts, resolution=resolution, ref=ref, version=version,
+                           idf=r.bm25.docs_idf(q.cfg),
+                           class_of_page=r.api_index()["page_class"], renameable=renameable_names(facts, ref),
+                           min_direct_evidence=q.cfg.min_direct_evidence, copy_source_share=q.cfg.copy_source_share,
+                           same_evidence=q.cfg.same_evidence, min_guide_specificity=q.cfg.min_guide_specificity,
+                           min_api_specificity=q.cfg.min_api_specificity,
+                           renamed_classes=r.renames().classes, code_renames=r.renames().code, context=q.context,
+                           mapping_confidence=MappingConfidence.of(q.cfg),
+                           guide_model=r.guide_model() if q.cfg.guide_model else None,
+                           cosines=missing_cosines(r.conn, vectors, candidates), class_uses=class_uses)
+    judged = validate(vctx, candidates, occurrences)
+    for t in q.tables:  # the accepted ids, in the order they came in (the web page's "lost at")
+        q.record_ids(t, "validate", [c for c in judged if c.table == t and c.verdict == "accept"])
+    q.note(layer="deterministic", judged=len(judged), accepted=sum(c.verdict == "accept" for c in judged))
+    return Validated(Verdicts({t: [c for c in judged if c.table == t] for t in q.tables}), vctx)
 
 
-def follow_mappings(ctx: QueryState, pool: Pool) -> list[Candidate]:
+def follow_mappings(v: ValidationScope, verdicts: Verdicts) -> list[Candidate]:
     """Migration findings re-checked against the mappings accepted after the judge: a finding follows
     the mapping it depends on, at the same occurrence (the judge's occurrence counts as Godot 3 use)."""
     accepted = {}
-    for c in ctx.table_lists(pool, "api_mapping"):
+    for c in verdicts.of("api_mapping"):
         if c.verdict != "accept":
             continue
         info = c.info("validate").model_dump()
@@ -253,8 +261,8 @@ def follow_mappings(ctx: QueryState, pool: Pool) -> list[Candidate]:
             info["occurrences"] = [dict(d, status="godot3") if (d["line"], d["col"]) == at else d for d in info["occurrences"]]
         accepted[c.id] = info
     out = []
-    for c in ctx.table_lists(pool, "label_prototypes"):
-        info = prototype_evidence(ctx[VALIDATION], c, accepted)
+    for c in verdicts.of("label_prototypes"):
+        info = prototype_evidence(v, c, accepted)
         verdict: Literal["accept", "reject"] = "accept" if info["accepted"] else "reject"
         if verdict == c.verdict:
             out.append(c)
@@ -271,6 +279,4 @@ def follow_mappings(ctx: QueryState, pool: Pool) -> list[Candidate]:
 
 VALIDATE = Stage("validate", run_validate,
                  "direct evidence: shared literals in code, API contradictions, version decisions per occurrence; "
-                 "accept or reject with reasons",
-                 requires=("pool", FACTS, RESOLUTION, VERSION_MARKERS, OCCURRENCES, CLASS_USES),
-                 provides=(VALIDATION, "verdicts"), optional=(VECTORS,))
+                 "accept or reject with reasons")

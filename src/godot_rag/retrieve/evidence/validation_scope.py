@@ -9,7 +9,6 @@ from functools import cached_property
 from ...gdscript.facts import GDScriptFacts
 from ...gdscript.lexicon import IDENT_RE
 from ..engine.config import RetrieveConfig
-from ..engine.state import PartKey
 from ..migration.version import VersionMarkers
 from ..migration.version_occurrence import ChunkScope
 from .api_source import ClassUse
@@ -102,9 +101,6 @@ class ValidationScope(ChunkScope):
                 if calls[i]:
                     out.add(f"{names[i - 1]}.{names[i]}")
         return out
-
-
-VALIDATION = PartKey[ValidationScope]("validation", "what the validator knew; the judge re-checks findings with it")
 
 
 def chain_haystack(facts: GDScriptFacts) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ...gdscript.classref import ClassReference
-from ..engine.resources import Resources
+from ..evidence.resources import EvidenceResources
 from ..migration.version import CLASS_TYPES
 
 SYMBOL_RE = re.compile(r"^@?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
@@ -76,7 +76,7 @@ def _godot4_member(ref: ClassReference, mappings: Mapping[str, dict[str, Any]], 
     return first["target_api"], found, [first]
 
 
-def lookup(retriever: Resources, symbol: str) -> LookupResult:
+def lookup(retriever: EvidenceResources, symbol: str) -> LookupResult:
     symbol = (symbol or "").strip()
     if not SYMBOL_RE.match(symbol):
         raise SymbolError(f"{symbol[:80]!r}: give a class or Class.member, e.g. CharacterBody2D or Input.is_action_pressed")

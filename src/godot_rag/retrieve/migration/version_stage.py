@@ -6,17 +6,23 @@ The chunk's markers (`version.version_context`) gain the mappings' unambiguous G
 mapping's sure Godot 3 use is a marker for the ambiguous occurrences of the others."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from ...gdscript.facts import GDScriptFacts
+from ...gdscript.resolution import Resolution
 from ..engine.stage import Stage
-from ..engine.state import PartKey, Pool, QueryState
+from ..engine.state import Pool, QueryState, table_list
 from ..engine.trace import Occurrence
 from ..engine.types import Candidate
-from ..query.parse import FACTS, RESOLUTION
 from .occurrences import Occurrences, mapping_occurrences
+from .resources import MigrationResources
 from .version import VersionMarkers, effective_hint, version_context
 from .version_occurrence import ChunkScope
 
-VERSION_MARKERS = PartKey[VersionMarkers]("version", "the chunk's version markers, the mappings' Godot 3 uses included")
-OCCURRENCES = PartKey[Occurrences]("occurrences", "each api_mapping candidate's occurrences, decided")
+
+class Versioned(NamedTuple):
+    version: VersionMarkers  # the chunk's version markers, the mappings' Godot 3 uses included
+    occurrences: Occurrences  # each api_mapping candidate's occurrences, decided
 
 
 def decide_occurrences(scope: ChunkScope, mappings: list[Candidate]) -> Occurrences:
@@ -35,24 +41,22 @@ def mapping_markers(mappings: list[Candidate], occurrences: Occurrences) -> list
     return out
 
 
-def run_version(ctx: QueryState, pool: Pool) -> Pool:
+def run_version(q: QueryState[MigrationResources], pool: Pool, facts: GDScriptFacts, resolution: Resolution) -> Versioned:
     """The chunk's Godot 3 / Godot 4 markers and the occurrence decisions of the api_mapping candidates."""
-    r = ctx.resources
+    r = q.resources
     renames = r.renames()
     # The chunk's own resolution: a Godot 3 or Godot 4 use is the chunk's to show, not what the project's
     # declarations typed (`Resolution.chunk_alone`).
-    alone = ctx[RESOLUTION].chunk_alone()
-    version = version_context(ctx[FACTS], alone, renames.new, renames.old, effective_hint(ctx.cfg.godot_version, ctx.context))
-    scope = ChunkScope(ctx[FACTS], alone, r.class_reference(), renames.classes, version=version, context=ctx.context)
-    mappings = ctx.table_lists(pool, "api_mapping")
-    ctx[OCCURRENCES] = decide_occurrences(scope, mappings)
-    version.godot3 += mapping_markers(mappings, ctx[OCCURRENCES])
-    ctx[VERSION_MARKERS] = version
-    ctx.trace.version = version.to_trace()
-    ctx.note(**ctx.trace.version)
-    return pool
+    alone = resolution.chunk_alone()
+    version = version_context(facts, alone, renames.new, renames.old, effective_hint(q.cfg.godot_version, q.context))
+    scope = ChunkScope(facts, alone, r.class_reference(), renames.classes, version=version, context=q.context)
+    mappings = table_list(pool, "api_mapping")
+    occurrences = decide_occurrences(scope, mappings)
+    version.godot3 += mapping_markers(mappings, occurrences)
+    q.trace.version = version.to_trace()
+    q.note(**q.trace.version)
+    return Versioned(version, occurrences)
 
 
 VERSION = Stage("version", run_version, "Godot 3 / Godot 4 markers of the chunk (its own, and the candidate mappings' "
-                "sure Godot 3 uses); the godot_version hint decides only ambiguous cases",
-                requires=("pool", FACTS, RESOLUTION), provides=(VERSION_MARKERS, OCCURRENCES))
+                "sure Godot 3 uses); the godot_version hint decides only ambiguous cases")

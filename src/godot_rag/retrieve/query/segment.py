@@ -8,13 +8,14 @@ lone `extends Node` or `var x` does not become a query of its own.
 """
 from __future__ import annotations
 
+from collections import Counter
 from functools import lru_cache
+from typing import NamedTuple
 
 from ...gdscript.tokenize import local_weights, tokenize, tokenizer_of
+from ..engine.resources import Resources
 from ..engine.stage import Stage
-from ..engine.state import PartKey, Pool, QueryState
-
-TOKENS = PartKey[list[list[str]]]("tokens", "the BM25 query terms of each query text")
+from ..engine.state import QueryState
 
 SEGMENTS_CACHE = 1024  # chunks kept split: the guide model splits the chunk again for each guide it decides
 
@@ -67,34 +68,40 @@ def _split_at(text: str, level: int | None, min_lines: int) -> list[str]:
     return ["\n".join(b).strip("\n") for b in merged if any(l.strip() for l in b)]
 
 
-def run_segment(ctx: QueryState, pool: Pool) -> Pool:
+class Segmented(NamedTuple):
+    texts: list[str]  # the BM25 query texts: the whole chunk, then its segments
+
+
+def run_segment(q: QueryState[Resources]) -> Segmented:
     """The segment stage: the chunk's top-level blocks (or a function's paragraphs) become extra BM25 texts."""
-    if ctx.cfg.segments:
-        segs = split_segments(ctx.chunk)
+    texts = [q.chunk]
+    if q.cfg.segments:
+        segs = split_segments(q.chunk)
         if len(segs) > 1:
-            ctx.texts = [ctx.chunk, *segs]
-            ctx.trace.segments = segs
-    ctx.note(segments=len(ctx.texts) - 1)
-    return pool
+            texts = [q.chunk, *segs]
+            q.trace.segments = segs
+    q.note(segments=len(texts) - 1)
+    return Segmented(texts)
 
 
-SEGMENT = Stage("segment", run_segment, "split a chunk touching several topics into blocks; each gets its own BM25 list",
-                provides=("texts",))
+SEGMENT = Stage("segment", run_segment, "split a chunk touching several topics into blocks; each gets its own BM25 list")
 
 
-def run_tokenize(ctx: QueryState, pool: Pool) -> Pool:
+class Tokenized(NamedTuple):
+    tokens: list[list[str]]  # the BM25 query terms of each query text
+    term_weights: dict[str, float] | None  # BM25 weights of the chunk's own names (None: not down-weighted)
+
+
+def run_tokenize(q: QueryState[Resources], texts: list[str]) -> Tokenized:
     """The tokenize stage: the BM25 query terms of each text, and the weights of the chunk's own names."""
-    from collections import Counter
-
-    tok = tokenizer_of(ctx.cfg)
-    ctx[TOKENS] = [tokenize(t, tok) for t in ctx.texts]
-    ctx.term_weights = local_weights(ctx.texts[0], ctx.cfg.local_weight)
-    ctx.trace.tokens = ctx[TOKENS][0]
-    counts = Counter(ctx[TOKENS][0])
-    ctx.note(tokenizer=tok.key(), tokens=len(ctx[TOKENS][0]), unique=len(counts), top=counts.most_common(40),
-             local_names=sorted(ctx.term_weights or {}), local_weight=ctx.cfg.local_weight)
-    return pool
+    tok = tokenizer_of(q.cfg)
+    tokens = [tokenize(t, tok) for t in texts]
+    term_weights = local_weights(texts[0], q.cfg.local_weight)
+    q.trace.tokens = tokens[0]
+    counts = Counter(tokens[0])
+    q.note(tokenizer=tok.key(), tokens=len(tokens[0]), unique=len(counts), top=counts.most_common(40),
+           local_names=sorted(term_weights or {}), local_weight=q.cfg.local_weight)
+    return Tokenized(tokens, term_weights)
 
 
-TOKENIZE = Stage("tokenize", run_tokenize, "code-aware tokens: identifiers whole and lowercased, string literals as code",
-                 provides=(TOKENS,))
+TOKENIZE = Stage("tokenize", run_tokenize, "code-aware tokens: identifiers whole and lowercased, string literals as code")

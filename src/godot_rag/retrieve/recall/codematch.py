@@ -22,9 +22,10 @@ from ...gdscript.facts import GDScriptFacts, parse_chunk
 from ...gdscript.lexicon import IDENT, KEYWORDS
 from ...records import record_code
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryState
+from ..engine.state import Pool, Pooled, QueryState
 from ..engine.trace import RATIO_DIGITS, SCORE_DIGITS, CodematchInfo, built_by
 from ..engine.types import Candidate
+from .resources import RecallResources
 
 TOKEN_RE = re.compile(IDENT + r"|\d+(?:\.\d+)?|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|"
                       r"==|!=|<=|>=|\+=|-=|\*=|/=|->|:=|\S")
@@ -196,20 +197,19 @@ def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
     return out, sum(1 for _, ratio, _, _ in scored if ratio and round(ratio, RATIO_DIGITS) > 0)
 
 
-def run_codematch(ctx: QueryState, pool: Pool) -> Pool:
+def run_codematch(q: QueryState[RecallResources], pool: Pool, texts: list[str]) -> Pooled:
     """Docs only: the other tables hold no code to match."""
-    alpha = ctx.cfg.codematch_alpha
+    alpha = q.cfg.codematch_alpha
     if not alpha or "docs_chunks" not in pool:
-        ctx.note(skipped="codematch_alpha is 0" if not alpha else "no docs_chunks")
-        return pool
+        q.note(skipped="codematch_alpha is 0" if not alpha else "no docs_chunks")
+        return Pooled(pool)
     out = dict(pool)
-    matched = [apply_codematch(text, lst, alpha) for text, lst in zip(ctx.texts, pool["docs_chunks"])]
+    matched = [apply_codematch(text, lst, alpha) for text, lst in zip(texts, pool["docs_chunks"])]
     out["docs_chunks"] = [lst for lst, _ in matched]
-    ctx.record_ids("docs_chunks", "codematch", out["docs_chunks"][0])
-    ctx.note(alpha=alpha, with_match=matched[0][1])
-    return out
+    q.record_ids("docs_chunks", "codematch", out["docs_chunks"][0])
+    q.note(alpha=alpha, with_match=matched[0][1])
+    return Pooled(out)
 
 
 CODEMATCH = Stage("codematch", run_codematch,
-                  "code-clone bonus: fused x (1 + share of the chunk's code lines found in the record's code, up to renaming)",
-                  requires=("pool",))
+                  "code-clone bonus: fused x (1 + share of the chunk's code lines found in the record's code, up to renaming)")

@@ -12,9 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryState
+from ..engine.state import Pool, Pooled, QueryState
 from ..engine.trace import SCORE_DIGITS, FuseInfo, ListEntry, MergeInfo, UnionInfo, built_by, later
 from ..engine.types import Candidate
+from .ranked_lists import RankedLists
+from .resources import RecallResources
 
 SOURCES = ("bm25", "embedding")  # the union's order: a tie in score is then broken by id
 NO_RANK = 10 ** 6  # sorts after every rank: a list the record is not in
@@ -115,22 +117,23 @@ def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weig
     return out
 
 
-def entries_of(ctx: QueryState, table: str, ti: int, lists: dict[str, list[Candidate]]) -> dict[str, Entries]:
+def entries_of(found: RankedLists, table: str, ti: int, lists: dict[str, list[Candidate]]) -> dict[str, Entries]:
     """`list_entries` of one text's lists, worked out once per query: the union shows them, the fusion sums them."""
     key = (table, ti)
-    if key not in ctx.lists.entries:
-        ctx.lists.entries[key] = list_entries(lists, all(ctx.lists.full_scores(table, ti, n) is None for n in lists))
-    return ctx.lists.entries[key]
+    if key not in found.entries:
+        found.entries[key] = list_entries(lists, all(found.full_scores(table, ti, n) is None for n in lists))
+    return found.entries[key]
 
 
-def run_union(ctx: QueryState, pool: Pool) -> Pool:
+def run_union(q: QueryState[RecallResources], lists: RankedLists, source_prefix: str | None = None) -> Pooled:
+    """`source_prefix`: E labels its sources `profile:...`."""
     out: Pool = {}
-    for table in ctx.tables:
-        out[table] = [union(lists, ctx.source_prefix, seen=entries_of(ctx, table, ti, lists))
-                      for ti, lists in enumerate(ctx.lists.of(table))]
-        ctx.record_ids(table, "union", out[table][0])
-        ctx.note(**{table: {"union": len(out[table][0]), "texts": len(out[table])}})
-    return out
+    for table in q.tables:
+        out[table] = [union(per_text, source_prefix or "", seen=entries_of(lists, table, ti, per_text))
+                      for ti, per_text in enumerate(lists.of(table))]
+        q.record_ids(table, "union", out[table][0])
+        q.note(**{table: {"union": len(out[table][0]), "texts": len(out[table])}})
+    return Pooled(out)
 
 
 def _fuse_info(method: str, rrf_k: int | None, weights: dict[str, float], entries: FusedEntries, score: float,
@@ -138,19 +141,19 @@ def _fuse_info(method: str, rrf_k: int | None, weights: dict[str, float], entrie
     return FuseInfo(method=method, rrf_k=rrf_k, weights=weights, inputs=fused_inputs(entries), score=score, rank=rank)
 
 
-def run_fuse(ctx: QueryState, pool: Pool) -> Pool:
+def run_fuse(q: QueryState[RecallResources], pool: Pool, lists: RankedLists) -> Pooled:
     """Re-scores the union's candidates in place: they are this query's own copies, made by the union."""
-    cfg = ctx.cfg
+    cfg = q.cfg
     weights = {"bm25": cfg.weight_bm25, "embedding": cfg.weight_embedding}
     rrf_k = cfg.rrf_k if cfg.fusion == "rrf" else None
     out: Pool = {}
     for table, per_text in pool.items():
         out[table] = []
         for ti, cands in enumerate(per_text):
-            lists = ctx.lists[table][ti]
-            scored = fused_scores(cands, lists, weights, cfg.fusion, cfg.rrf_k,
-                                  {n: ctx.lists.full_scores(table, ti, n) for n in lists},
-                                  seen=entries_of(ctx, table, ti, lists))
+            per_list = lists[table][ti]
+            scored = fused_scores(cands, per_list, weights, cfg.fusion, cfg.rrf_k,
+                                  {n: lists.full_scores(table, ti, n) for n in per_list},
+                                  seen=entries_of(lists, table, ti, per_list))
             fused = []
             for c, (score, inputs) in zip(cands, scored):
                 c.score = score
@@ -161,9 +164,9 @@ def run_fuse(ctx: QueryState, pool: Pool) -> Pool:
                 c.add_stage("fuse", built_by(FuseInfo, _fuse_info, cfg.fusion, rrf_k, weights, inputs,
                                              round(c.score, SCORE_DIGITS), i + 1))
             out[table].append([c for c, _ in fused])
-        ctx.record_ids(table, "fuse", out[table][0])
-    ctx.note(method=cfg.fusion, weights=weights)
-    return out
+        q.record_ids(table, "fuse", out[table][0])
+    q.note(method=cfg.fusion, weights=weights)
+    return Pooled(out)
 
 
 def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> list[Candidate]:
@@ -193,21 +196,18 @@ def merge_segments(whole: list[Candidate], segments: list[list[Candidate]]) -> l
     return out
 
 
-def run_merge(ctx: QueryState, pool: Pool) -> Pool:
+def run_merge(q: QueryState[RecallResources], pool: Pool) -> Pooled:
     out: Pool = {}
     for table, per_text in pool.items():
         if len(per_text) > 1:
             out[table] = [merge_segments(per_text[0], per_text[1:])]
-            ctx.record_ids(table, "merge", out[table][0])
-            ctx.note(**{table: {"segments": len(per_text) - 1, "merged": len(out[table][0])}})
+            q.record_ids(table, "merge", out[table][0])
+            q.note(**{table: {"segments": len(per_text) - 1, "merged": len(out[table][0])}})
         else:
             out[table] = per_text
-    return out
+    return Pooled(out)
 
 
-UNION = Stage("union", run_union, "one candidate per record, source bm25 / embedding / both",
-              requires=("lists",), provides=("pool",))
-FUSE = Stage("fuse", run_fuse, "fused score: each list normalised by its best score (maxnorm), weighted, summed",
-             requires=("pool", "lists"))
-MERGE = Stage("merge", run_merge, "per-segment lists merged by best rank, so each part's best evidence reaches the top",
-              requires=("pool",))
+UNION = Stage("union", run_union, "one candidate per record, source bm25 / embedding / both")
+FUSE = Stage("fuse", run_fuse, "fused score: each list normalised by its best score (maxnorm), weighted, summed")
+MERGE = Stage("merge", run_merge, "per-segment lists merged by best rank, so each part's best evidence reaches the top")

@@ -3,76 +3,89 @@ candidates that are shown (computed after the cut: explaining all N would cost m
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
+from ...gdscript.facts import GDScriptFacts
 from ...gdscript.tokenize import TokenizerConfig, tokenizer_of
 from ..engine.stage import Stage
 from ..engine.state import Pool, QueryState
 from ..engine.trace import RATIO_DIGITS, Bm25Info, ExplainInfo, later
 from ..engine.types import Candidate
-from ..query.segment import TOKENS
 from . import bm25 as bm25_mod
 from .prefilter import drop_absent
+from .ranked_lists import RankedLists
+from .resources import RecallResources
 
 
-def load_index(ctx: QueryState, table: str, tok: TokenizerConfig) -> bm25_mod.BM25Index:
+class Found(NamedTuple):
+    lists: RankedLists  # each retriever's ranked lists, per table and query text
+
+
+def load_index(q: QueryState[RecallResources], table: str, tok: TokenizerConfig) -> bm25_mod.BM25Index:
     """The table's BM25 index; reading the cache (or building it) is its own `load:bm25` step, not query time."""
-    ctx.load_step("bm25", ctx.resources.bm25.loaded(table, tok),
-                  partial(ctx.resources.bm25.index, table, tok, ctx.cfg), table=table, tokenizer=tok.key())
-    return ctx.resources.bm25.index(table, tok, ctx.cfg)
+    q.load_step("bm25", q.resources.bm25.loaded(table, tok),
+                partial(q.resources.bm25.index, table, tok, q.cfg), table=table, tokenizer=tok.key())
+    return q.resources.bm25.index(table, tok, q.cfg)
 
 
-def run_bm25(ctx: QueryState, pool: Pool, min_candidates: dict[str, int] | None = None,
-             prefilter: bool = False) -> Pool:
-    """`prefilter`: api_mapping rows that cannot occur in the chunk get no candidate (prefilter.py)."""
-    tok = tokenizer_of(ctx.cfg)
-    for table in ctx.tables:
-        n = max(ctx.cfg.candidates, (min_candidates or {}).get(table, 0))
-        index = load_index(ctx, table, tok)
-        recs = ctx.resources.records(table)
+def run_bm25(q: QueryState[RecallResources], texts: list[str], tokens: list[list[str]], term_weights: dict[str, float] | None,
+             lists: RankedLists | None = None, facts: GDScriptFacts | None = None, *,
+             min_candidates: dict[str, int] | None = None, prefilter: bool = False) -> Found:
+    """`prefilter`: api_mapping rows that cannot occur in the chunk (its `facts`) get no candidate (prefilter.py)."""
+    tok = tokenizer_of(q.cfg)
+    found = lists if lists is not None else RankedLists()
+    for table in q.tables:
+        n = max(q.cfg.candidates, (min_candidates or {}).get(table, 0))
+        index = load_index(q, table, tok)
+        recs = q.resources.records(table)
         # Segments only pay off for the docs; the other tables are matched on the whole chunk.
-        texts = range(len(ctx.texts)) if table == "docs_chunks" else range(1)
-        all_scores = bm25_mod.score_many(index, [ctx[TOKENS][ti] for ti in texts], ctx.term_weights)
-        hits = []
-        for ti in texts:
+        text_ids = range(len(texts)) if table == "docs_chunks" else range(1)
+        all_scores = bm25_mod.score_many(index, [tokens[ti] for ti in text_ids], term_weights)
+        hits, dropped = [], 0
+        for ti in text_ids:
             scores = all_scores[:, ti]
             top = bm25_mod.top_k(scores, n)
             ranked = [(index.ids[i], float(scores[i])) for i in top]
-            kept = drop_absent(ctx, table, ranked, recs, prefilter)
+            kept = drop_absent(facts if prefilter else None, table, ranked, recs)
+            dropped += len(ranked) - len(kept)
             out = []
             for rank, rid, score in kept:
                 c = Candidate.of_record(table, rid, recs[rid], score, rank, "bm25")
                 c.add_stage("bm25", later(Bm25Info, score=round(score, RATIO_DIGITS), rank=rank, text=ti))
                 out.append(c)
-            ctx.put_ranked(table, ti, "bm25", ranked, out)
+            found.put_ranked(table, ti, "bm25", ranked, out)
+            if ti == 0:
+                q.record_found(table, "bm25", ranked)
             hits.append(len(ranked))
-        ctx.note(**{table: {"hits": hits, "n": n, "n_docs": index.n_docs}})
-    return pool
+        if prefilter and table == "api_mapping":
+            q.note(prefiltered=dropped)
+        q.note(**{table: {"hits": hits, "n": n, "n_docs": index.n_docs}})
+    return Found(found)
 
 
-def run_explain(ctx: QueryState, pool: Pool) -> Pool:
+BM25 = Stage("bm25", run_bm25, "BM25 (Lucene formula) over the code-aware tokens, N candidates per table and text")
+
+
+def run_explain(q: QueryState[RecallResources], tokens: list[list[str]], term_weights: dict[str, float] | None, results: Pool,
+                cut: list[Candidate], rejected: list[Candidate]) -> None:
     """df, tf, idf, tfn and contribution of each matched term, for every shown candidate BM25 found."""
-    if not ctx.explain or not ctx[TOKENS][0]:
-        ctx.note(skipped="explain is off" if not ctx.explain else "no BM25 query")
-        return pool
-    tok = tokenizer_of(ctx.cfg)
-    shown = [c for lists in pool.values() for lst in lists for c in lst] + ctx.rejected + ctx.cut
+    if not q.explain or not tokens[0]:
+        q.note(skipped="explain is off" if not q.explain else "no BM25 query")
+        return
+    tok = tokenizer_of(q.cfg)
+    shown = [c for lists in results.values() for lst in lists for c in lst] + rejected + cut
     slices = {}
     explained = 0
     for c in shown:
         if c.info("bm25") is None or c.info("explain") is not None:
             continue
-        index = ctx.resources.bm25.index(c.table, tok, ctx.cfg)
+        index = q.resources.bm25.index(c.table, tok, q.cfg)
         if c.table not in slices:
-            slices[c.table] = bm25_mod.query_slice(index, ctx[TOKENS][0])
+            slices[c.table] = bm25_mod.query_slice(index, tokens[0])
         row = index.position[c.id]
-        c.add_stage("explain", ExplainInfo(**bm25_mod.explain(index, ctx[TOKENS][0], row, slices[c.table],
-                                                              ctx.term_weights)))
+        c.add_stage("explain", ExplainInfo(**bm25_mod.explain(index, tokens[0], row, slices[c.table], term_weights)))
         explained += 1
-    ctx.note(explained=explained)
-    return pool
+    q.note(explained=explained)
 
 
-BM25 = Stage("bm25", run_bm25, "BM25 (Lucene formula) over the code-aware tokens, N candidates per table and text",
-             requires=(TOKENS,), provides=("lists.bm25",))
-EXPLAIN = Stage("explain", run_explain, "per matched term of the shown candidates: df, tf, idf, tfn, contribution",
-                requires=(TOKENS, "cut"))
+EXPLAIN = Stage("explain", run_explain, "per matched term of the shown candidates: df, tf, idf, tfn, contribution")

@@ -13,11 +13,9 @@ from typing import TYPE_CHECKING
 
 from ...gdscript.facts import GDScriptFacts
 from ...gdscript.lexicon import IDENT_RE
-from ..query.parse import FACTS
 
 if TYPE_CHECKING:
     from ...store.records_cache import Records
-    from ..engine.state import QueryState
     from ..engine.trace import QueryTrace
 
 TABLE = "api_mapping"
@@ -56,17 +54,13 @@ def absent_reason(source_api: str) -> str:
     return f"source_api '{source_api}' does not occur in the chunk"
 
 
-def drop_absent(ctx: QueryState, table: str, ranked: list[tuple[str, float]], records: Records,
-                on: bool) -> list[tuple[int, str, float]]:
-    """(rank in the full list, id, score) of the rows that go on: all of them, unless `on` and the table is
-    api_mapping, where a mapping the chunk cannot hold is left out (counted in the stage's log)."""
-    if not on or table != TABLE:
+def drop_absent(facts: GDScriptFacts | None, table: str, ranked: list[tuple[str, float]],
+                records: Records) -> list[tuple[int, str, float]]:
+    """(rank in the full list, id, score) of the rows that go on: all of them, unless the chunk's `facts` are given
+    (the prefilter is on) and the table is api_mapping, where a mapping the chunk cannot hold is left out."""
+    if facts is None or table != TABLE:
         return [(rank, rid, score) for rank, (rid, score) in enumerate(ranked, 1)]
-    kept = [(rank, rid, score) for rank, (rid, score) in enumerate(ranked, 1)
-            if not cannot_occur(ctx[FACTS], records, rid)]
-    before = ctx._notes.get("prefiltered")
-    ctx.note(prefiltered=(before if isinstance(before, int) else 0) + len(ranked) - len(kept))
-    return kept
+    return [(rank, rid, score) for rank, (rid, score) in enumerate(ranked, 1) if not cannot_occur(facts, records, rid)]
 
 
 def dropped_ids(trace: QueryTrace) -> set[str]:

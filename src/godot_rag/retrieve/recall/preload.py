@@ -12,6 +12,7 @@ from ...gdscript.tokenize import tokenizer_of
 from ..engine.resources import Resources
 from ..engine.state import QueryState
 from .lexical import load_index
+from .resources import RecallResources
 
 if TYPE_CHECKING:
     from ...models.embedder import Embedder
@@ -50,7 +51,7 @@ def start_embedder(retriever: Resources) -> threading.Thread | None:
     return thread
 
 
-def preload(ctx: QueryState, stage_names: list[str]) -> None:
+def preload(ctx: QueryState[RecallResources], stage_names: list[str]) -> None:
     """Before the stages run: the embedder on a thread (if a stage encodes the query), the BM25 indexes here."""
     r = ctx.resources
     if "embed_query" in stage_names:

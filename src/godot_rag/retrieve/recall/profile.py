@@ -6,11 +6,12 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ...gdscript.lexicon import IDENT_RE
 from ..engine.stage import Stage
 from ..engine.state import Fallback, Pool, QueryState
+from .resources import RecallResources
 
 PROFILE_SCHEMA = {
     "type": "object",
@@ -120,48 +121,48 @@ def request_profile(llm: ChatLLM, chunk: str) -> tuple[dict, dict]:
     return profile, {"raw_answer": res["text"], "parse_problems": problems, "model": getattr(llm, "name", "llm")}
 
 
-def run_profile(ctx: QueryState, pool: Pool) -> Pool:
+class Profiled(NamedTuple):
+    texts: list[str]  # BM25 reads the profile's literals
+    dense_texts: list[str]  # the embedding reads its intent
+    source_prefix: str  # the union labels the sources `profile:...`
+
+
+def run_profile(q: QueryState[RecallResources]) -> Profiled:
     """Qwen writes the search profile; its literals must occur in the chunk. BM25 then reads the
     literals and the embedding reads the intent, instead of the raw chunk."""
     from ...models.llm import LLMError
 
-    llm = ctx.resources.llm
+    llm = q.resources.llm
     if llm is None:
-        if ctx.cfg.llm_optional:
+        if q.cfg.llm_optional:
             raise Fallback("D", "no LLM configured; E fell back to the raw chunk (strategy D)")
         raise LLMError("strategy E needs an LLM: start the server or CLI with --llm-bundled 0.5b, --llm-gguf FILE "
                        "or --llm-url URL (or set llm_optional to fall back to D)")
     try:
-        ctx.ensure_loaded("llm", llm, model=getattr(llm, "name", "llm"))
-        profile, meta = request_profile(llm, ctx.chunk)
+        q.ensure_loaded("llm", llm, model=getattr(llm, "name", "llm"))
+        profile, meta = request_profile(llm, q.chunk)
     except LLMError as e:
-        if not ctx.cfg.llm_optional:
+        if not q.cfg.llm_optional:
             raise
         raise Fallback("D", f"LLM unavailable ({e}); E fell back to the raw chunk (strategy D)") from None
-    ctx.note(**meta)
-    checked = check_profile(profile, ctx.chunk, ctx.cfg.profile_keep_hallucinated)
+    q.note(**meta)
+    checked = check_profile(profile, q.chunk, q.cfg.profile_keep_hallucinated)
     lexical, dense = profile_queries(profile, checked)
-    ctx.trace.profile, ctx.trace.profile_checks = profile, checked
-    ctx.trace.profile_queries = {"bm25": lexical, "embedding": dense}
-    ctx.texts = [lexical or dense or ctx.chunk]
-    ctx.dense_texts = [dense or lexical or ctx.chunk]
-    ctx.source_prefix = "profile:"
-    return pool
+    q.trace.profile, q.trace.profile_checks = profile, checked
+    q.trace.profile_queries = {"bm25": lexical, "embedding": dense}
+    return Profiled([lexical or dense or q.chunk], [dense or lexical or q.chunk], "profile:")
 
 
-def run_profile_diff(ctx: QueryState, pool: Pool) -> Pool:
+def run_profile_diff(q: QueryState[RecallResources], results: Pool) -> None:
     """What the profile changed against D on the raw chunk (D's own stages, run again)."""
-    raw = ctx.resources.retrieve(ctx.chunk, "D", ctx.cfg, explain=False)
+    raw = q.resources.retrieve(q.chunk, "D", q.cfg, explain=False)
     raw_ids = {(c.table, c.id) for c in raw.results}
-    new_ids = {(t, c.id) for t, lists in pool.items() for c in lists[0]}
-    ctx.trace.profile_diff = {"appeared": sorted(f"{t}:{i}" for t, i in new_ids - raw_ids),
-                              "vanished": sorted(f"{t}:{i}" for t, i in raw_ids - new_ids)}
-    ctx.note(appeared=len(ctx.trace.profile_diff["appeared"]), vanished=len(ctx.trace.profile_diff["vanished"]))
-    return pool
+    new_ids = {(t, c.id) for t, lists in results.items() for c in lists[0]}
+    q.trace.profile_diff = {"appeared": sorted(f"{t}:{i}" for t, i in new_ids - raw_ids),
+                            "vanished": sorted(f"{t}:{i}" for t, i in raw_ids - new_ids)}
+    q.note(appeared=len(q.trace.profile_diff["appeared"]), vanished=len(q.trace.profile_diff["vanished"]))
 
 
 PROFILE = Stage("profile", run_profile,
-                "Qwen search profile: intent, literals (checked against the chunk), doc topics, migration signals",
-                provides=("texts",))
-PROFILE_DIFF = Stage("profile_diff", run_profile_diff, "records that appeared or vanished against D on the raw chunk",
-                     requires=("pool",))
+                "Qwen search profile: intent, literals (checked against the chunk), doc topics, migration signals")
+PROFILE_DIFF = Stage("profile_diff", run_profile_diff, "records that appeared or vanished against D on the raw chunk")

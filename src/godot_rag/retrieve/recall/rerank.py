@@ -14,14 +14,13 @@ import numpy as np
 from ...records import model_text
 from ..engine.config import ConfigError
 from ..engine.stage import Stage
-from ..engine.state import Pool, QueryState
+from ..engine.state import Pool, Pooled, QueryState, table_list
 from ..engine.trace import SCORE_DIGITS, RerankInfo
 from ..engine.types import Candidate
+from .resources import RecallResources
 
 if TYPE_CHECKING:
-    from ...models.reranker import LocalCrossEncoder, NanoRanker, QwenPointwise
-
-    Reranker = NanoRanker | LocalCrossEncoder | QwenPointwise
+    from ...models.reranker import Reranker
 
 
 def _minmax(a: np.ndarray) -> np.ndarray:
@@ -70,22 +69,21 @@ def open_reranker(name: str, llm: object | None, cross_encoder_path: str | None)
     raise ConfigError(f"unknown reranker {name!r}")
 
 
-def run_rerank(ctx: QueryState, pool: Pool) -> Pool:
-    cfg = ctx.cfg
-    docs = ctx.table_lists(pool, "docs_chunks")
+def run_rerank(q: QueryState[RecallResources], pool: Pool) -> Pooled:
+    cfg = q.cfg
+    docs = table_list(pool, "docs_chunks")
     if not docs or cfg.reranker == "none":
-        ctx.note(skipped="reranker is none" if cfg.reranker == "none" else "no docs candidates")
-        return pool
+        q.note(skipped="reranker is none" if cfg.reranker == "none" else "no docs candidates")
+        return Pooled(pool)
     head, rest = docs[: cfg.rerank_top], docs[cfg.rerank_top:]
-    model = ctx.ensure_loaded("reranker", ctx.resources.reranker(cfg.reranker), backend=cfg.reranker)
-    scores = model.score(ctx.chunk, [model_text(c.table, c.payload) for c in head])
+    model = q.ensure_loaded("reranker", q.resources.reranker(cfg.reranker), backend=cfg.reranker)
+    scores = model.score(q.chunk, [model_text(c.table, c.payload) for c in head])
     reranked = apply_rerank(head, scores, cfg.reranker, cfg.rerank_weight)
     out = dict(pool)
     out["docs_chunks"] = [reranked + rest]
-    ctx.record_ids("docs_chunks", "rerank", out["docs_chunks"][0])
-    ctx.note(backend=cfg.reranker, reranked=len(head), moved=sum(1 for c in reranked if c.info("rerank").rank_change))
-    return out
+    q.record_ids("docs_chunks", "rerank", out["docs_chunks"][0])
+    q.note(backend=cfg.reranker, reranked=len(head), moved=sum(1 for c in reranked if c.info("rerank").rank_change))
+    return Pooled(out)
 
 
-RERANK = Stage("rerank", run_rerank, "optional model re-score of the first rerank_top docs (nanoranker, qwen, cross-encoder)",
-               requires=("pool",))
+RERANK = Stage("rerank", run_rerank, "optional model re-score of the first rerank_top docs (nanoranker, qwen, cross-encoder)")
