@@ -100,10 +100,10 @@ def test_strategies_openapi_and_offline_page(client):
     assert s["stage_lists"]["E"]["needs"] and "--llm" in s["stage_lists"]["E"]["needs"]
     # the page's schema: each stage's contract, and a column for the stages that say something about each record
     by_name = {st["name"]: st for st in s["stage_lists"]["F"]["stages"]}
-    assert by_name["validate"]["requires"] == ["pool", "facts", "resolution", "version", "occurrences", "class_uses"]
+    assert by_name["validate"]["requires"] == ["pool", "resolved", "version", "class_uses"]
     assert by_name["api"]["provides"] == ["pool", "class_uses"] and by_name["validate"]["optional"] == ["vectors"]
     assert "verdicts: Verdicts" in by_name["validate"]["outputs"]
-    assert by_name["version"]["provides"] == ["version", "occurrences"] and by_name["version"]["column"] is None
+    assert by_name["version"]["provides"] == ["version"] and by_name["version"]["column"] is None
     assert by_name["validate"]["column"] == {"label": "validate", "unit": "verdict", "score": "confidence", "unit_scale": True,
                                              "lossy": True, "source": False}
     assert [n for n, st in by_name.items() if st["column"]] == ["bm25", "embedding", "union", "fuse", "codematch", "merge",

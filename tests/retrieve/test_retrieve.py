@@ -524,8 +524,8 @@ def test_a_stage_list_whose_contracts_do_not_fit_is_refused_when_the_strategy_is
     from godot_rag.retrieve.strategies import STRATEGIES, Strategy
 
     # F without its version stage: the validator would read markers nobody wrote.
-    with pytest.raises(ContractError, match="strategy X: stage 'validate' needs 'version: VersionMarkers', which no earlier "
-                                            "stage provides"):
+    with pytest.raises(ContractError, match="strategy X: stage 'validate' needs 'version: VersionDecisions', which no "
+                                            "earlier stage provides"):
         Strategy("X", "no version stage", [PARSE, RESOLVE, SEGMENT, TOKENIZE, BM25, UNION, VALIDATE])
     # Reordered: the version stage before the candidates it decides.
     with pytest.raises(ContractError, match="stage 'version' needs 'pool: "):
@@ -564,7 +564,7 @@ def test_a_stage_gets_only_the_parts_it_declares_as_typed_parameters():
     assert parts["calls"] == 2 and set(parts) == {"facts", "calls"}
     # Reading a part through the query state is impossible: it has none.
     def sneaky(q: QueryState) -> None:
-        q["resolution"]  # type: ignore[index]
+        q["resolved"]  # type: ignore[index]
 
     with pytest.raises(TypeError):
         run_stages(QueryState(chunk="var a = 1", strategy="X", cfg=RetrieveConfig(), resources=None),
@@ -586,7 +586,7 @@ def test_a_stage_gets_only_the_parts_it_declares_as_typed_parameters():
     # Run without the contract check: a required input nobody set is an error, never a silent None.
     with pytest.raises(MissingPart, match="stage 'recount' needs 'calls'"):
         run_stages(QueryState(chunk="x", strategy="X", cfg=RetrieveConfig(), resources=None), [Stage("recount", recount, "")])
-    assert RESOLVE.requires_names == ["facts"] and RESOLVE.provides_names == ["resolution"]
+    assert RESOLVE.requires_names == ["facts"] and RESOLVE.provides_names == ["resolved"]
 
 
 def lambda_free_counter():

@@ -13,6 +13,7 @@ from ..engine.stage import Stage
 from ..engine.state import Pool, Pooled, QueryState, table_list
 from ..engine.trace import SCORE_DIGITS, ApiInfo, ApiUseEntry
 from ..engine.types import Candidate
+from ..query.parse import ResolvedChunk
 from .resources import ApiIndex, EvidenceResources
 
 BOLD_NAME_RE = re.compile(r"\*\*(@?[A-Za-z_\\][A-Za-z0-9_\\]*)\*\*")
@@ -132,7 +133,8 @@ class ApiJoined(NamedTuple):
     class_uses: ClassUses  # the classes the chunk uses as a whole
 
 
-def run_api(q: QueryState[EvidenceResources], pool: Pool, facts: GDScriptFacts, resolution: Resolution) -> ApiJoined:
+def run_api(q: QueryState[EvidenceResources], pool: Pool, resolved: ResolvedChunk) -> ApiJoined:
+    facts, resolution = resolved
     uses = class_uses(q, facts, resolution)
     if "docs_chunks" not in q.tables:
         return ApiJoined(pool, uses)

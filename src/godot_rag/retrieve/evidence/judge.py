@@ -192,8 +192,7 @@ class Judged(NamedTuple):
     verdicts: Verdicts
 
 
-def run_judge(q: QueryState[EvidenceResources], verdicts: Verdicts, validation: ValidationScope,
-              version: VersionMarkers) -> Judged:
+def run_judge(q: QueryState[EvidenceResources], verdicts: Verdicts, validation: ValidationScope) -> Judged:
     """The Qwen judge (validator_llm) over ambiguous mapping occurrences and docs accepts in the calibrated band."""
     from ...models.llm import LLMError
 
@@ -218,9 +217,7 @@ def run_judge(q: QueryState[EvidenceResources], verdicts: Verdicts, validation: 
     except calibration.CalibrationError as e:
         return fallback(f"judge calibration unreadable: {e}")
     tcal = table_calibrations(cal, cfg.judge_thresholds)
-    mappings, docs = verdicts.of("api_mapping"), verdicts.of("docs_chunks")
-    occ_targets = mapping_targets(q, version, mappings, tcal["api_mapping"])
-    doc_targets = docs_targets(q, docs, tcal["docs_chunks"])
+    occ_targets, doc_targets = _targets(q, verdicts, validation, tcal)
     q.note(model=ident["model"], sha256=ident.get("sha256"), calibration=cal_file or "none",
            modes={t: v["mode"] for t, v in tcal.items()}, thresholds={t: v.get("threshold") for t, v in tcal.items()},
            bands={t: v.get("band") for t, v in tcal.items()}, asked_occurrences=len(occ_targets), asked_docs=len(doc_targets))
@@ -236,8 +233,16 @@ def run_judge(q: QueryState[EvidenceResources], verdicts: Verdicts, validation: 
     judged = {(job.candidate.table, job.candidate.id): _judged(job, dict(j, model=ident["model"]),
                                                                  tcal[job.candidate.table], q.chunk)
               for job, j in zip(jobs, answers)}
-    q.note(changed=sum(judged[k].verdict != c.verdict for c in mappings + docs if (k := (c.table, c.id)) in judged))
+    asked = verdicts.of("api_mapping") + verdicts.of("docs_chunks")
+    q.note(changed=sum(judged[k].verdict != c.verdict for c in asked if (k := (c.table, c.id)) in judged))
     return Judged(_judged_verdicts(q, validation, verdicts, judged, [c for c, _ in occ_targets]))
+
+
+def _targets(q: QueryState[EvidenceResources], verdicts: Verdicts, validation: ValidationScope,
+             tcal: dict[str, dict]) -> tuple[list[tuple[Candidate, Occurrence]], list[Candidate]]:
+    """What the judge is asked about: mapping occurrences, then docs records."""
+    return (mapping_targets(q, validation.version, verdicts.of("api_mapping"), tcal["api_mapping"]),
+            docs_targets(q, verdicts.of("docs_chunks"), tcal["docs_chunks"]))
 
 
 def _judged_verdicts(q: QueryState[EvidenceResources], validation: ValidationScope, verdicts: Verdicts,

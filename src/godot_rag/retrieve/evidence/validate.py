@@ -39,15 +39,15 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from ...gdscript.facts import GDScriptFacts
-from ...gdscript.resolution import Resolution
 from ..engine.stage import Stage
 from ..engine.state import Pool, QueryState, Verdicts, table_list
 from ..engine.trace import JudgeInfo, ValidateInfo
 from ..engine.types import Candidate
 from ..migration.occurrences import Occurrences, mapping_occurrences
-from ..migration.version import EVIDENCE_STATUSES, WEAK_OVERRULES, VersionMarkers, decide_ambiguous, evidence_rank
+from ..migration.version import EVIDENCE_STATUSES, WEAK_OVERRULES, decide_ambiguous, evidence_rank
 from ..migration.version_occurrence import ChunkScope
+from ..migration.version_stage import VersionDecisions
+from ..query.parse import ResolvedChunk
 from ..recall.codematch import renameable_names
 from ..recall.prefilter import absent_reason
 from .api_source import ClassUses
@@ -223,14 +223,14 @@ class Validated(NamedTuple):
     validation: ValidationScope  # what the validator knew; the judge re-checks findings with it
 
 
-def run_validate(q: QueryState[EvidenceResources], pool: Pool, facts: GDScriptFacts, resolution: Resolution,
-                 version: VersionMarkers, occurrences: Occurrences, class_uses: ClassUses,
-                 vectors: np.ndarray | None = None) -> Validated:
+def run_validate(q: QueryState[EvidenceResources], pool: Pool, resolved: ResolvedChunk, version: VersionDecisions,
+                 class_uses: ClassUses, vectors: np.ndarray | None = None) -> Validated:
     """Every candidate that reached this point gets a verdict, its direct evidence and a confidence."""
     r = q.resources
     ref = r.class_reference()
+    facts = resolved.facts
     candidates = [c for t in q.tables for c in table_list(pool, t)]
-    vctx = ValidationScope(facts=facts, resolution=resolution, ref=ref, version=version,
+    vctx = ValidationScope(facts=facts, resolution=resolved.resolution, ref=ref, version=version.markers,
                            idf=r.bm25.docs_idf(q.cfg),
                            class_of_page=r.api_index()["page_class"], renameable=renameable_names(facts, ref),
                            min_direct_evidence=q.cfg.min_direct_evidence, copy_source_share=q.cfg.copy_source_share,
@@ -240,7 +240,7 @@ def run_validate(q: QueryState[EvidenceResources], pool: Pool, facts: GDScriptFa
                            mapping_confidence=MappingConfidence.of(q.cfg),
                            guide_model=r.guide_model() if q.cfg.guide_model else None,
                            cosines=missing_cosines(r.conn, vectors, candidates), class_uses=class_uses)
-    judged = validate(vctx, candidates, occurrences)
+    judged = validate(vctx, candidates, version.occurrences)
     for t in q.tables:  # the accepted ids, in the order they came in (the web page's "lost at")
         q.record_ids(t, "validate", [c for c in judged if c.table == t and c.verdict == "accept"])
     q.note(layer="deterministic", judged=len(judged), accepted=sum(c.verdict == "accept" for c in judged))

@@ -8,21 +8,24 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ...gdscript.facts import GDScriptFacts
-from ...gdscript.resolution import Resolution
 from ..engine.stage import Stage
 from ..engine.state import Pool, QueryState, table_list
 from ..engine.trace import Occurrence
 from ..engine.types import Candidate
+from ..query.parse import ResolvedChunk
 from .occurrences import Occurrences, mapping_occurrences
 from .resources import MigrationResources
 from .version import VersionMarkers, effective_hint, version_context
 from .version_occurrence import ChunkScope
 
 
-class Versioned(NamedTuple):
-    version: VersionMarkers  # the chunk's version markers, the mappings' Godot 3 uses included
+class VersionDecisions(NamedTuple):
+    markers: VersionMarkers  # the chunk's version markers, the mappings' Godot 3 uses included
     occurrences: Occurrences  # each api_mapping candidate's occurrences, decided
+
+
+class Versioned(NamedTuple):
+    version: VersionDecisions
 
 
 def decide_occurrences(scope: ChunkScope, mappings: list[Candidate]) -> Occurrences:
@@ -41,13 +44,13 @@ def mapping_markers(mappings: list[Candidate], occurrences: Occurrences) -> list
     return out
 
 
-def run_version(q: QueryState[MigrationResources], pool: Pool, facts: GDScriptFacts, resolution: Resolution) -> Versioned:
+def run_version(q: QueryState[MigrationResources], pool: Pool, resolved: ResolvedChunk) -> Versioned:
     """The chunk's Godot 3 / Godot 4 markers and the occurrence decisions of the api_mapping candidates."""
     r = q.resources
     renames = r.renames()
     # The chunk's own resolution: a Godot 3 or Godot 4 use is the chunk's to show, not what the project's
     # declarations typed (`Resolution.chunk_alone`).
-    alone = resolution.chunk_alone()
+    facts, alone = resolved.facts, resolved.resolution.chunk_alone()
     version = version_context(facts, alone, renames.new, renames.old, effective_hint(q.cfg.godot_version, q.context))
     scope = ChunkScope(facts, alone, r.class_reference(), renames.classes, version=version, context=q.context)
     mappings = table_list(pool, "api_mapping")
@@ -55,7 +58,7 @@ def run_version(q: QueryState[MigrationResources], pool: Pool, facts: GDScriptFa
     version.godot3 += mapping_markers(mappings, occurrences)
     q.trace.version = version.to_trace()
     q.note(**q.trace.version)
-    return Versioned(version, occurrences)
+    return Versioned(VersionDecisions(version, occurrences))
 
 
 VERSION = Stage("version", run_version, "Godot 3 / Godot 4 markers of the chunk (its own, and the candidate mappings' "

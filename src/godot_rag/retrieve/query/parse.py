@@ -27,8 +27,14 @@ PARSE = Stage("parse", run_parse,
               "tree-sitter GDScript: code/comment/string regions, calls, chains, declarations, version markers")
 
 
+class ResolvedChunk(NamedTuple):
+    """The chunk as the evidence stages read it: its facts, and its API uses resolved through the class reference."""
+    facts: GDScriptFacts
+    resolution: Resolution
+
+
 class Resolved(NamedTuple):
-    resolution: Resolution  # the chunk's API uses, resolved through the class reference
+    resolved: ResolvedChunk
 
 
 def run_resolve(q: QueryState[Resources], facts: GDScriptFacts) -> Resolved:
@@ -39,7 +45,7 @@ def run_resolve(q: QueryState[Resources], facts: GDScriptFacts) -> Resolved:
                        own_scope=context.own_scope() if context is not None else None)
     q.trace.resolve = res.to_trace()
     q.note(uses=len(res.uses), unresolved=len(res.unresolved), own_class=res.own_class, own_class_from=res.own_class_from)
-    return Resolved(res)
+    return Resolved(ResolvedChunk(facts, res))
 
 
 RESOLVE = Stage("resolve", run_resolve, "receivers and calls resolved to Godot 4 class members (extends, locals, return types)")

@@ -87,9 +87,13 @@ def run_segment(q: QueryState[Resources]) -> Segmented:
 SEGMENT = Stage("segment", run_segment, "split a chunk touching several topics into blocks; each gets its own BM25 list")
 
 
+class QueryTerms(NamedTuple):
+    tokens: list[list[str]]  # the BM25 query terms of each query text (the chunk, then its segments)
+    weights: dict[str, float] | None  # BM25 weights of the chunk's own names (None: not down-weighted)
+
+
 class Tokenized(NamedTuple):
-    tokens: list[list[str]]  # the BM25 query terms of each query text
-    term_weights: dict[str, float] | None  # BM25 weights of the chunk's own names (None: not down-weighted)
+    terms: QueryTerms
 
 
 def run_tokenize(q: QueryState[Resources], texts: list[str]) -> Tokenized:
@@ -101,7 +105,7 @@ def run_tokenize(q: QueryState[Resources], texts: list[str]) -> Tokenized:
     counts = Counter(tokens[0])
     q.note(tokenizer=tok.key(), tokens=len(tokens[0]), unique=len(counts), top=counts.most_common(40),
            local_names=sorted(term_weights or {}), local_weight=q.cfg.local_weight)
-    return Tokenized(tokens, term_weights)
+    return Tokenized(QueryTerms(tokens, term_weights))
 
 
 TOKENIZE = Stage("tokenize", run_tokenize, "code-aware tokens: identifiers whole and lowercased, string literals as code")

@@ -11,6 +11,7 @@ from ..engine.stage import Stage
 from ..engine.state import Pool, QueryState
 from ..engine.trace import RATIO_DIGITS, Bm25Info, ExplainInfo, later
 from ..engine.types import Candidate
+from ..query.segment import QueryTerms
 from . import bm25 as bm25_mod
 from .prefilter import drop_absent
 from .ranked_lists import RankedLists
@@ -28,9 +29,9 @@ def load_index(q: QueryState[RecallResources], table: str, tok: TokenizerConfig)
     return q.resources.bm25.index(table, tok, q.cfg)
 
 
-def run_bm25(q: QueryState[RecallResources], texts: list[str], tokens: list[list[str]], term_weights: dict[str, float] | None,
-             lists: RankedLists | None = None, facts: GDScriptFacts | None = None, *,
-             min_candidates: dict[str, int] | None = None, prefilter: bool = False) -> Found:
+def run_bm25(q: QueryState[RecallResources], terms: QueryTerms, lists: RankedLists | None = None,
+             facts: GDScriptFacts | None = None, *, min_candidates: dict[str, int] | None = None,
+             prefilter: bool = False) -> Found:
     """`prefilter`: api_mapping rows that cannot occur in the chunk (its `facts`) get no candidate (prefilter.py)."""
     tok = tokenizer_of(q.cfg)
     found = lists if lists is not None else RankedLists()
@@ -39,8 +40,8 @@ def run_bm25(q: QueryState[RecallResources], texts: list[str], tokens: list[list
         index = load_index(q, table, tok)
         recs = q.resources.records(table)
         # Segments only pay off for the docs; the other tables are matched on the whole chunk.
-        text_ids = range(len(texts)) if table == "docs_chunks" else range(1)
-        all_scores = bm25_mod.score_many(index, [tokens[ti] for ti in text_ids], term_weights)
+        text_ids = range(len(terms.tokens)) if table == "docs_chunks" else range(1)
+        all_scores = bm25_mod.score_many(index, [terms.tokens[ti] for ti in text_ids], terms.weights)
         hits, dropped = [], 0
         for ti in text_ids:
             scores = all_scores[:, ti]
@@ -66,9 +67,10 @@ def run_bm25(q: QueryState[RecallResources], texts: list[str], tokens: list[list
 BM25 = Stage("bm25", run_bm25, "BM25 (Lucene formula) over the code-aware tokens, N candidates per table and text")
 
 
-def run_explain(q: QueryState[RecallResources], tokens: list[list[str]], term_weights: dict[str, float] | None, results: Pool,
-                cut: list[Candidate], rejected: list[Candidate]) -> None:
+def run_explain(q: QueryState[RecallResources], terms: QueryTerms, results: Pool, cut: list[Candidate],
+                rejected: list[Candidate]) -> None:
     """df, tf, idf, tfn and contribution of each matched term, for every shown candidate BM25 found."""
+    tokens = terms.tokens
     if not q.explain or not tokens[0]:
         q.note(skipped="explain is off" if not q.explain else "no BM25 query")
         return
@@ -83,7 +85,7 @@ def run_explain(q: QueryState[RecallResources], tokens: list[list[str]], term_we
         if c.table not in slices:
             slices[c.table] = bm25_mod.query_slice(index, tokens[0])
         row = index.position[c.id]
-        c.add_stage("explain", ExplainInfo(**bm25_mod.explain(index, tokens[0], row, slices[c.table], term_weights)))
+        c.add_stage("explain", ExplainInfo(**bm25_mod.explain(index, tokens[0], row, slices[c.table], terms.weights)))
         explained += 1
     q.note(explained=explained)
 
