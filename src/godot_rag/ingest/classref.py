@@ -2,13 +2,15 @@
 inheritance from the **Inherits:** line, members and types from the Properties, Methods
 and other tables, from the member entries of the Signals, Enumerations, Constants
 and Annotations sections, and each property's setter and getter from the Property
-Descriptions (`set_global_position()` is Godot 4 API too, callable like any method)."""
+Descriptions (`set_global_position()` is Godot 4 API too, callable like any method). The marks and signatures
+are `classref_facts.py`'s."""
 from __future__ import annotations
 
 import re
 from typing import Any
 
 from ..gdscript.classref import ClassReference
+from .classref_facts import add_class_facts
 from .markdown import Page, strip_links
 from .symbols import is_class_page
 
@@ -99,6 +101,7 @@ def _class_info(page: Page, cls: str) -> dict[str, Any]:
             _entry_member(text, section, cls, members)
         elif section == "Property Descriptions":
             prop = _accessor_members(text, members, prop)
+    add_class_facts(page, info)  # the Deprecated and Experimental marks, and the signatures
     return info
 
 
