@@ -168,3 +168,25 @@ output_options = [
     click.option("--quiet", is_flag=True, help="No progress bar on stderr."),
 ]
 with_output = _group(output_options, "output", OutputArgs)
+
+
+@dataclass(frozen=True)
+class IngestArgs:
+    force: bool = False
+    quiet: bool = False
+    reference_findings: bool = False
+
+    @property
+    def options(self) -> str:
+        """The options that change the records, as the skip fingerprint holds them (`ingest/state.py`)."""
+        return "reference_findings" if self.reference_findings else ""
+
+
+ingest_options = [
+    click.option("--force", is_flag=True, help="Rebuild even when the inputs did not change."),
+    click.option("--quiet", is_flag=True, help="No progress bar."),
+    click.option("--reference-findings", is_flag=True,
+                 help="Also derive label_prototypes from the class reference: deprecated_api and experimental_api per "
+                      "marked class or member, missing_engine_member and wrong_argument_count (off by default)."),
+]
+with_ingest = _group(ingest_options, "flags", IngestArgs)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..cli_options import with_db
+from ..cli_options import IngestArgs, with_db, with_ingest
 from .base import DEFAULT_JSONL, fail, main, make_db
 
 
@@ -16,19 +16,19 @@ from .base import DEFAULT_JSONL, fail, main, make_db
 @click.option("--renames", type=click.Path(path_type=Path), default=None, help="renames_3_to_4.jsonl from the converter.")
 @click.option("--out", type=click.Path(path_type=Path), default=DEFAULT_JSONL, show_default=True)
 @click.option("--chunk-chars", default=1800, show_default=True, help="Target chunk size in characters.")
-@click.option("--force", is_flag=True, help="Rebuild even when the inputs did not change.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-def ingest(pages: Path, renames: Path | None, out: Path, chunk_chars: int, force: bool, quiet: bool) -> None:
+@with_ingest
+def ingest(pages: Path, renames: Path | None, out: Path, chunk_chars: int, flags: IngestArgs) -> None:
     """Markdown pages -> docs_chunks, api_mapping, label_prototypes and ingest_report JSONL."""
     from ..ingest.pipeline import IngestError, run_ingest
     from ..ingest.state import inputs_unchanged, save_state
 
     try:
-        if not force and inputs_unchanged(pages, renames, out, chunk_chars):
+        if not flags.force and inputs_unchanged(pages, renames, out, chunk_chars, flags.options):
             click.echo(json.dumps({"ingest": "unchanged", "out": str(out)}))
             return
-        result = run_ingest(pages, renames, out, target_chars=chunk_chars, quiet=quiet)
-        save_state(pages, renames, out, chunk_chars)
+        result = run_ingest(pages, renames, out, target_chars=chunk_chars, quiet=flags.quiet,
+                            reference_findings=flags.reference_findings)
+        save_state(pages, renames, out, chunk_chars, flags.options)
     except (IngestError, ValueError) as e:
         fail(str(e))
     click.echo(json.dumps({"ingest": "done", "out": str(out), **result.counts, "pages_error": result.errors,

@@ -18,6 +18,7 @@ from .classref import build_class_reference
 from .mappings import build_mappings, read_renames
 from .markdown import PAGE_NAME_RE, Page, parse_page
 from .prototypes import build_prototypes
+from .reference_prototypes import build_reference_prototypes, link_entry_records
 from .symbols import build_vocabulary
 
 CLASS_REFERENCE_FILE = "class_reference.json"  # the Godot 4 API, for the resolve stage and the validator
@@ -156,12 +157,15 @@ def _page_files(pages_dir: Path) -> list[Path]:
 
 
 def _build_outputs(pages: list[ParsedPage], report: list[dict[str, Any]], renames_path: Path | None,
-                   target_chars: int, quiet: bool) -> IngestOutputs:
+                   target_chars: int, quiet: bool, reference_findings: bool) -> IngestOutputs:
     chunks = _chunk_pages(pages, report, target_chars, quiet)
     class_reference = build_class_reference([p.page for p in pages])
     add_record_api(chunks, class_reference)  # what each record's code uses and declares, resolved once here
+    link_entry_records(class_reference, chunks)  # each entry's record: the evidence an API finding cites
     mappings, mapping_warnings = _mappings(renames_path, chunks, class_reference)
     prototypes = build_prototypes(mappings, chunks)
+    if reference_findings:  # off by default: the derived findings are not shipped yet
+        prototypes += build_reference_prototypes(class_reference, chunks)
     return IngestOutputs(chunks, mappings, mapping_warnings, prototypes, class_reference)
 
 
@@ -174,11 +178,13 @@ def _write_outputs(out_dir: Path, outputs: IngestOutputs) -> None:
 
 
 def run_ingest(pages_dir: Path, renames_path: Path | None, out_dir: Path, *, target_chars: int = 1800,
-               quiet: bool = False) -> IngestResult:
+               quiet: bool = False, reference_findings: bool = False) -> IngestResult:
+    """`reference_findings`: add the `label_prototypes` derived from the class reference's Deprecated and
+    Experimental marks and the API check's two generic findings (`reference_prototypes.py`)."""
     t0 = time.perf_counter()
     files = _page_files(Path(pages_dir))
     report, pages = _read_pages(files, quiet)
-    outputs = _build_outputs(pages, report, renames_path, target_chars, quiet)
+    outputs = _build_outputs(pages, report, renames_path, target_chars, quiet, reference_findings)
     out_dir = Path(out_dir)
     _write_outputs(out_dir, outputs)
     seconds = time.perf_counter() - t0

@@ -21,8 +21,9 @@ def code_files() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
-def _fingerprint(pages: Path, renames: Path | None, chunk_chars: int) -> str:
-    h = hashlib.sha256(f"{__version__}|{chunk_chars}".encode())
+def _fingerprint(pages: Path, renames: Path | None, chunk_chars: int, options: str = "") -> str:
+    """`options`: the other options that change the records, as one text (`reference_findings`)."""
+    h = hashlib.sha256(f"{__version__}|{chunk_chars}|{options}".encode())
     for src in code_files():  # a change to the code re-runs it
         h.update(f"{src.relative_to(PACKAGE)}\n".encode())
         h.update(src.read_bytes())
@@ -34,7 +35,7 @@ def _fingerprint(pages: Path, renames: Path | None, chunk_chars: int) -> str:
     return h.hexdigest()
 
 
-def inputs_unchanged(pages: Path, renames: Path | None, out: Path, chunk_chars: int) -> bool:
+def inputs_unchanged(pages: Path, renames: Path | None, out: Path, chunk_chars: int, options: str = "") -> bool:
     state = Path(out) / STATE_FILE
     if not state.exists() or not all((Path(out) / f).exists() for f in OUTPUTS) or not Path(pages).is_dir():
         return False
@@ -42,8 +43,8 @@ def inputs_unchanged(pages: Path, renames: Path | None, out: Path, chunk_chars: 
         saved = json.loads(state.read_text())
     except (OSError, json.JSONDecodeError):
         return False
-    return saved.get("fingerprint") == _fingerprint(pages, renames, chunk_chars)
+    return saved.get("fingerprint") == _fingerprint(pages, renames, chunk_chars, options)
 
 
-def save_state(pages: Path, renames: Path | None, out: Path, chunk_chars: int) -> None:
-    (Path(out) / STATE_FILE).write_text(json.dumps({"fingerprint": _fingerprint(pages, renames, chunk_chars)}))
+def save_state(pages: Path, renames: Path | None, out: Path, chunk_chars: int, options: str = "") -> None:
+    (Path(out) / STATE_FILE).write_text(json.dumps({"fingerprint": _fingerprint(pages, renames, chunk_chars, options)}))
