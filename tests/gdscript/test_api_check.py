@@ -199,3 +199,17 @@ def test_wrong_argument_counts_with_the_signature(ref):
     assert none.arguments == 0 and none.signature == "set_texture(value: Texture2D)"
     assert none.message.startswith("Sprite2D.set_texture takes 1 argument(s), the call passes 0")
     assert three.arguments == 3 and "takes 1 to 2 argument(s)" in three.message
+
+
+def test_what_the_chunk_does_not_pin_down_stays_undecided(ref):
+    """Seen on other authors' projects: a `Variant` holds anything; a lambda's parameter shadows a local of another
+    type (the chunk's local types are not scoped); a script implements a virtual `_init` with its own parameters."""
+    code = ("extends RefCounted\n\nfunc f(value: Variant) -> void:\n\tprint(value.x, Variant.Type)\n"
+            "\tvar is_suite := func is_visible(script: Script, is_suite: bool):\n\t\treturn is_suite\n"
+            "\tvar bound = is_suite.bind(true)\n\t_init(3, 4)\n")
+    result = check(ref, code)
+    assert result.findings == []
+    reasons = {u.name: u.reason for u in result.undecided}
+    assert reasons["x"] == "a Variant holds a value of any type"
+    assert "binds 'is_suite' more than once" in reasons["bind"]
+

@@ -105,3 +105,17 @@ def test_the_cli_option_adds_them(tmp_path):
     assert result.exit_code == 0 and '"ingest": "done"' in result.output  # not skipped as unchanged
     derived = {p["prototype_id"] for p in read(tmp_path / "label_prototypes.jsonl")}
     assert {"api:missing_engine_member", "api:wrong_argument_count"} <= derived - plain
+
+
+def test_an_api_finding_cites_the_record_of_its_entry(derived):
+    from godot_rag.gdscript.api_check import check_api
+    from godot_rag.gdscript.classref import ClassReference
+    from godot_rag.gdscript.facts import parse_chunk
+    from godot_rag.gdscript.resolve import resolve_uses
+
+    _, records, class_reference = derived
+    ref = ClassReference(class_reference)
+    facts = parse_chunk("extends TileMap\n\nfunc _ready() -> void:\n\tforce_update(0)\n")
+    tilemap, force = check_api(facts, resolve_uses(facts, ref), ref).findings
+    assert tilemap.reference.record_id == "classes/class_tilemap#000"
+    assert "**force_update**" in records[force.reference.record_id]["content"]

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .classref import ClassReference
+from .elements import Chain
 from .facts import GDScriptFacts
 from .reference_facts import Mark, ReferenceEntry, accepted_counts, marks_of, reference_entry, signatures_of
 from .resolution import ApiUse, Resolution, Unresolved
@@ -37,6 +38,7 @@ SCRIPT_HOSTS = ("Node", "Resource")
 OPEN_CLASSES = frozenset({"Object", "RefCounted"})
 # Receivers no script can stand behind: a class or singleton by name (`Input.x`), a fresh `Class.new().x`.
 CLOSED_VIAS = frozenset({"class", "constructor"})
+DYNAMIC_CLASSES = frozenset({"Variant"})  # a type that stands for any value: no member is missing on it
 QUOTED = 80  # characters of the code a finding quotes
 STRING_FILL = "s"  # what a string's characters read as when arguments are counted
 
@@ -90,7 +92,7 @@ def check_api(facts: GDScriptFacts, res: Resolution, ref: ClassReference,
         _check_marks(ref, use, out)
         _check_arguments(facts, call_text, ref, use, out)
     for miss in res.unresolved:
-        _check_missing(facts, ref, miss, renames, out)
+        _check_missing(facts, ref, res, miss, renames, out)
     out.findings.sort(key=lambda f: (f.line, f.col, f.kind))
     return out
 
@@ -190,6 +192,8 @@ def _check_arguments(facts: GDScriptFacts, call_text: str, ref: ClassReference, 
         return
     info = ref.classes[use.cls]["members"].get(use.member)
     signatures = signatures_of(info)
+    if any("virtual" in s.qualifiers for s in signatures):
+        return  # a script implements a virtual method (`_init`) with parameters of its own
     end = _call_name_end(facts, use) if signatures else None
     given = count_arguments(call_text, end) if end is not None else None
     if given is None or any(s.accepts(given) for s in signatures):
@@ -203,29 +207,51 @@ def _check_arguments(facts: GDScriptFacts, call_text: str, ref: ClassReference, 
 
 
 # -- missing members --------------------------------------------------------------------------------
-def _receiver_of(facts: GDScriptFacts, ref: ClassReference, miss: Unresolved) -> tuple[str | None, str]:
+def _receiver_of(facts: GDScriptFacts, ref: ClassReference, res: Resolution, miss: Unresolved) -> tuple[str | None, str]:
     """(how the receiver's class is stated, or None; why not) for a member the resolver found missing."""
     for chain in facts.chains:
         for i, part in enumerate(chain.parts):
             if (part.line, part.col) == (miss.line, miss.col) and part.name == miss.name:
-                return _chain_receiver(facts, ref, chain.root_kind, chain.root, i, chain.parts[0].name)
+                return _chain_receiver(_ChainAt(facts, ref, res, chain), i)
     return None, "the use is not in an access chain"
 
 
-def _chain_receiver(facts: GDScriptFacts, ref: ClassReference, root_kind: str, root: str, index: int,
-                    first: str) -> tuple[str | None, str]:
-    if root_kind == "identifier" and index == 0:
-        if root in facts.local_types and ref.has_class(facts.local_types[root]) and not facts.narrowed_type(root, 0):
+@dataclass(frozen=True)
+class _ChainAt:
+    """A chain with what deciding its receiver reads: the facts, the reference and the resolution."""
+    facts: GDScriptFacts
+    ref: ClassReference
+    res: Resolution
+    chain: Chain
+
+
+def _chain_receiver(at: _ChainAt, index: int) -> tuple[str | None, str]:
+    facts, ref, chain, root = at.facts, at.ref, at.chain, at.chain.root
+    if chain.root_kind == "identifier" and index == 0:
+        local = facts.local_types.get(root)
+        if local and ref.has_class(local):
+            # The chunk's local types are not scoped: a name bound twice (a lambda's parameter) may be another type.
+            if sum(b.name == root for b in facts.bindings) > 1 or facts.narrowed_type(root, chain.root_start):
+                return None, f"the chunk binds '{root}' more than once: the type this use sees is not sure"
             return "local_type", ""
         if root not in facts.declared and (ref.has_class(root) or ref.global_member(root) is not None):
             return "class", ""
-    if root_kind == "identifier" and index == 1 and first == "new" and ref.has_class(root):
+    if chain.root_kind == "identifier" and index == 1 and chain.parts[0].name == "new" and ref.has_class(root):
         return "constructor", ""
-    if root_kind == "self":
+    if chain.root_kind == "call" and _guessed_call(at):
+        return None, f"the class of {root}() is guessed, not stated"
+    if chain.root_kind in ("identifier", "call"):
+        return "value", ""  # a call's or a member's value: decided by its class (`_missing_evidence`)
+    if chain.root_kind == "self":
         return None, "a member of the script's own class: the script may declare it"
-    if root_kind in ("identifier", "call"):
-        return "value", ""  # a call's or a member's value: decided by its class (`_script_may_declare`)
-    return None, f"the receiver is a {root_kind.replace('_', ' ')}"
+    return None, f"the receiver is a {chain.root_kind.replace('_', ' ')}"
+
+
+def _guessed_call(at: _ChainAt) -> bool:
+    """Whether the bare call a chain starts with resolved only through a guessed own class."""
+    line, col = at.facts.line_of_offset(at.chain.root_start), at.facts.col_of_offset(at.chain.root_start)
+    return any(u.member == at.chain.root and (u.line, u.col) == (line, col) and u.via.startswith(GUESSED_VIAS)
+               for u in at.res.uses)
 
 
 def _script_may_declare(ref: ClassReference, cls: str) -> bool:
@@ -242,6 +268,8 @@ def _missing_evidence(ref: ClassReference, cls: str, via: str | None, near: list
     (`set_textur`, a Godot 3 name: `Suggestion.near_miss`), not a name no member resembles (`take_damage`)."""
     if via is None:
         return "the receiver's class is not stated"
+    if cls in DYNAMIC_CLASSES:
+        return f"a {cls} holds a value of any type"
     if via in CLOSED_VIAS or ref.value_type(cls):
         return None
     if via == "value" and _script_may_declare(ref, cls):
@@ -251,14 +279,14 @@ def _missing_evidence(ref: ClassReference, cls: str, via: str | None, near: list
     return f"no member of {cls} is a near miss of it: a script on the object may declare it"
 
 
-def _check_missing(facts: GDScriptFacts, ref: ClassReference, miss: Unresolved, renames: Mapping[str, str] | None,
-                   out: ApiCheck) -> None:
+def _check_missing(facts: GDScriptFacts, ref: ClassReference, res: Resolution, miss: Unresolved,
+                   renames: Mapping[str, str] | None, out: ApiCheck) -> None:
     if not miss.missing_on or miss.project:
         if miss.reason and not miss.missing_on:
             out.undecided.append(Undecided(miss.name, miss.line, miss.col, miss.reason))
         return
     cls = miss.missing_on
-    via, why = _receiver_of(facts, ref, miss)
+    via, why = _receiver_of(facts, ref, res, miss)
     near = closest_members(ref, cls, miss.name, renames)
     why = why if via is None else (_missing_evidence(ref, cls, via, near) or "")
     if via is None or why:
