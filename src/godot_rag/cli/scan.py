@@ -42,12 +42,16 @@ if TYPE_CHECKING:
               help="Do not pass the file's `extends` with the chunks that have none.")
 @click.option("--no-project-symbols", "no_project_symbols", is_flag=True,
               help="Do not pass the project's symbol table with the chunks (each chunk is then judged alone).")
+@click.option("--baseline", type=click.Path(path_type=Path), default=None, metavar="SARIF",
+              help="An earlier scan's findings.sarif: report only the findings it does not hold (the summary counts "
+                   "the others).")
 @with_output
 @with_db
 def scan(project_dir: Path, files: tuple[Path, ...], out: Path | None, strategy: str, godot_version: str | None,
          workers: int, formats: str, changed_since: str | None, include_addons: bool, fail_on: str, rargs: RetrieveArgs,
          max_chunk_chars: int, max_file_bytes: int, cache_file: Path | None, refresh: bool, no_extends_hint: bool,
-         no_project_symbols: bool, output: OutputArgs, dsn: str | None, data_dir: Path | None) -> None:
+         no_project_symbols: bool, baseline: Path | None, output: OutputArgs, dsn: str | None,
+         data_dir: Path | None) -> None:
     """Scan a Godot project (or a folder of projects): every .gd file, chunked, through the retriever;
     writes chunks.jsonl, findings.jsonl, findings.sarif, report.html and report.md. FILES, when given,
     limit the scan to those scripts of the project (what a pre-commit hook passes).
@@ -65,7 +69,8 @@ def scan(project_dir: Path, files: tuple[Path, ...], out: Path | None, strategy:
                            include_addons=include_addons, fail_on=fail_on, quiet=output.quiet, settings=overrides,
                            cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
                            max_file_bytes=max_file_bytes,
-                           extends_hint=not no_extends_hint, project_symbols=not no_project_symbols)
+                           extends_hint=not no_extends_hint, project_symbols=not no_project_symbols,
+                           baseline=baseline)
         result = run_scan(opts, dsn=dsn, data_dir=data_dir)
     except (ConfigError, click.BadParameter, ScanError) as e:
         fail(str(e).splitlines()[0] if str(e) else "scan failed", 2)

@@ -50,6 +50,7 @@ class ScanOptions:
     extends_hint: bool = True  # pass the file's `extends` with the chunks that lack one
     shown_root: str | None = None  # a scan for a client (HTTP): the root's name in the outputs, which show no server path
     project_symbols: bool = True  # pass each chunk its project's symbol table, file and Godot version (the context)
+    baseline: Path | None = None  # an earlier scan's SARIF: its findings are not reported again (`triage.py`)
 
 
 @dataclass
@@ -76,6 +77,7 @@ class ScanRun:
     db: Any  # store.db.Database
     t0: float  # perf_counter at the start
     started: str  # the start, ISO 8601 UTC
+    baseline: frozenset[str] = frozenset()  # the fingerprints of `opts.baseline`
 
 
 @dataclass

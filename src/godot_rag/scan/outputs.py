@@ -10,6 +10,7 @@ from typing import Any
 from ..store.scan_files import write_json, write_jsonl, write_text
 from .findings import SEVERITIES, chunk_findings, fails, summarize
 from .options import Retrieved, ScanResult, ScanRun
+from .triage import Triage, add_fingerprints
 
 
 def hide_server_paths(text: str, db: Any, places: dict[Path, str]) -> str:
@@ -34,25 +35,28 @@ def _strings(value: Any, fn: Callable[[str], str]) -> Any:
 
 def finish(run: ScanRun, got: Retrieved) -> ScanResult:
     """Findings, summary and outputs of a scan whose chunks all have their results."""
-    findings, chunk_errors, docs_ids = _attach(run, got.results)
+    triage = Triage()
+    findings, chunk_errors, docs_ids = _attach(run, got.results, triage)
     links, payloads = _docs(run, docs_ids)
     summary = _summary(run, got, findings, chunk_errors)
+    summary["findings"] |= {"suppressed": len(triage.suppressed), "baselined": triage.baselined}
+    summary["baseline"] = str(run.opts.baseline) if run.opts.baseline is not None else None
     if run.opts.shown_root is not None:  # for a client: paths relative to the scanned root, no server path
         summary = _for_client(run, got.cache_path, summary)
-    _write(run, summary, findings, links, payloads)
+    _write(run, summary, (findings, triage.suppressed), links, payloads)
     summary["seconds"] = round(time.perf_counter() - run.t0, 2)
     write_json(run.out_dir / "scan.json", summary)
     return ScanResult(summary, run.files, findings, run.out_dir)
 
 
-def _attach(run: ScanRun, results: dict[str, dict]) -> tuple[list[dict], list[dict], set[str]]:
-    """Each chunk's accepted records and findings, each file's counts by severity; returns every finding,
-    the chunks that failed, and the docs ids the findings and records name."""
+def _attach(run: ScanRun, results: dict[str, dict], triage: Triage) -> tuple[list[dict], list[dict], set[str]]:
+    """Each chunk's accepted records and reported findings, each file's counts by severity; returns every reported
+    finding, the chunks that failed, and the docs ids the findings and records name. A finding the code suppresses
+    or the baseline holds is not reported (`triage`)."""
     all_findings: list[dict] = []
     chunk_errors = []
     docs_ids: set[str] = set()
     for entry in run.files:
-        counts = {s: 0 for s in SEVERITIES}
         for c in entry["chunks"]:
             value = results.get(c["key"]) or {"error": "no result"}
             c["error"] = value.get("error")
@@ -60,18 +64,28 @@ def _attach(run: ScanRun, results: dict[str, dict]) -> tuple[list[dict], list[di
             c["records"] = recs
             c["parser"] = value.get("parser")
             c["findings"] = chunk_findings(entry["file"], c, recs) if run.strategy == "F" else []
-            for f in c["findings"]:
-                f["godot_version"] = entry["godot_version"]
-                f["project"] = entry["project"]
-                counts[f["severity"]] += 1
-                docs_ids.update(f["docs_chunk_ids"])
-            all_findings.extend(c["findings"])
             docs_ids.update(r["id"] for r in recs if r["table"] == "docs_chunks")
             if c["error"]:
                 chunk_errors.append({"file": entry["file"], "start_line": c["start_line"], "end_line": c["end_line"],
                                      "error": c["error"]})
-        entry["findings"] = counts
+        all_findings += _file_findings(run, entry, triage, docs_ids)
     return all_findings, chunk_errors, docs_ids
+
+
+def _file_findings(run: ScanRun, entry: dict, triage: Triage, docs_ids: set[str]) -> list[dict]:
+    """One file's reported findings, fingerprinted and triaged; its chunks keep only those, and its counts."""
+    found = [f for c in entry["chunks"] for f in c["findings"]]
+    add_fingerprints(found)
+    counts = {s: 0 for s in SEVERITIES}
+    for c in entry["chunks"]:
+        c["findings"] = [f for f in c["findings"] if triage.keep(f, entry.get("suppressions") or {}, run.baseline)]
+        for f in c["findings"]:
+            f["godot_version"] = entry["godot_version"]
+            f["project"] = entry["project"]
+            counts[f["severity"]] += 1
+            docs_ids.update(f["docs_chunk_ids"])
+    entry["findings"] = counts
+    return [f for c in entry["chunks"] for f in c["findings"]]
 
 
 def _docs(run: ScanRun, docs_ids: set[str]) -> tuple[dict, dict[str, dict]]:
@@ -141,18 +155,21 @@ def _for_client(run: ScanRun, cache_path: Path, summary: dict) -> dict:
     return summary
 
 
-def _write(run: ScanRun, summary: dict, all_findings: list[dict], links: dict, payloads: dict[str, dict]) -> None:
+def _write(run: ScanRun, summary: dict, found: tuple[list[dict], list[dict]], links: dict,
+           payloads: dict[str, dict]) -> None:
+    """`found`: the reported findings, and those suppressed inline (SARIF keeps them, marked)."""
     from . import report as report_mod
     from .sarif import build_sarif
 
     opts, out_dir = run.opts, run.out_dir
+    all_findings, suppressed = found
     out_dir.mkdir(parents=True, exist_ok=True)
     if "jsonl" in opts.formats:
         write_jsonl(out_dir / "chunks.jsonl", _chunk_rows(run.files, run.strategy, payloads))
         write_jsonl(out_dir / "findings.jsonl", all_findings)
     if "sarif" in opts.formats:
-        write_json(out_dir / "findings.sarif", build_sarif(all_findings, None if opts.shown_root is not None else run.disc.root,
-                                                              summary, links))
+        root = None if opts.shown_root is not None else run.disc.root
+        write_json(out_dir / "findings.sarif", build_sarif(all_findings + suppressed, root, summary, links))
     if "html" in opts.formats:
         write_text(out_dir / "report.html", report_mod.render_html(summary, run.files, all_findings, links))
     if "md" in opts.formats:

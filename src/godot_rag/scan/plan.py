@@ -10,6 +10,7 @@ from ..store.scan_files import git_changed_files, read_script
 from .chunking import EXTENDS_RE, chunk_text
 from .options import ScanError, ScanOptions
 from .project import Discovery, Script, discover, inside
+from .triage import parse_suppressions
 
 if TYPE_CHECKING:
     from .symbols import ProjectSymbols
@@ -72,7 +73,8 @@ def _file_entry(opts: ScanOptions, disc: Discovery, s: Script, base_cfg: dict) -
         entry["error"] = err
         return entry
     fc = chunk_text(text, opts.max_chunk_chars)
-    entry.update(chunker=fc.chunker, parse_error_lines=fc.parse_error_lines[:20], extends=fc.extends)
+    entry.update(chunker=fc.chunker, parse_error_lines=fc.parse_error_lines[:20], extends=fc.extends,
+                 suppressions=parse_suppressions(text))
     for c in fc.chunks:
         cfg = dict(base_cfg, godot_version=version)
         if (opts.extends_hint and fc.extends and not base_cfg.get("extends") and c.kind != "class"

@@ -107,6 +107,7 @@ def run_scan(opts: ScanOptions, *, db: Any = None, retriever: Any = None, dsn: s
     started = datetime.now(UTC).isoformat(timespec="seconds")
     progress = progress or (lambda phase, done, total: None)
     strategy, base_cfg = check_options(opts)
+    baseline = _baseline(opts)
     progress("discover", 0, 0)
     disc, files, _ = plan(opts, strategy, base_cfg)
     out_dir = Path(opts.out) if opts.out else default_out(disc.root)
@@ -119,13 +120,25 @@ def run_scan(opts: ScanOptions, *, db: Any = None, retriever: Any = None, dsn: s
     elif db is None:
         db = Database(dsn=dsn, data_dir=data_dir)
     try:
-        return _scan(ScanRun(opts, strategy, base_cfg, disc, files, out_dir, db, t0, started), retriever, progress,
-                     cancelled)
+        return _scan(ScanRun(opts, strategy, base_cfg, disc, files, out_dir, db, t0, started, baseline), retriever,
+                     progress, cancelled)
     except StoreError as e:
         raise ScanError(str(e)) from None
     finally:
         if own_db:
             db.stop()  # the embedded server this call started (a shared one keeps running for its other users)
+
+
+def _baseline(opts: ScanOptions) -> frozenset[str]:
+    """The fingerprints of `--baseline`, read before anything is scanned (a bad file is a usage error)."""
+    from .triage import BaselineError, read_baseline
+
+    if opts.baseline is None:
+        return frozenset()
+    try:
+        return read_baseline(opts.baseline)
+    except BaselineError as e:
+        raise ScanError(str(e)) from None
 
 
 def _database_state(db: Any) -> str:

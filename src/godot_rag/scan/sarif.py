@@ -1,8 +1,11 @@
-"""SARIF 2.1.0: one rule per label, one result per finding, paths relative to the scanned directory."""
+"""SARIF 2.1.0: one rule per label, one result per finding, paths relative to the scanned directory; each result's
+stable fingerprint, and a finding suppressed inline kept with its `suppressions` (see `triage.py`)."""
 from __future__ import annotations
 
 from pathlib import Path
 from urllib.parse import quote
+
+from .triage import FINGERPRINT_KEY, base_fingerprint
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -82,8 +85,16 @@ def _result(f: dict, index: dict[str, int]) -> dict:
                            "snippet": {"text": f["evidence"]["code"]}},
             },
         }],
-        "partialFingerprints": {"godotRag/v1": f"{f['file']}:{f['label']}:{f['evidence']['code']}"},
+        "partialFingerprints": {FINGERPRINT_KEY: f.get("fingerprint") or base_fingerprint(f)},
         "properties": {"api_mapping_ids": f["api_mapping_ids"], "docs_chunk_ids": f["docs_chunk_ids"],
                        "evidence": f["evidence"]["literal"], "migration": f["migration"],
                        "severity": f["severity"]},
-    }
+    } | _suppressions(f)
+
+
+def _suppressions(f: dict) -> dict:
+    """SARIF 2.1.0's mark of a finding the code suppresses (`# godot-rag: ignore[...]`)."""
+    if not f.get("suppressed"):
+        return {}
+    return {"suppressions": [{"kind": "inSource", "status": "accepted",
+                              "justification": f"# godot-rag: ignore ({f['suppressed']})"}]}

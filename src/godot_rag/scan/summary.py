@@ -19,7 +19,9 @@ def summary_text(s: dict) -> str:
         f"  chunks: {s['chunks']} ({s['computed']} computed, {s['cached']} from the cache"
         + (f", {s['chunks_per_second']} chunks/s on {s['workers']} worker(s)" if s.get("chunks_per_second") else "") + ")",
         f"  findings: {f['total']} (" + ", ".join(f"{k} {v}" for k, v in f["by_severity"].items())
-        + f"; migration {f['migration']})",
+        + f"; migration {f['migration']})"
+        + (f"; {f['suppressed']} suppressed inline" if f.get("suppressed") else "")
+        + (f"; {f['baselined']} in the baseline, not shown" if f.get("baselined") else ""),
     ]
     for u in s["unreadable"]:
         lines.append(f"  skipped {u['file']}: {u['error']}")
