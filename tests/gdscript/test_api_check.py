@@ -12,6 +12,7 @@ from godot_rag.gdscript.classref import ClassReference
 from godot_rag.gdscript.facts import parse_chunk
 from godot_rag.gdscript.reference_facts import accepted_counts, marks_of, reference_entry, signatures_of
 from godot_rag.gdscript.resolve import resolve_uses
+from godot_rag.gdscript.signatures import parse_signature
 from godot_rag.gdscript.suggest import closest_members, edit_distance, member_renames
 
 PAGES = SHARED / "godot_docs" / "pages"
@@ -79,6 +80,10 @@ def test_signatures_with_defaults_varargs_and_overloads(ref):
     assert setter.text("set_texture") == "set_texture(value: Texture2D)"
     (signal,) = signatures_of(ref.classes["AnimationPlayer"]["members"]["current_animation_changed"])
     assert [p.name for p in signal.params] == ["anim_name"]
+    # kept as the page writes it, parsed when read
+    assert ref.classes["Object"]["members"]["call"]["signatures"] == ["call(method: StringName, ...) vararg"]
+    assert parse_signature('f(a: String = ", ", b: Array = [1, 2])')[1].min_args == 0
+    assert parse_signature("not a signature") is None
 
 
 def test_reference_entries_name_the_page_and_the_anchor(ref):

@@ -78,11 +78,11 @@ def test_a_deprecated_member_cites_its_entry_and_names_the_replacement(derived):
 def test_every_entry_knows_its_record(derived):
     _, records, class_reference = derived
     classes = class_reference["classes"]
-    assert classes["TileMap"]["record"] == "classes/class_tilemap#000"
+    assert classes["TileMap"]["record"] == 0  # the record's index on its page: `classes/class_tilemap#000`
     for cls in ("TileMap", "Sprite2D", "Node"):
         for name, member in classes[cls]["members"].items():
             if "record" in member:
-                holder = records[member["record"]]
+                holder = records[f"{classes[cls]['page']}#{member['record']:03d}"]
                 assert name in holder["metadata"]["members"] or holder["symbol"] == f"{cls}.{name}"
 
 

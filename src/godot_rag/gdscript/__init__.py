@@ -8,7 +8,8 @@
   - `tree_nodes`, `tree_walk`, `tree_declarations`, `tree_uses`: the tree-sitter-gdscript walk;
   - `regex_facts`: the regular-expression fallback for text the parser cannot read.
 - `classref`: the class reference: classes, inheritance, members and their types.
-- `reference_facts`: a class's or member's Deprecated or Experimental mark, signatures and reference entry.
+- `reference_facts`: a class's or member's Deprecated or Experimental mark, signatures (`signatures`) and reference
+  entry.
 - `api_check`: the API findings of a chunk's resolved uses (deprecated, experimental, missing member, argument
   count), with `suggest`: the closest real members to a missing one.
 - `resolve`: a chunk's API uses resolved to `Class.member` (`resolve_uses`), from

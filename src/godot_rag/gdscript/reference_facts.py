@@ -1,5 +1,5 @@
 """What the class reference says of one class or member beyond its name and type: its Deprecated or Experimental
-mark with the reference's note (`Mark`), its signatures (`Signature`: parameters, defaults, vararg), and where its
+mark with the reference's note (`Mark`), its signatures (`signatures.Signature`: parameters, defaults, vararg), and where its
 entry is (`ReferenceEntry`: the page, the HTML anchor, the docs record that holds it). Read from the entries
 `ingest/classref_facts.py` writes; an entry built before those facts existed simply has none."""
 from __future__ import annotations
@@ -9,15 +9,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from .classref import ClassReference
+from .signatures import Signature, parse_signature
 
 MARK_KINDS = ("deprecated", "experimental")
-ENTRY_RECORD = "record"  # a member's (or class's) key for the id of the docs record that holds its entry
+# A class's or member's key for the index of the docs record on its page that holds its entry (the record's id is
+# `page#index`, as ingest's chunker numbers a page's records).
+ENTRY_RECORD = "record"
 DOCS_URL = "https://docs.godotengine.org/en/latest/"
 # The reference's anchors name a member by its kind (`#class-tilemap-method-force-update`); a theme item's anchor
 # names its data type, which the class reference does not keep, so its anchor is the theme section's.
 ANCHOR_KINDS = {"method": "method", "property": "property", "signal": "signal", "constant": "constant",
                 "enum": "enum", "constructor": "constructor", "annotation": "annotation"}
 THEME_SECTION_ANCHOR = "theme-properties"
+PATH_PROPERTIES = "path_properties"  # a class's properties named by a path (`permissions/get_tasks`): no code members
 
 
 @dataclass(frozen=True)
@@ -26,38 +30,6 @@ class Mark:
     kind: str  # deprecated | experimental
     note: str
     see: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    type: str
-    default: str | None  # as the reference writes it; None: the argument is required
-
-
-@dataclass(frozen=True)
-class Signature:
-    params: tuple[Param, ...]
-    vararg: bool
-    qualifiers: tuple[str, ...]
-
-    @property
-    def min_args(self) -> int:
-        return sum(1 for p in self.params if p.default is None)
-
-    @property
-    def max_args(self) -> int | None:
-        """The most arguments it takes; None: any number (vararg)."""
-        return None if self.vararg else len(self.params)
-
-    def accepts(self, count: int) -> bool:
-        top = self.max_args
-        return self.min_args <= count and (top is None or count <= top)
-
-    def text(self, name: str) -> str:
-        """`name(a: int, b: float = 1.0, ...)`, as the reference writes it."""
-        parts = [f"{p.name}: {p.type}" + (f" = {p.default}" if p.default is not None else "") for p in self.params]
-        return f"{name}({', '.join(parts + (['...'] if self.vararg else []))})"
 
 
 @dataclass(frozen=True)
@@ -84,11 +56,8 @@ def marks_of(entry: Mapping[str, Any] | None) -> list[Mark]:
 
 def signatures_of(entry: Mapping[str, Any] | None) -> list[Signature]:
     """A method's, signal's or constructor's signatures (a constructor has one per overload); [] where unknown."""
-    out = []
-    for sig in (entry or {}).get("signatures") or ():
-        params = tuple(Param(str(n), str(t), None if d is None else str(d)) for n, t, d in sig.get("params") or ())
-        out.append(Signature(params, bool(sig.get("vararg")), tuple(sig.get("qualifiers") or ())))
-    return out
+    parsed = [parse_signature(str(text)) for text in (entry or {}).get("signatures") or ()]
+    return [found[1] for found in parsed if found is not None]
 
 
 def accepted_counts(signatures: list[Signature]) -> str:
@@ -107,12 +76,18 @@ def reference_entry(ref: ClassReference, cls: str, member: str | None = None) ->
     info = ref.classes.get(cls) or {}
     page = str(info.get("page") or f"classes/class_{cls.lower()}")
     if member is None:
-        return ReferenceEntry(page, "", info.get(ENTRY_RECORD))
+        return ReferenceEntry(page, "", record_id(page, info.get(ENTRY_RECORD)))
     members = info.get("members") or {}
-    entry = members.get(member) or {}
+    entry = members.get(member) or (info.get(PATH_PROPERTIES) or {}).get(member) or {}
     if entry.get("accessor_of") in members:  # a setter or getter is documented in its property's entry
         member, entry = str(entry["accessor_of"]), members[entry["accessor_of"]]
     kind = str(entry.get("kind") or "")
     anchor = (f"class-{_anchor_name(cls)}-{ANCHOR_KINDS[kind]}-{_anchor_name(member)}" if kind in ANCHOR_KINDS
               else THEME_SECTION_ANCHOR)
-    return ReferenceEntry(page, anchor, entry.get(ENTRY_RECORD) or info.get(ENTRY_RECORD))
+    index = entry.get(ENTRY_RECORD)
+    return ReferenceEntry(page, anchor, record_id(page, info.get(ENTRY_RECORD) if index is None else index))
+
+
+def record_id(page: str, index: object) -> str | None:
+    """The `docs_chunks` id of a page's record number `index` (`classes/class_tilemap#012`); None without one."""
+    return f"{page}#{index:03d}" if isinstance(index, int) else None

@@ -5,8 +5,9 @@ constructor's signature (parameters with their types and defaults, vararg, quali
 
 Stored in the class reference's entries (`gdscript/classref.py` reads them):
 - a class's or member's `deprecated` / `experimental`: `{"note": str, "see": [linked names]}`;
-- a method's, signal's or constructor's `signatures`: `[{"params": [[name, type, default or None]], "vararg": bool,
-  "qualifiers": [str]}]`, one per overload (constructors have several);
+- a method's, signal's, setter's or constructor's `signatures`: each as the page writes it
+  (`get_used_cells_by_id(layer: int, source_id: int = -1) const`, read by `gdscript/signatures.py`), one per
+  overload (constructors have several);
 - `path_properties`: the properties named by a path (`permissions/get_tasks`), which only their marks need.
 """
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..gdscript.reference_facts import PATH_PROPERTIES
+from ..gdscript.signatures import parse_signature
 from .markdown import Block, Page, strip_links_with_text
 
 MARKS = ("deprecated", "experimental")
@@ -21,7 +24,6 @@ MARK_RE = re.compile(r"^\*\*(Deprecated|Experimental):\*\*\s*(.*)", re.S)
 # A member entry's first line, as the page writes it after the links' text is kept: `RID **get_navigation_map**(`.
 # A property named by a path (`permissions/get_tasks`, a project setting) is read with `get("a/b")`, not as code.
 ENTRY_NAME_RE = re.compile(r"^(?:[^*\n]*?\s)?\*\*(@?[A-Za-z_][A-Za-z0-9_/.]*)\*\*")
-PATH_PROPERTIES = "path_properties"  # a class entry's {path: {"kind": "property", marks}}: no code member
 # In Enumerations and Constants no rule separates the entries: each is `Type **NAME** = value` or `enum **Name**:`.
 VALUE_ENTRY_RE = re.compile(r"^(?:[\w.@\[\]]+ )?\*\*(@?[A-Za-z_][A-Za-z0-9_]*)\*\* = ")
 ENUM_ENTRY_RE = re.compile(r"^(?:enum|flags) \*\*([A-Za-z_][A-Za-z0-9_]*)\*\*:")
@@ -31,55 +33,10 @@ RULED_SECTIONS = {"Property Descriptions": "property", "Method Descriptions": "m
                   "Annotations": "annotation"}
 VALUE_SECTIONS = {"Enumerations", "Constants"}
 SIGNATURE_TABLES = {"Methods": "method", "Constructors": "constructor"}
-# `name(params) qualifiers`, as a Methods or Constructors table cell and a signal's entry write it.
-SIGNATURE_RE = re.compile(r"^(?P<name>@?[A-Za-z_][A-Za-z0-9_]*)\((?P<params>.*)\)(?P<quals>(?:\s+[a-z]+)*)\s*$")
-PARAM_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*:\s*(?P<type>[^=]+?)\s*(?:=\s*(?P<default>.+))?$")
-VARARG = "..."
-OPENING, CLOSING = "([{", ")]}"
 
 
 def _plain(text: str) -> str:
     return strip_links_with_text(text)[0].replace("\\", "")
-
-
-def split_params(text: str) -> list[str]:
-    """The parameters of a signature's parentheses, cut at the commas outside brackets and quotes."""
-    out: list[str] = []
-    depth, quote, start = 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in OPENING:
-            depth += 1
-        elif ch in CLOSING:
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    if text[start:].strip():
-        out.append(text[start:].strip())
-    return out
-
-
-def parse_signature(text: str) -> tuple[str, dict[str, Any]] | None:
-    """(name, signature) of `name(a: int, b: float = 1.0, ...) const`, or None when the text is no signature."""
-    m = SIGNATURE_RE.match(text.replace("**", "").strip())
-    if m is None:
-        return None
-    params: list[list[str | None]] = []
-    vararg = False
-    for part in split_params(m.group("params")):
-        if part == VARARG:
-            vararg = True
-        elif p := PARAM_RE.match(part):
-            params.append([p.group("name"), p.group("type"), p.group("default")])
-        else:
-            return None
-    quals = m.group("quals").split()
-    return m.group("name"), {"params": params, "vararg": vararg or "vararg" in quals,
-                             "qualifiers": [q for q in quals if q != "vararg"]}
 
 
 def _mark(text: str) -> tuple[str, dict[str, Any]] | None:
@@ -97,12 +54,9 @@ def _table_signatures(text: str, kind: str, members: dict[str, dict[str, Any]]) 
     for line in _plain(text).split("\n"):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         found = parse_signature(cells[1]) if len(cells) >= 2 else None
-        if found is None:
-            continue
-        name, signature = found
-        member = members.get(name)
+        member = members.get(found[0]) if found else None
         if member is not None and member["kind"] == kind:
-            member.setdefault("signatures", []).append(signature)
+            member.setdefault("signatures", []).append(cells[1])
 
 
 class _EntryWalk:
@@ -137,18 +91,20 @@ class _EntryWalk:
         self.fresh = False
 
     def _signal_signature(self, text: str) -> None:
-        found = parse_signature(_plain(text.split("\n", 1)[0]))
+        first = _plain(text.split("\n", 1)[0]).replace("**", "").strip()
+        found = parse_signature(first)
         member = self.info["members"].get(found[0]) if found else None
-        if found and member is not None and member["kind"] == "signal":
-            member["signatures"] = [found[1]]
+        if member is not None and member["kind"] == "signal":
+            member["signatures"] = [first]
 
     def _accessor_signatures(self, text: str) -> None:
         """A property's setter and getter (`-   void **set_texture**(value: Texture2D)`), callable like methods."""
         for line in _plain(text).split("\n"):
-            found = parse_signature(line.strip().lstrip("-").strip().split(" ", 1)[-1])
+            signature = line.strip().lstrip("-").strip().split(" ", 1)[-1].replace("**", "")
+            found = parse_signature(signature)
             member = self.info["members"].get(found[0]) if found else None
-            if found and member is not None and "accessor_of" in member:
-                member.setdefault("signatures", [found[1]])
+            if member is not None and "accessor_of" in member:
+                member.setdefault("signatures", [signature])
 
     def _add_mark(self, mark: str, value: dict[str, Any]) -> None:
         if not self.section:

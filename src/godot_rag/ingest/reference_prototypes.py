@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..gdscript.reference_facts import ENTRY_RECORD, Mark, marks_of
+from ..gdscript.classref import ClassReference
+from ..gdscript.reference_facts import ENTRY_RECORD, Mark, marks_of, reference_entry
 from .mappings import EvidenceIndex
 
 LABEL = {"deprecated": "deprecated_api", "experimental": "experimental_api"}
@@ -36,8 +37,8 @@ GENERIC_EVIDENCE = {  # where the docs explain what the two generic checks rest 
 
 # -- the entries' records ---------------------------------------------------------------------------
 def link_entry_records(class_reference: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
-    """Each class's entry gets the id of its page's first record, each member's the record whose `symbol` is it,
-    else the first record of its class's page that holds its entry (`metadata.members`)."""
+    """Each class's entry gets the index of its page's first record, each member's the record whose `symbol` is it,
+    else the first record of its class's page that holds its entry (`metadata.members`): the id is `page#index`."""
     by_page: dict[str, list[dict[str, Any]]] = {}
     for c in chunks:
         by_page.setdefault(c["metadata"]["page_path"], []).append(c)
@@ -45,30 +46,30 @@ def link_entry_records(class_reference: dict[str, Any], chunks: list[dict[str, A
         records = by_page.get(info.get("page") or "", [])
         if not records:
             continue
-        info[ENTRY_RECORD] = records[0]["chunk_id"]
-        holders: dict[str, str] = {}
+        info[ENTRY_RECORD] = records[0]["metadata"]["chunk_index"]
+        holders: dict[str, int] = {}
         for rec in records:
-            if rec.get("symbol", "").startswith(f"{cls}."):
-                holders[rec["symbol"][len(cls) + 1:]] = rec["chunk_id"]
+            if (rec.get("symbol") or "").startswith(f"{cls}."):
+                holders[rec["symbol"][len(cls) + 1:]] = rec["metadata"]["chunk_index"]
         for rec in records:
             for name in rec["metadata"].get("members") or []:
-                holders.setdefault(name, rec["chunk_id"])
+                holders.setdefault(name, rec["metadata"]["chunk_index"])
         for name, member in info["members"].items():
             if name in holders:
                 member[ENTRY_RECORD] = holders[name]
 
 
 # -- the marked entries -----------------------------------------------------------------------------
-def _marked(class_reference: dict[str, Any]) -> Iterator[tuple[str, str, str, dict[str, Any], Mark]]:
-    """(class, member or '', kind, entry, mark) for every mark of the reference, classes first, in name order."""
+def _marked(class_reference: dict[str, Any]) -> Iterator[tuple[str, str, str, Mark]]:
+    """(class, member or '', kind, mark) for every mark of the reference, classes first, in name order."""
     for cls, info in sorted(class_reference["classes"].items()):
         for mark in marks_of(info):
-            yield cls, "", "class", info, mark
+            yield cls, "", "class", mark
         members = [(n, m, str(m["kind"])) for n, m in sorted(info["members"].items())]
         members += [(n, m, "path_property") for n, m in sorted((info.get("path_properties") or {}).items())]
         for name, member, kind in members:
             for mark in marks_of(member):
-                yield cls, name, kind, member, mark
+                yield cls, name, kind, mark
 
 
 def _pattern(kind: str, name: str) -> str:
@@ -85,12 +86,11 @@ def _action(api: str, mark: Mark) -> str:
     return f"Expect `{api}` to change or go in a later Godot version; keep its use contained. {mark.note}".strip()
 
 
-def _mark_prototype(cls: str, name: str, kind: str, entry: dict[str, Any], mark: Mark,
-                    class_record: str | None) -> dict[str, Any]:
+def _mark_prototype(ref: ClassReference, cls: str, name: str, kind: str, mark: Mark) -> dict[str, Any]:
     api = f"{cls}.{name}" if name else cls
     what = "class" if kind == "class" else kind.replace("_", " ")
     pattern = _pattern(kind, name or cls)
-    record = entry.get(ENTRY_RECORD) or class_record
+    record = reference_entry(ref, cls, name or None).record_id
     return {
         "prototype_id": f"api:{LABEL[mark.kind]}:{api}",
         "label": LABEL[mark.kind],
@@ -137,8 +137,6 @@ def _generic_prototypes(evidence: EvidenceIndex) -> list[dict[str, Any]]:
 
 def build_reference_prototypes(class_reference: dict[str, Any], chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The derived prototypes; the class reference's entries must have their records (`link_entry_records`)."""
-    out = []
-    for cls, name, kind, entry, mark in _marked(class_reference):
-        class_record = class_reference["classes"][cls].get(ENTRY_RECORD)
-        out.append(_mark_prototype(cls, name, kind, entry, mark, class_record))
+    ref = ClassReference(class_reference)
+    out = [_mark_prototype(ref, cls, name, kind, mark) for cls, name, kind, mark in _marked(class_reference)]
     return out + _generic_prototypes(EvidenceIndex(chunks))
