@@ -40,6 +40,7 @@ OPEN_CLASSES = frozenset({"Object", "RefCounted"})
 CLOSED_VIAS = frozenset({"class", "constructor"})
 DYNAMIC_CLASSES = frozenset({"Variant"})  # a type that stands for any value: no member is missing on it
 QUOTED = 80  # characters of the code a finding quotes
+REFERENCE_VERSION = "4.7"  # the Godot version whose class reference the pages are (the docs' `doc_version`)
 STRING_FILL = "s"  # what a string's characters read as when arguments are counted
 
 
@@ -130,7 +131,7 @@ def _mark_finding(ref: ClassReference, mark: Mark, api: str, place: Place) -> Ap
     kind = MARK_KIND[mark.kind]
     cls, _, member = api.partition(".")
     label = str(ref.classes[cls]["members"][member]["kind"]) if member else "class"
-    message = f"{api} is {mark.kind} in Godot 4.7" + (f": {mark.note}" if mark.note else ".")
+    message = f"{api} is {mark.kind} in Godot {REFERENCE_VERSION}" + (f": {mark.note}" if mark.note else ".")
     return ApiFinding(kind, SEVERITY[kind], f"{mark.kind}_{label}", place.line, place.col, api, place.receiver,
                       message, reference_entry(ref, cls, member or None), place.code, mark.note, mark.see)
 
@@ -294,7 +295,7 @@ def _check_missing(facts: GDScriptFacts, ref: ClassReference, res: Resolution, m
         return
     out.checked += 1
     names = tuple(s.api for s in near)
-    message = f"{cls} has no member '{miss.name}' in Godot 4.7, nor do its ancestors" + (
+    message = f"{cls} has no member '{miss.name}' in Godot {REFERENCE_VERSION}, nor do its ancestors" + (
         f"; closest: {', '.join(names)}" if names else "")
     out.findings.append(ApiFinding("missing_engine_member", SEVERITY["missing_engine_member"], f"missing_member_on_{via}",
                                    miss.line, miss.col, f"{cls}.{miss.name}", via, message, reference_entry(ref, cls),

@@ -9,8 +9,9 @@ from .classref import ClassReference
 
 SUGGESTIONS = 3  # closest members named at most
 # A member is close when at most this share of the name's characters must change (`set_textur` -> `set_texture`: 1
-# of 10); at least one edit is always allowed.
+# of 10); at least `MIN_EDITS` is always allowed.
 MAX_EDIT_SHARE = 0.34
+MIN_EDITS = 1
 # Members code reaches by name (`obj.name`); theme items and constructors are not.
 # A typo is at most this many edits, and at most this share of the name's characters (`set_textur`: 1 of 10);
 # `test_name` is 2 of 9 from `get_name`: a name of its own.
@@ -66,7 +67,7 @@ def closest_members(ref: ClassReference, cls: str, name: str,
     renamed = (renames or {}).get(name)
     if renamed and renamed in members:
         out.append(Suggestion(f"{members[renamed]}.{renamed}", name, edit_distance(name, renamed, len(name)), True))
-    limit = max(1, int(len(name) * MAX_EDIT_SHARE))
+    limit = max(MIN_EDITS, int(len(name) * MAX_EDIT_SHARE))
     near = sorted((d, m) for m in members if m != name and (d := edit_distance(name.lower(), m.lower(), limit)) <= limit)
     out += [Suggestion(f"{members[m]}.{m}", name, d, False) for d, m in near if m != renamed]
     return out[:SUGGESTIONS]

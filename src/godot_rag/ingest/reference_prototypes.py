@@ -14,6 +14,7 @@ from typing import Any
 
 from ..gdscript.classref import ClassReference
 from ..gdscript.reference_facts import ENTRY_RECORD, Mark, marks_of, reference_entry
+from .chunker import DOC_VERSION
 from .mappings import EvidenceIndex
 
 LABEL = {"deprecated": "deprecated_api", "experimental": "experimental_api"}
@@ -29,6 +30,7 @@ PATTERNS = {
     "path_property": r"[\"']{}[\"']",
 }
 MEMBER_PATTERN = NOT_NAME + "{}" + NAME_END  # a property, signal, constant, enum, annotation, constructor
+GENERIC_EVIDENCE_RECORDS = 2  # records a generic prototype cites
 GENERIC_EVIDENCE = {  # where the docs explain what the two generic checks rest on: (pattern, pages preferred)
     "missing_engine_member": (r"UNSAFE_METHOD_ACCESS|unsafe", ("tutorials/scripting/gdscript/static_typing",)),
     "wrong_argument_count": (r"optional by assigning a default value", ("tutorials/scripting/gdscript/",)),
@@ -96,7 +98,7 @@ def _mark_prototype(ref: ClassReference, cls: str, name: str, kind: str, mark: M
         "label": LABEL[mark.kind],
         "task_type": "code_review",
         "input_pattern": pattern,
-        "expected_finding": f"The {what} `{api}` is {mark.kind} in Godot 4.7: {mark.note}".strip(),
+        "expected_finding": f"The {what} `{api}` is {mark.kind} in Godot {DOC_VERSION}: {mark.note}".strip(),
         "recommended_action": _action(api, mark),
         "evidence_mapping_ids": [],
         "evidence_chunk_ids": [record] if record else [],
@@ -114,12 +116,12 @@ def _generic_prototypes(evidence: EvidenceIndex) -> list[dict[str, Any]]:
     """The two checks decided per use, one prototype each, citing what the docs say they rest on."""
     specs: list[tuple[str, str, str, str, dict[str, Any]]] = [
         ("missing_engine_member", r"\.[A-Za-z_][A-Za-z0-9_]*",
-         "A member that the receiver's engine class and its ancestors do not have in Godot 4.7 is used.",
+         f"A member that the receiver's engine class and its ancestors do not have in Godot {DOC_VERSION} is used.",
          "Use the closest real member the finding names (by edit distance or the Godot 3 -> 4 renames), or cast the "
          "receiver to the script class that declares it.",
          {"requires_engine_receiver": ["class", "constructor", "local_type", "value"], "requires_missing_member": True}),
         ("wrong_argument_count", r"[A-Za-z_][A-Za-z0-9_]*\s*\(",
-         "A method is called with a number of arguments that none of its signatures in Godot 4.7 accepts.",
+         f"A method is called with a number of arguments that none of its signatures in Godot {DOC_VERSION} accepts.",
          "Pass the arguments the signature in the class reference lists (parameters with a default may be left out).",
          {"requires_engine_receiver": True, "requires_argument_count_outside_signature": True}),
     ]
@@ -129,7 +131,7 @@ def _generic_prototypes(evidence: EvidenceIndex) -> list[dict[str, Any]]:
         out.append({
             "prototype_id": f"api:{label}", "label": label, "task_type": "code_review", "input_pattern": pattern,
             "expected_finding": finding, "recommended_action": action, "evidence_mapping_ids": [],
-            "evidence_chunk_ids": evidence.any_chunks(located, limit=2, prefer=prefer),
+            "evidence_chunk_ids": evidence.any_chunks(located, limit=GENERIC_EVIDENCE_RECORDS, prefer=prefer),
             "severity": SEVERITY[label], "validator_rules": {"must_match": [pattern], "must_not_match": [], **rules},
         })
     return out
