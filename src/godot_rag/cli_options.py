@@ -174,7 +174,7 @@ with_output = _group(output_options, "output", OutputArgs)
 class IngestArgs:
     force: bool = False
     quiet: bool = False
-    reference_findings: bool = False
+    reference_findings: bool = True
 
     @property
     def options(self) -> str:
@@ -185,8 +185,9 @@ class IngestArgs:
 ingest_options = [
     click.option("--force", is_flag=True, help="Rebuild even when the inputs did not change."),
     click.option("--quiet", is_flag=True, help="No progress bar."),
-    click.option("--reference-findings", is_flag=True,
-                 help="Also derive label_prototypes from the class reference: deprecated_api and experimental_api per "
-                      "marked class or member, missing_engine_member and wrong_argument_count (off by default)."),
+    click.option("--reference-findings/--no-reference-findings", default=True, show_default=True,
+                 help="Derive label_prototypes from the class reference: deprecated_api and experimental_api per "
+                      "marked class or member, missing_engine_member and wrong_argument_count (--no-reference-findings: "
+                      "only the hand-written ones)."),
 ]
 with_ingest = _group(ingest_options, "flags", IngestArgs)

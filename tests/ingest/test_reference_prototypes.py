@@ -1,6 +1,6 @@
 """`label_prototypes` derived from the class reference (`ingest --reference-findings`), on the real pages of
 ../shared/godot_docs: one finding per Deprecated or Experimental mark, in the user's schema, each citing the
-record that holds the entry; off by default."""
+record that holds the entry; on by default (`ingest --no-reference-findings` leaves them out)."""
 from __future__ import annotations
 
 import json
@@ -36,8 +36,10 @@ def derived(tmp_path_factory):
     return prototypes, records, json.loads((out / "class_reference.json").read_text(encoding="utf-8"))
 
 
-def test_off_by_default(tmp_path):
+def test_on_by_default_and_left_out_on_request(tmp_path):
     run_ingest(FIXTURES / "pages", FIXTURES / "renames.jsonl", tmp_path, quiet=True)
+    assert [p for p in read(tmp_path / "label_prototypes.jsonl") if p["prototype_id"].startswith("api:")]
+    run_ingest(FIXTURES / "pages", FIXTURES / "renames.jsonl", tmp_path, quiet=True, reference_findings=False)
     assert not [p for p in read(tmp_path / "label_prototypes.jsonl") if p["prototype_id"].startswith("api:")]
 
 
@@ -99,9 +101,9 @@ def test_the_cli_option_adds_them(tmp_path):
     from godot_rag.cli import main
 
     args = ["ingest", "--pages", str(FIXTURES / "pages"), "--out", str(tmp_path), "--quiet"]
-    assert CliRunner().invoke(main, args).exit_code == 0
+    assert CliRunner().invoke(main, [*args, "--no-reference-findings"]).exit_code == 0
     plain = {p["prototype_id"] for p in read(tmp_path / "label_prototypes.jsonl")}
-    result = CliRunner().invoke(main, [*args, "--reference-findings"])
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 0 and '"ingest": "done"' in result.output  # not skipped as unchanged
     derived = {p["prototype_id"] for p in read(tmp_path / "label_prototypes.jsonl")}
     assert {"api:missing_engine_member", "api:wrong_argument_count"} <= derived - plain

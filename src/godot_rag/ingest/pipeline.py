@@ -164,7 +164,7 @@ def _build_outputs(pages: list[ParsedPage], report: list[dict[str, Any]], rename
     link_entry_records(class_reference, chunks)  # each entry's record: the evidence an API finding cites
     mappings, mapping_warnings = _mappings(renames_path, chunks, class_reference)
     prototypes = build_prototypes(mappings, chunks)
-    if reference_findings:  # off by default: the derived findings are not shipped yet
+    if reference_findings:  # on by default; `ingest --no-reference-findings` keeps only the hand-written ones
         prototypes += build_reference_prototypes(class_reference, chunks)
     return IngestOutputs(chunks, mappings, mapping_warnings, prototypes, class_reference)
 
@@ -178,7 +178,7 @@ def _write_outputs(out_dir: Path, outputs: IngestOutputs) -> None:
 
 
 def run_ingest(pages_dir: Path, renames_path: Path | None, out_dir: Path, *, target_chars: int = 1800,
-               quiet: bool = False, reference_findings: bool = False) -> IngestResult:
+               quiet: bool = False, reference_findings: bool = True) -> IngestResult:
     """`reference_findings`: add the `label_prototypes` derived from the class reference's Deprecated and
     Experimental marks and the API check's two generic findings (`reference_prototypes.py`)."""
     t0 = time.perf_counter()
