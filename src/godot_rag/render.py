@@ -28,6 +28,7 @@ def _stage_summary(c: Candidate, stages: list[str]) -> str:
         "rerank": lambda i: f"rerank={i.model_score} move={i.rank_change:+d}",
         "api": lambda i: f"api+{i.weight}",
         "validate": lambda i: f"{i.verdict} conf={i.confidence}",
+        "check": lambda i: f"check: {', '.join(f'{f.kind}@{f.line}' for f in i.findings)}",
         "judge": lambda i: f"judge({i.question})={i.answer} p={i.p_yes} {i.mode}"
                            + (f" thr={i.threshold}" if i.threshold is not None else ""),
         "score": lambda i: f"final={i.score}",

@@ -42,6 +42,10 @@ DYNAMIC_CLASSES = frozenset({"Variant"})  # a type that stands for any value: no
 QUOTED = 80  # characters of the code a finding quotes
 REFERENCE_VERSION = "4.7"  # the Godot version whose class reference the pages are (the docs' `doc_version`)
 STRING_FILL = "s"  # what a string's characters read as when arguments are counted
+# The `label_prototypes` ids ingest derives from the reference (`ingest/reference_prototypes.py`): a mark's is
+# `api:deprecated_api:TileMap.set_cell`, a per-use check's `api:missing_engine_member`.
+REFERENCE_PROTOTYPE_PREFIX = "api:"
+PER_MARK_KINDS = ("deprecated_api", "experimental_api")
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,17 @@ class ApiFinding:
     suggestions: tuple[str, ...] = ()  # a mark's linked names, or the closest real members
     signature: str = ""  # the reference's signature(s), for an argument count
     arguments: int | None = None  # the arguments the call passes
+
+
+def prototype_id(finding: ApiFinding) -> str:
+    """The id of the derived `label_prototypes` record a finding accepts."""
+    tail = f":{finding.api}" if finding.kind in PER_MARK_KINDS else ""
+    return f"{REFERENCE_PROTOTYPE_PREFIX}{finding.kind}{tail}"
+
+
+def is_reference_prototype(prototype: Mapping[str, object]) -> bool:
+    """Whether a `label_prototypes` payload is derived from the reference: only the API check decides those."""
+    return str(prototype.get("prototype_id") or "").startswith(REFERENCE_PROTOTYPE_PREFIX)
 
 
 @dataclass(frozen=True)

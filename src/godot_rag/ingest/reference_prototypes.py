@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ..gdscript.api_check import REFERENCE_PROTOTYPE_PREFIX
 from ..gdscript.classref import ClassReference
 from ..gdscript.reference_facts import ENTRY_RECORD, Mark, marks_of, reference_entry
 from .chunker import DOC_VERSION
@@ -94,7 +95,7 @@ def _mark_prototype(ref: ClassReference, cls: str, name: str, kind: str, mark: M
     pattern = _pattern(kind, name or cls)
     record = reference_entry(ref, cls, name or None).record_id
     return {
-        "prototype_id": f"api:{LABEL[mark.kind]}:{api}",
+        "prototype_id": f"{REFERENCE_PROTOTYPE_PREFIX}{LABEL[mark.kind]}:{api}",
         "label": LABEL[mark.kind],
         "task_type": "code_review",
         "input_pattern": pattern,
@@ -129,7 +130,8 @@ def _generic_prototypes(evidence: EvidenceIndex) -> list[dict[str, Any]]:
     for label, pattern, finding, action, rules in specs:
         located, prefer = GENERIC_EVIDENCE[label]
         out.append({
-            "prototype_id": f"api:{label}", "label": label, "task_type": "code_review", "input_pattern": pattern,
+            "prototype_id": f"{REFERENCE_PROTOTYPE_PREFIX}{label}", "label": label, "task_type": "code_review",
+            "input_pattern": pattern,
             "expected_finding": finding, "recommended_action": action, "evidence_mapping_ids": [],
             "evidence_chunk_ids": evidence.any_chunks(located, limit=GENERIC_EVIDENCE_RECORDS, prefer=prefer),
             "severity": SEVERITY[label], "validator_rules": {"must_match": [pattern], "must_not_match": [], **rules},

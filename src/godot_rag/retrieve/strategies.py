@@ -10,6 +10,7 @@ from .engine.config import ConfigError, RetrieveConfig, clip
 from .engine.stage import Stage, check_contract
 from .engine.trace import STAGE_COLUMNS
 from .evidence.api_source import API, SHORTLIST
+from .evidence.check import CHECK
 from .evidence.final import CUT, CUT_VALIDATED, SCORE
 from .evidence.judge import JUDGE
 from .evidence.validate import VALIDATE
@@ -68,9 +69,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in [
              [PROFILE, TOKENIZE, EMBED_QUERY, BM25, EMBEDDING, UNION, FUSE, CUT, PROFILE_DIFF],
              needs="an LLM: godot-rag serve --llm-bundled 0.5b (or --llm-gguf FILE, --llm-url URL)"),
     Strategy("F", "parse + resolve API uses -> BM25 + embedding + api member entries -> reranker -> "
-                  "version-aware direct-evidence validator (recommended)",
+                  "version-aware direct-evidence validator -> API check against the class reference (recommended)",
              [PARSE, RESOLVE, SEGMENT, TOKENIZE, EMBED_QUERY, BM25_WIDE, EMBEDDING_WIDE, UNION, FUSE, CODEMATCH, MERGE,
-              RERANK, SHORTLIST, API, VERSION, VALIDATE, JUDGE, SCORE, CUT_VALIDATED, EXPLAIN], api_group=True),
+              RERANK, SHORTLIST, API, VERSION, VALIDATE, CHECK, JUDGE, SCORE, CUT_VALIDATED, EXPLAIN], api_group=True),
 ]}
 
 

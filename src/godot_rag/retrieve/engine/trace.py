@@ -13,6 +13,9 @@ from typing import Annotated, Any, Generic, Literal, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from .columns import STAGE_COLUMNS as STAGE_COLUMNS  # re-exported: the page's stage columns
+from .columns import Column as Column
+
 # The digits the trace keeps (F's api_reference order compares scores at SCORE_DIGITS too).
 SCORE_DIGITS = 6  # scores and cosines
 RATIO_DIGITS = 4  # ratios, shares, confidences, probabilities, BM25's terms
@@ -241,6 +244,33 @@ class ApiInfo(StageInfo):
     uses: list[ApiUseEntry]
 
 
+class CheckFinding(StageInfo):
+    """One finding of the API check (gdscript/api_check.py) at one place: its rule, the receiver and how it was
+    resolved, and the reference entry (page, anchor, url, docs record) that says so."""
+    kind: Literal["deprecated_api", "experimental_api", "missing_engine_member", "wrong_argument_count"]
+    rule: str
+    line: int
+    col: int
+    api: str
+    code: str
+    receiver: str  # how the receiver's class is known (the resolver's `via`: local_type, class, constructor, ...)
+    message: str
+    action: str
+    entry: dict[str, str | None]  # page, anchor, url, record_id
+    note: str = ""
+    suggestions: list[str] = []
+    signature: str = ""
+    arguments: int | None = None
+
+
+class CheckInfo(StageInfo):
+    """A derived label_prototypes record accepted by the API check (only the check decides them)."""
+    findings: list[CheckFinding]
+    checked: int  # the chunk's engine uses the check decided
+    undecided: int  # uses it could not decide (summarised in the stage's note)
+    version: str  # the Godot version of the class reference
+
+
 class ValidateInfo(StageInfo):
     layer: Literal["deterministic"] = "deterministic"
     verdict: Literal["accept", "reject"]
@@ -286,7 +316,7 @@ class JudgeInfo(StageInfo):
 class ScoreInfo(StageInfo):
     score_before: float
     confidence: float
-    confidence_from: Literal["validate", "judge"]
+    confidence_from: Literal["validate", "judge", "check"]
     score: float  # score_before * (0.5 + 0.5 * confidence)
 
 
@@ -312,38 +342,7 @@ class ExplainInfo(StageInfo):
 STAGE_INFO: dict[str, type[StageInfo]] = {
     "tsquery": TsqueryInfo, "bm25": Bm25Info, "embedding": EmbeddingInfo, "union": UnionInfo, "fuse": FuseInfo,
     "codematch": CodematchInfo, "merge": MergeInfo, "rerank": RerankInfo, "api": ApiInfo, "validate": ValidateInfo,
-    "judge": JudgeInfo, "score": ScoreInfo, "cut": CutInfo, "explain": ExplainInfo,
-}
-
-
-class Column(BaseModel):
-    """How the web page shows a stage that says something about each record: one column of its matrix."""
-    model_config = ConfigDict(frozen=True)
-    label: str  # the column header
-    unit: str = ""  # under the header; `{name}` is a field of the stage's log (`{method}`: maxnorm)
-    score: str | None = None  # the info field a cell's number and bar show
-    unit_scale: bool = False  # the score lies in [0, 1]: bars against 1, not against the column's best
-    lossy: bool = False  # a record can be gone after this stage (a reject, a cut)
-    source: bool = False  # a list of its own: a record missing here was not found by it
-
-
-# The record stages' columns, for the page (GET /api/strategies names each stage's column); a stage without
-# one is query-level (its log is shown, not a column).
-STAGE_COLUMNS: dict[str, Column] = {
-    "tsquery": Column(label="tsquery", unit="rank·score", score="ts_rank_cd", source=True),
-    "bm25": Column(label="bm25", unit="rank·score", score="score", source=True),
-    "embedding": Column(label="embed", unit="cosine", score="cosine", unit_scale=True, source=True),
-    "union": Column(label="union", unit="source"),
-    "fuse": Column(label="fuse", unit="{method}", score="score"),
-    "codematch": Column(label="clone", unit="ratio", score="ratio", unit_scale=True),
-    "merge": Column(label="merge", unit="segments", score="score"),
-    "rerank": Column(label="rerank", unit="{backend}", score="score"),
-    "shortlist": Column(label="short", unit="top {kept}", lossy=True),
-    "api": Column(label="api", score="score", source=True),
-    "validate": Column(label="validate", unit="verdict", score="confidence", unit_scale=True, lossy=True),
-    "judge": Column(label="judge", score="confidence", unit_scale=True, lossy=True),
-    "score": Column(label="score", unit="×conf", score="score"),  # noqa: RUF001 - the multiplication sign, as the table shows it
-    "cut": Column(label="final", unit="rank", lossy=True),
+    "check": CheckInfo, "judge": JudgeInfo, "score": ScoreInfo, "cut": CutInfo, "explain": ExplainInfo,
 }
 
 

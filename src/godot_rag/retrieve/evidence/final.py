@@ -7,10 +7,20 @@ from ..engine.stage import Stage
 from ..engine.state import Pool, QueryState, Verdicts, table_list
 from ..engine.trace import SCORE_DIGITS, CutInfo, ScoreInfo
 from ..engine.types import Candidate
+from .check import CHECK_CONFIDENCE, GROUP
 from .judge import Judged
 from .resources import EvidenceResources
 
 SCORE_FLOOR = 0.5  # decided: the share of its score a record of confidence 0 keeps
+
+
+def _confidence(c: Candidate) -> tuple[Literal["judge", "check", "validate"], float]:
+    """The confidence the final score reads: the judge's, else the API check's (its findings), else the validator's."""
+    if (judge := c.info("judge")) is not None:
+        return "judge", judge.confidence
+    if c.info("check") is not None:
+        return "check", CHECK_CONFIDENCE
+    return "validate", c.info("validate").confidence
 
 
 def run_score(q: QueryState[EvidenceResources], verdicts: Verdicts) -> Judged:
@@ -20,9 +30,7 @@ def run_score(q: QueryState[EvidenceResources], verdicts: Verdicts) -> Judged:
     for table in q.tables:
         scored = []
         for c in verdicts.of(table):
-            judge, validate = c.info("judge"), c.info("validate")
-            source: Literal["judge", "validate"] = "judge" if judge is not None else "validate"
-            conf = judge.confidence if judge is not None else validate.confidence
+            source, conf = _confidence(c)
             c = c.derive()
             before = c.score
             c.score = float(before) * (SCORE_FLOOR + (1 - SCORE_FLOOR) * float(conf))
@@ -40,6 +48,16 @@ def _keep(cands: list[Candidate], k: int, group: str | None, rank_from: int = 0)
         if i < k:
             kept.append(c)
     return kept
+
+
+def _keep_findings(acc: list[Candidate], k: int) -> tuple[list[Candidate], list[Candidate]]:
+    """(kept, every) of the accepted label_prototypes. The API check's findings are few and each is decided by the
+    reference: all are kept, first (by severity, then line, as the check ranked them), and k applies to the other
+    prototypes after them, so that no finding is cut silently."""
+    found = sorted((c for c in acc if c.group == GROUP), key=lambda c: c.rank or 0)
+    others = [c for c in acc if c.group != GROUP]
+    kept_found = _keep(found, max(k, len(found)), GROUP)
+    return kept_found + _keep(others, k, None, len(kept_found)), found + others
 
 
 class CutResults(NamedTuple):
@@ -79,6 +97,8 @@ def run_cut_validated(q: QueryState[EvidenceResources], verdicts: Verdicts) -> C
             kept_guides = _keep(guides, cfg.k, "guides")
             kept = kept_guides + _keep(api_acc, cfg.k_api, "api_reference", len(kept_guides))
             every = guides + api_acc
+        elif table == "label_prototypes":
+            kept, every = _keep_findings(acc, cfg.k)
         else:
             kept = _keep(acc, cfg.k, None)
             every = acc

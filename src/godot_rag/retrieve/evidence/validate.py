@@ -30,7 +30,8 @@ Acceptance rules:
   pattern, not a name the chunk declares; C#-only records need C# code;
 - label_prototypes: a migration finding needs an accepted api_mapping of its group *at
   the same occurrence* as its `must_match` rule; other findings need every `must_match`
-  rule to match the code and no `must_not_match` rule to.
+  rule to match the code and no `must_not_match` rule to. A finding derived from the class
+  reference (`api:...`) is rejected here: only the `check` stage accepts it (`check.py`).
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
+from ...gdscript.api_check import is_reference_prototype
 from ..engine.stage import Stage
 from ..engine.state import Pool, QueryState, Verdicts, table_list
 from ..engine.trace import JudgeInfo, ValidateInfo
@@ -120,7 +122,12 @@ def mapping_evidence(v: ValidationScope, c: Candidate, pass1: dict) -> dict:
             "contradictions": [], "confidence": round(confidence, CONFIDENCE_DIGITS), "accepted": accepted, "reasons": reasons}
 
 
+DERIVED_REASON = "a finding derived from the class reference: only the API check decides it (stage check)"
+
+
 def prototype_evidence(v: ValidationScope, c: Candidate, accepted_mappings: dict[str, dict]) -> dict:
+    if is_reference_prototype(c.payload):  # its must_match patterns say where a use may be, not that it is one
+        return {"evidence": [], "contradictions": [], "confidence": 0.0, "accepted": False, "reasons": [DERIVED_REASON]}
     facts = v.facts
     rules = c.payload.get("validator_rules") or {}
     evidence, reasons = [], []
@@ -262,6 +269,9 @@ def follow_mappings(v: ValidationScope, verdicts: Verdicts) -> list[Candidate]:
         accepted[c.id] = info
     out = []
     for c in verdicts.of("label_prototypes"):
+        if is_reference_prototype(c.payload):  # the API check's, not the mappings'
+            out.append(c)
+            continue
         info = prototype_evidence(v, c, accepted)
         verdict: Literal["accept", "reject"] = "accept" if info["accepted"] else "reject"
         if verdict == c.verdict:

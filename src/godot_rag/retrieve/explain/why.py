@@ -23,9 +23,11 @@ from ..recall.prefilter import absent_reason, source_absent
 
 # Stages that say something about each record (a column of the page's matrix); the others are query-level.
 RECORD_STAGES = ("tsquery", "bm25", "embedding", "union", "fuse", "codematch", "merge", "rerank", "shortlist", "api",
-                 "validate", "judge", "score", "cut")
+                 "validate", "check", "judge", "score", "cut")
 LOSSY = {"shortlist", "validate", "judge", "cut"}  # a record can be gone after these
-SOURCES = {"tsquery", "bm25", "embedding", "api"}  # a record absent here was simply not found by it
+# A record absent here was simply not found by it (the API check's findings accept a derived record the validator
+# rejected: the record is back through it).
+SOURCES = {"tsquery", "bm25", "embedding", "api", "check"}
 Outcome = Literal["returned", "cut", "rejected", "lost", "unseen"]
 
 
@@ -79,6 +81,8 @@ CELL_OF: dict[str, Callable[[Any, int | None], dict[str, Any]]] = {
     "api": lambda info, _: {"score": info.score,
                             "detail": "api source: " + ", ".join(f"{u.api} (line {u.line})" for u in info.uses)},
     "validate": lambda info, _: {"score": info.confidence, "verdict": info.verdict, "detail": _validate_detail(info)},
+    "check": lambda info, _: {"verdict": "accept", "detail": "API check: " + "; ".join(
+        f"{f.kind} at line {f.line}: {f.api} ({f.rule})" for f in info.findings)},
     "judge": lambda info, _: {"score": info.confidence, "verdict": "accept" if info.accepted else "reject",
                               "detail": f"judge {info.answer} P(yes) {info.p_yes}"},
     "score": lambda info, _: {"score": info.score, "detail": f"final score {info.score}"},

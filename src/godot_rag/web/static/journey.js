@@ -104,6 +104,8 @@ function cellOf(col, info, listRank, cand) {
     case "api": cell.badge = "api"; cell.score = info.score; cell.title = `api source: ${info.uses.map((u) => u.api + " (line " + u.line + ")").join(", ")}; +${info.weight}`; break;
     case "validate": cell.score = info.confidence; cell.verdict = info.verdict;
       cell.title = `${info.verdict}, confidence ${info.confidence}` + (info.reasons.length ? ": " + info.reasons.join("; ") : ""); break;
+    case "check": cell.badge = "check"; cell.verdict = "accept";
+      cell.title = "API check: " + info.findings.map((f) => `${f.kind} at line ${f.line}: ${f.api} (${f.rule})`).join("; "); break;
     case "judge": cell.score = info.confidence; cell.verdict = info.accepted ? "accept" : "reject";
       cell.title = `judge ${info.answer} P(yes) ${info.p_yes}`; break;
     case "score": cell.score = info.score; cell.title = `${info.score_before} × (0.5 + 0.5 × ${info.confidence}) = ${info.score}`; break;
