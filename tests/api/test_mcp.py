@@ -22,6 +22,29 @@ from mcp.client.streamable_http import streamable_http_client
 GODOT3_SCRIPT = "extends KinematicBody2D\n\nfunc _physics_process(delta):\n\tvar v = Vector2()\n\tmove_and_slide(v)\n"
 
 
+AGENT_CODE = ("extends Node\n\nfunc _process(delta):\n\tif Input.is_action_presed(\"jump\"):\n\t\tpass\n"
+              "\tif Input.is_action_pressed(\"a\", true, 3):\n\t\tpass\n\tGGT.change_scene(\"res://x.tscn\")\n")
+
+
+async def check_code(session: ClientSession) -> None:
+    """`check`: code an agent just wrote, against the class reference; small; bad input is a tool error."""
+    got = await session.call_tool("check", {"code": AGENT_CODE, "godot_version": "4.3"})
+    assert not got.is_error, got.content
+    answer = got.structured_content
+    found = {(f["kind"], f["line"]) for f in answer["findings"]}
+    assert found == {("missing_engine_member", 4), ("wrong_argument_count", 6)}
+    missing = next(f for f in answer["findings"] if f["kind"] == "missing_engine_member")
+    assert "Input.is_action_pressed" in missing["action"] and missing["reference"].endswith("class_input.html")
+    assert any(u.startswith("GGT") for u in answer["undecided"])  # an unknown receiver: said, never guessed
+    assert len(json.dumps(answer)) < 4 * 400  # a few hundred tokens
+    clean = (await session.call_tool("check", {"code": "func f():\n\tInput.is_action_pressed(\"a\")\n"})).structured_content
+    assert clean["findings"] == [] and clean["checked"] == 1 and "none removed" in clean["summary"]
+    for args, needle in [({"code": ""}, "empty"), ({"code": "func f():\n\tpass", "godot_version": "3.5"}, "Godot 4"),
+                         ({"code": 7}, "argument 'code'"), ({"code": "x", "context": {"nope": 1}}, "context")]:
+        bad = await session.call_tool("check", args)
+        assert bad.is_error and needle in bad.content[0].text and len(bad.content[0].text.splitlines()) == 1, args
+
+
 @pytest.fixture()
 def project(tmp_path):
     """An allowed root with one Godot 3 project in it."""
@@ -41,7 +64,7 @@ def mcp_command(fixture_db, root, *extra) -> list[str]:
 async def exercise(session: ClientSession, root) -> None:
     await session.initialize()
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert set(tools) == {"evidence", "explain", "lookup", "scan", "strategies"}
+    assert set(tools) == {"evidence", "explain", "lookup", "scan", "strategies", "check"}
     assert tools["evidence"].input_schema["properties"]["k"]["type"] == "integer"
     assert tools["evidence"].output_schema and "records" in tools["evidence"].output_schema["properties"]
 
@@ -76,6 +99,8 @@ async def exercise(session: ClientSession, root) -> None:
 
     strategies = await session.call_tool("strategies", {})
     assert strategies.structured_content["default"] == "F" and strategies.structured_content["strategies"]["F"]["available"]
+
+    await check_code(session)
 
     res = await session.read_resource("godot-rag://record/api_mapping/class_renames:KinematicBody2D-%3ECharacterBody2D")
     assert json.loads(res.contents[0].text)["target_api"] == "CharacterBody2D"

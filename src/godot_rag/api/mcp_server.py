@@ -1,6 +1,7 @@
 """`godot-rag mcp`: the Model Context Protocol server for coding agents (the official SDK, `mcp`).
 
-Tools (typed input schemas, structured output): `evidence`, `explain`, `lookup`, `scan`, `strategies`;
+Tools (typed input schemas, structured output): `evidence`, `explain`, `lookup`, `scan`, `strategies`, `check`
+(`mcp_check.py`: code an agent just wrote, checked against the class reference);
 resource `godot-rag://record/{table}/{id}`. The same Retriever, settings model and database as the
 CLI and the HTTP API; the answers are the shared renderings (formats.py) and the why-not of the
 debugger page (retrieve/why.py). Every error is a tool error with a one-line message; the server
@@ -34,6 +35,7 @@ from ..retrieve.pipeline import Retriever
 from ..retrieve.strategies import STRATEGIES, describe
 from ..scan.allowed import PathNotAllowed, allowed_folder
 from ..store.db import StoreError
+from .mcp_check import add_check
 
 if TYPE_CHECKING:
     from ..scan.run import ScanResult
@@ -187,9 +189,11 @@ def create_server(retriever: Retriever, base_cfg: RetrieveConfig | None = None,
     server = GodotRagMCP("godot-rag", version="0.1.0", log_level="WARNING", instructions=(
         "Evidence for raw GDScript chunks from the Godot 4 docs, the Godot 3 -> 4 API mappings and reviewer "
         "findings. Call `evidence` with a chunk exactly as it is in the .gd file; `explain` says why a record "
-        "came back or not; `lookup` gives a class or member's Godot 4 reference entry."))
+        "came back or not; `lookup` gives a class or member's Godot 4 reference entry; `check` checks Godot 4 code "
+        "you have just written against the class reference (deprecated, missing members, argument counts)."))
     for add in (_add_evidence, _add_explain, _add_lookup, _add_scan, _add_strategies, _add_record):  # the tools' order
         add(server, tools)
+    add_check(server, retriever)
     return server
 
 

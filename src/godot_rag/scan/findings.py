@@ -94,6 +94,11 @@ def chunk_findings(file: str, chunk: dict, records: list[dict]) -> list[dict]:
     for rec in records:
         if rec["table"] != "label_prototypes" or rec.get("verdict") != "accept":
             continue
+        checked = ((rec.get("trace") or {}).get("check") or {}).get("findings")
+        if checked:  # the API check's findings, each at its own place
+            out += [f for f in check_findings(file, chunk, rec, checked) if (f["label"], f["line"], f["column"]) not in seen]
+            seen.update((f["label"], f["line"], f["column"]) for f in out)
+            continue
         p = rec.get("payload") or {}
         info = (rec.get("trace") or {}).get("validate") or {}
         evidence = list(info.get("evidence") or [])
@@ -105,7 +110,7 @@ def chunk_findings(file: str, chunk: dict, records: list[dict]) -> list[dict]:
             if not isinstance(cl, int) or not 1 <= cl <= len(lines):
                 continue
             place = _place(lines, cl, ev, mappings)
-            key = (p.get("label"), place.line, place.col)
+            key = (p.get("label"), chunk["start_line"] + place.line - 1, place.col)
             if key in seen:
                 continue
             seen.add(key)
@@ -169,6 +174,35 @@ def _finding(file: str, chunk: dict, rec: dict, ev: dict, place: _Place) -> dict
                      "code": line_text.strip()[:300]},
         "chunk": {"index": chunk["index"], "start_line": chunk["start_line"], "end_line": chunk["end_line"]},
     }
+
+
+def check_findings(file: str, chunk: dict, rec: dict, checked: list[dict]) -> list[dict]:
+    """The findings of one record the API check accepted (`trace.check.findings`): each with its own line, message,
+    action and reference entry (`retrieve/evidence/check.py`)."""
+    lines = chunk["text"].split("\n")
+    p = rec.get("payload") or {}
+    out = []
+    for ev in checked:
+        cl, col = ev.get("line"), ev.get("col")
+        if not isinstance(cl, int) or not isinstance(col, int) or not 1 <= cl <= len(lines):
+            continue
+        name = str(ev.get("api") or "").rsplit(".", 1)[-1]
+        line_text = lines[cl - 1]
+        entry = ev.get("entry") or {}
+        docs = [entry["record_id"]] if entry.get("record_id") else []
+        out.append({
+            "file": file, "line": chunk["start_line"] + cl - 1, "column": col,
+            "end_column": col + (len(name) if name and line_text[col - 1:].startswith(name) else 1),
+            "label": p.get("label"), "severity": (p.get("severity") or "info").lower(), "task_type": p.get("task_type"),
+            "migration": False, "prototype_id": rec["id"], "expected_finding": ev.get("message"),
+            "recommended_action": ev.get("action"), "api_mapping_ids": [], "mappings": [],
+            "docs_chunk_ids": list(dict.fromkeys(docs + list(p.get("evidence_chunk_ids") or []))),
+            "reference": {"api": ev.get("api"), "url": entry.get("url"), "page": entry.get("page"),
+                          "anchor": entry.get("anchor"), "rule": ev.get("rule"), "receiver": ev.get("receiver")},
+            "evidence": {"literal": name, "kind": "api_check", "rule_match": ev.get("code"), "code": line_text.strip()[:300]},
+            "chunk": {"index": chunk["index"], "start_line": chunk["start_line"], "end_line": chunk["end_line"]},
+        })
+    return out
 
 
 def summarize(findings: list[dict]) -> dict:

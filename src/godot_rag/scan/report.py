@@ -199,6 +199,12 @@ def _finding_html(f: dict, chunk: dict | None, links: dict[str, dict]) -> str:
              f'<span class="loc">{_e(f["file"])}:{f["line"]}:{f["column"]}</span>'
              f' &middot; <code>{_e(f["label"])}</code></div>',
              f"<p>{_e(f['expected_finding'])} <b>Fix:</b> {_e(f['recommended_action'])}</p>"]
+    if ref := f.get("reference"):  # an API check's finding: the class-reference entry, the rule and the receiver
+        url = _safe_url(ref.get("url"))
+        name = f"<code>{_e(ref.get('api'))}</code>"
+        link = f'<a href="{_e(url)}" rel="noreferrer noopener">{name}</a>' if url else name
+        parts.append(f'<p>Reference: {link} <span class="muted">(rule {_e(ref.get("rule"))}; '
+                     f'receiver {_e(ref.get("receiver"))})</span></p>')
     for m in f["mappings"]:
         parts.append(f'<p>{_change_word(m)}: <code>{_e(m["source_api"])}</code> &rarr; <code>{_e(m["target_api"])}</code> '
                      f'<span class="muted">({_e(m["change_type"])}; <code>{_e(m["id"])}</code>)</span></p>')
@@ -326,6 +332,11 @@ def _md_finding(f: dict, chunk: dict | None, links: dict[str, dict]) -> list[str
     out: list[str] = []
     out += [f"**{f['severity']}** `{_cell(f['file'])}:{f['line']}:{f['column']}` {_code(f['label'])}", "",
             f"{f['expected_finding']} **Fix:** {f['recommended_action']}", ""]
+    if ref := f.get("reference"):  # an API check's finding: the class-reference entry, the rule and the receiver
+        url = _safe_url(ref.get("url"))
+        name = _code(ref.get("api"))
+        out += [f"Reference: {f'[{name}]({url})' if url else name} (rule {_code(ref.get('rule'))}; "
+                f"receiver {_code(ref.get('receiver'))})", ""]
     for m in f["mappings"]:
         out += [f"{_change_word(m)}: {_code(m['source_api'])} -> {_code(m['target_api'])} "
                 f"({m['change_type']}; {_code(m['id'])})", ""]
