@@ -1,9 +1,11 @@
 """The accepted evidence of one result, rendered for a model's prompt (`--format prompt`).
 
 The full records are long, and what a model needs most is why each record was accepted: for a
-mapping the rename and the line that uses the old name, for a class-reference entry the member's
-signature and first sentence, for a guide the heading and the code lines it shares with the chunk.
-Sections come in that order of value, and whole entries are dropped once the token budget is spent.
+finding its line and action (each finding of F's API check on its own line, with its reference entry), for a
+mapping the rename and the line that uses the old name, for a class-reference entry the member's signature and
+first sentence, for a guide the heading and the code lines it shares with the chunk. Sections come in that order
+of value, and whole entries are dropped once the token budget is spent. When F finds nothing wrong, the prompt
+says what its API check checked, so that a model need not guess whether the evidence hints at a problem.
 """
 from __future__ import annotations
 
@@ -22,10 +24,11 @@ MAX_SENTENCE_CHARS = 240
 SECTION_TITLES = {
     "api_mapping": "Godot 3 -> 4 API changes this chunk uses",
     "label_prototypes": "Reviewer findings",
+    "checked": "Checked against the class reference",
     "api_reference": "Godot 4 class reference",
     "guides": "Godot 4 guides",
 }
-SECTION_ORDER = ["api_mapping", "label_prototypes", "api_reference", "guides"]
+SECTION_ORDER = ["label_prototypes", "checked", "api_mapping", "api_reference", "guides"]
 SIGNATURE_RE = re.compile(r"^(?P<sig>.*\*\*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\*\*.*)$", re.M)
 SENTENCE_RE = re.compile(r"(.+?[.!?])(\s|$)", re.S)
 
@@ -66,11 +69,31 @@ def mapping_line(c: Candidate) -> str:
     return line
 
 
+def check_lines(c: Candidate) -> list[str]:
+    """A record the API check accepted: one line per finding, at its own line, with its reference entry."""
+    severity = c.payload.get("severity", "info")
+    return [f"- [{severity}, line {_field(f, 'line')}] {_field(f, 'message')} Action: {_field(f, 'action')} "
+            f"Reference: {(_field(f, 'entry') or {}).get('url')}" for f in _field(c.info("check"), "findings") or []]
+
+
 def finding_line(c: Candidate) -> str:
     p = c.payload
     info = _validate_info(c)
     at = _at(_lines(_field(info, "evidence") or [], "chunk_line"))
     return f"- [{p.get('severity', 'info')}{at}] {p['expected_finding']} Action: {p['recommended_action']}"
+
+
+def checked_line(result: RetrieveResult) -> str | None:
+    """What F's API check checked, said when F found nothing wrong (no finding, no Godot 3 change); None when the
+    check did not run or something was found."""
+    log = next((s.info for s in result.trace.stages if s.stage == "check"), None)
+    if log is None or "checked" not in log or any(c.table in ("label_prototypes", "api_mapping") for c in accepted(result)):
+        return None
+    version, checked, undecided = log.get("version", ""), int(log.get("checked") or 0), int(log.get("undecided") or 0)
+    line = (f"- {checked} engine API use(s) resolved in Godot {version}; none removed, renamed, deprecated or called "
+            "with a wrong number of arguments" if checked else f"- no engine API use resolved in Godot {version}: "
+            "nothing to check")
+    return line + (f"; {undecided} use(s) not decided: their receiver's class is not stated" if undecided else "") + "."
 
 
 def _first_sentence(text: str) -> str:
@@ -147,7 +170,9 @@ def render_prompt(result: RetrieveResult, budget_tokens: int = DEFAULT_BUDGET_TO
     """The evidence as plain text for a prompt, at most `budget_tokens` (estimated); empty when there is none."""
     by_section: dict[str, list[str]] = {s: [] for s in SECTION_ORDER}
     for c in accepted(result):
-        by_section[_section(c)].append(RENDER[_section(c)](c))
+        by_section[_section(c)] += check_lines(c) if c.info("check") is not None else [RENDER[_section(c)](c)]
+    if (checked := checked_line(result)) is not None:
+        by_section["checked"].append(checked)
     out: list[str] = []
     used = 0
     for section in SECTION_ORDER:
