@@ -135,6 +135,9 @@ def _decisions(ref, renames, mapping: dict, chunk: str, hint: str = "auto", cont
 
 
 GODOT4_PROJECT = {"godot_version": "4.2"}
+# A project whose autoload is declared by uid (`GGT="*uid://cg0wu8g5j7s4w"`) and no `.uid` file resolves it.
+UID_AUTOLOAD_PROJECT = {"file_path": "ui/menu.gd", "project_symbols": [
+    {"name": "GGT", "kind": "autoload", "file": "uid://cg0wu8g5j7s4w", "scope": "uid://cg0wu8g5j7s4w"}]}
 # A project whose autoload `Game` declares its own `change_scene` (a scene manager), as `godot-rag scan` lists it.
 SCENE_MANAGER_PROJECT = {"file_path": "ui/menu.gd", "project_symbols": [
     {"name": "Game", "kind": "autoload", "file": "autoload/game.gd", "scope": "res://autoload/game.gd"},
@@ -163,6 +166,8 @@ VERSION_ROWS = [
      PLUGIN_NAME, "ignored", {}),  # a static function overrides no virtual
     ("typed_declaration_in_godot4", '@tool\nextends EditorPlugin\n\nfunc get_plugin_name() -> String:\n\treturn "Terrain"\n',
      PLUGIN_NAME, "ignored", {}),  # `@tool`: Godot 4 code, so its own typed method, not a Godot 3 override
+    ("unread_autoload_receiver", 'func _on_play_pressed():\n\tGGT.change_scene("res://levels/level_1.tscn", {})\n',
+     CHANGE_SCENE, "ignored", {"context": UID_AUTOLOAD_PROJECT}),  # the autoload's name is the project's own
     ("declared_by_project", 'func _on_start_pressed():\n\tGame.change_scene("res://levels/level_1.tscn")\n',
      CHANGE_SCENE, "ignored", {"context": SCENE_MANAGER_PROJECT}),  # the project's autoload's method, not SceneTree's
     # GODOT3_OVERRULES, and the Godot 4 project's note on a godot3 decision that stands.
@@ -180,10 +185,8 @@ VERSION_ROWS = [
     # Node paths.
     ("node_path_not_class", "func _on_red_key_collected():\n\t$Doors/red.queue_free()\n", RED, "ignored", {}),
     ("part_of_node_name", 'func shape_for(kind):\n\treturn $Shapes.find_node("RigidBody%s" % kind)\n', RIGID_BODY, "ignored", {}),
-    ("node_named_after_dropped_class", "extends KinematicBody2D\n\nonready var sprite = $AnimatedSprite\n",
-     "class_renames:AnimatedSprite->AnimatedSprite2D", "godot3_node", {}),
-    ("node_named_after_class", "func _ready():\n\tvar tex = $Viewport.get_texture()\n\t$Sprite.texture = tex\n",
-     VIEWPORT, "ambiguous", {}),
+    ("node_path_is_no_api", "extends Spatial\n\nfunc _process(delta):\n\t$Light/TimeOfDay/Value.text = str(delta)\n",
+     "class_renames:Light->Light3D", "ignored", {}),  # a scene node's name, even in Godot 3 code: no engine API
     # Strings.
     ("string_names_dropped_class", 'tool\nextends EditorPlugin\n\nfunc _enter_tree():\n'
      '\tadd_custom_type("Mover", "KinematicBody", preload("mover.gd"), preload("icon.png"))\n',
@@ -243,8 +246,6 @@ VERSION_ROWS = [
     ("declared_by_chunk", "var speed = 200.0\n\nfunc get_speed():\n\treturn speed\n\nfunc _physics_process(delta):\n"
      "\tposition.x += get_speed() * delta\n", GET_SPEED, "ignored", {"line": 7}),  # the script's own getter, called
     # WEAK_OVERRULES: the validator's, over weak evidence, on the chunk's Godot 4 markers.
-    ("node_name_overruled", "extends CharacterBody3D\n\n@onready var camera = $Camera\n",
-     "class_renames:Camera->Camera3D", "ignored", {}),  # a node keeps its name through a port
     ("comment_reference_overruled", "func _on_start_pressed():\n\t# get_tree().change_scene() used to load it here\n"
      "\tawait get_tree().create_timer(0.5).timeout\n", CHANGE_SCENE, "ignored", {}),  # a stale comment in Godot 4 code
 ]

@@ -30,6 +30,7 @@ TYPED_SYMBOL_KINDS = ("var", "const")  # the kinds whose `type` the table keeps
 TYPE_NAME = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"  # a stated type: `Label`, `Outer.Inner`
 GLOBAL_CLASS_KINDS = ("class_name", "autoload")  # project classes any script can name (an inner class: through its outer)
 RES = "res://"
+UID = "uid://"  # an autoload declared by uid (Godot 4.4+); the scan resolves it through the project's `.uid` files
 # A res:// path as long as the file system allows (Linux's PATH_MAX, 4096 bytes), with `::Outer.Inner` after it:
 # a script's own symbol is named by its path, so the table takes any path Godot can open.
 MAX_PATH_CHARS = 4096 + len(RES) + 1000
@@ -175,11 +176,16 @@ class ProjectIndex:
 
     def engine_class(self, name: str) -> str | None:
         """The engine class a project class (or path) ends on; a name that is not the project's is itself.
-        A script with no `extends` is a RefCounted."""
+        A script with no `extends` is a RefCounted; a script the project could not read (`unread`) ends on none."""
         *scopes, last = list(self._chain(name))
         if last is None:
-            return "RefCounted" if scopes else None
+            return "RefCounted" if scopes and not (scopes[-1] or "").startswith(UID) else None
         return None if last.startswith(RES) else last
+
+    def unread(self, name: str | None) -> bool:
+        """Whether `name` is the project's autoload whose script could not be found (declared by a `uid://` that no
+        `.uid` file or scene of the project resolves): what it declares is unknown, and all of it is the project's."""
+        return bool(name) and self.scopes.get(name or "", "").startswith(UID)
 
     def chain(self, name: str) -> list[str]:
         """`name`'s project scopes up its `extends`, and the name it ends on."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..gdscript.facts import parse_script
 from ..gdscript.lexicon import IDENT_RE
-from ..gdscript.project import RES, TYPE_NAME, TYPED_SYMBOL_KINDS, Symbol
+from ..gdscript.project import RES, TYPE_NAME, TYPED_SYMBOL_KINDS, UID, Symbol
 from ..store.scan_files import DEFAULT_MAX_FILE_BYTES, read_script, read_small_text
 from .project import VERSION_OF_CONFIG, Project, discover
 
@@ -31,6 +31,9 @@ TSCN_ROOT_RE = re.compile(r'(?m)^\[node name="[^"]*"(?![^\]]*\bparent=)([^\]]*)\
 TSCN_TYPE_RE = re.compile(r'\btype="([A-Za-z_][A-Za-z0-9_]*)"')
 TSCN_SCRIPT_RE = re.compile(r'(?m)^script\s*=\s*ExtResource\(\s*"?([^")\s]+)"?\s*\)')
 TSCN_EXT_RE = re.compile(r'(?m)^\[ext_resource\b([^\]]*)\]')
+UID_FILE_RE = re.compile(r"^\s*(uid://[a-z0-9]+)\s*$")  # a `.uid` file beside a script (Godot 4.4+)
+SCENE_UID_RE = re.compile(r'^\[gd_(?:scene|resource)\b[^\]]*\buid="(uid://[a-z0-9]+)"')  # a .tscn's header
+HEADER_CHARS = 400  # what a `.uid` file or a scene's header is read of
 
 
 @dataclass
@@ -110,7 +113,21 @@ def file_symbols(rel: str, entry: dict) -> list[Symbol]:
     return out
 
 
+def uid_paths(project_dir: Path, wanted: set[str]) -> dict[str, str]:
+    """`uid://...` -> its `res://` path, for the uids wanted: the `.uid` file Godot 4.4+ writes beside a script
+    (`ggt.gd.uid`), else a scene's header (`[gd_scene ... uid="uid://..."]`)."""
+    out: dict[str, str] = {}
+    for pattern, rx, path_of in (("*.uid", UID_FILE_RE, lambda f: f.with_suffix("")), ("*.tscn", SCENE_UID_RE, lambda f: f)):
+        for f in sorted(project_dir.rglob(pattern)) if wanted - out.keys() else ():
+            m = rx.match(read_small_text(f, HEADER_CHARS) or "")
+            if m and m.group(1) in wanted:
+                out.setdefault(m.group(1), RES + path_of(f).relative_to(project_dir).as_posix())
+    return out
+
+
 def _autoload_symbol(project_dir: Path, name: str, path: str) -> Symbol:
+    if path.startswith(UID):  # not found in the project: still the project's name, its script unknown (`unread`)
+        return Symbol(name=name, kind="autoload", file=path, scope=path)
     rel = path.removeprefix(RES)
     if rel.endswith(".gd"):
         return Symbol(name=name, kind="autoload", file=rel, scope=RES + rel)
@@ -166,7 +183,9 @@ def build_project_symbols(project: Project, cache=None, max_file_bytes: int = DE
                 cache.put(keys[rel], entry, "file_symbols")
         symbols.extend(file_symbols(rel, entry))
     loads = autoloads(settings)
-    symbols.extend(_autoload_symbol(project.dir, name, path) for name, path in loads.items())
+    uids = uid_paths(project.dir, {p for p in loads.values() if p.startswith(UID)})
+    h.update(f"|uids:{sorted(uids.items())}".encode())
+    symbols.extend(_autoload_symbol(project.dir, name, uids.get(path, path)) for name, path in loads.items())
     return ProjectSymbols(symbols, project_godot_version(settings, project.config_version), files=len(texts), parsed=parsed,
                           digest=h.hexdigest()[:24], seconds=time.perf_counter() - t0, autoloads=loads)
 

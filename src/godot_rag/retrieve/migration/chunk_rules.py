@@ -48,16 +48,12 @@ def _part_of_node_name(o: OccurrenceCase) -> str | None:
     return None
 
 
-# Godot names a node after its class, and a node keeps that name through a port: a node named after a class
-# Godot 4 no longer has points to Godot 3, but weakly; one named after a live class says nothing.
-def _node_named_after_dropped_class(o: OccurrenceCase) -> str | None:
-    if o.place == "node_path" and not o.ref.has_class(o.src):
-        return f"{o.where}: a scene node named after the Godot 3 class '{o.src}' (node path)"
+# A node path names scene nodes, and a node keeps the name it was given (often its class's, `$Light`, through a
+# port too): a segment of a node path is never evidence of engine API, for a mapping or a finding.
+def _node_path_is_no_api(o: OccurrenceCase) -> str | None:
+    if o.place == "node_path":
+        return f"{o.where}: '{o.src}' names a scene node (node path); a node's name is not engine API"
     return None
-
-
-def _node_named_after_class(o: OccurrenceCase) -> str | None:
-    return f"{o.where}: '{o.src}' names a scene node (node path), not the class itself" if o.place == "node_path" else None
 
 
 def _class_name_string(o: OccurrenceCase) -> bool:
@@ -233,8 +229,7 @@ OCCURRENCE_RULES = (
     VersionRule("in_comment", _in_comment, "ignored"),
     VersionRule("node_path_not_class", _node_path_not_class, "ignored"),
     VersionRule("part_of_node_name", _part_of_node_name, "ignored"),
-    VersionRule("node_named_after_dropped_class", _node_named_after_dropped_class, "godot3_node"),
-    VersionRule("node_named_after_class", _node_named_after_class, "ambiguous"),
+    VersionRule("node_path_is_no_api", _node_path_is_no_api, "ignored"),
     VersionRule("string_names_dropped_class", _string_names_dropped_class, "godot3"),
     VersionRule("string_names_class", _string_names_class, "ambiguous"),
     VersionRule("string_not_string_api", _string_not_string_api, "ignored"),

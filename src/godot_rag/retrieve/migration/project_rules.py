@@ -96,6 +96,18 @@ def declared_by_project(o: OccurrenceCase) -> str | None:
     return f"{o.where}: '{o.src}' is declared by the project at {found.where()} ({found.kind.replace('_', ' ')})"
 
 
+def unread_autoload_receiver(o: OccurrenceCase) -> str | None:
+    """`GGT.change_scene()` where `GGT` is the project's autoload and its script could not be found (a `uid://` no
+    `.uid` file resolves): the autoload's name is the project's own symbol, and so are its members."""
+    if o.index is None or not o.code:
+        return None
+    cls = o.receiver()
+    if not o.index.unread(cls):
+        return None
+    return (f"{o.where}: '{cls}' is the project's autoload ({o.index.scopes[cls or '']}, its script not found): "
+            f"'{o.src}' is its member, not engine API")
+
+
 def _overrides_engine_virtual(o: OccurrenceCase, s: Symbol) -> bool:
     """Whether the project's declaration is its Godot 3 override of a renamed engine virtual (`func make_visible`
     in an EditorPlugin, whose Godot 4 virtual is `_make_visible`): the engine's name, which a call uses too."""
@@ -116,6 +128,7 @@ VERSION_RULES = (
     VersionRule("static_method_declaration", static_method_declaration, "ignored"),
     VersionRule("typed_declaration_in_godot4", typed_declaration_in_godot4, "ignored"),
     VersionRule("declared_by_project", declared_by_project, "ignored"),
+    VersionRule("unread_autoload_receiver", unread_autoload_receiver, "ignored"),
 )
 
 

@@ -24,7 +24,8 @@ CODE_RENAME_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "pr
                      "enum_rename", "color_rename"}
 CONVERTER_TYPES = CODE_RENAME_TYPES | {"project_setting_rename", "input_map_rename", "theme_override_rename",
                                        "project_godot_rename", "shader_rename"}
-# The occurrence statuses that count as Godot 3 use (the validator's evidence); the last two are weak.
+# The occurrence statuses that count as Godot 3 use (the validator's evidence); the last two are weak (`godot3_node`
+# only in results cached before node paths stopped counting).
 EVIDENCE_STATUSES = ("godot3", "godot3_node", "godot3_comment")
 MARKERS_SHOWN = 12  # version markers the trace lists, per version
 MARKERS_CITED = 3  # version markers a reason cites
@@ -139,17 +140,6 @@ def decide_ambiguous(ctx: VersionMarkers) -> tuple[bool, str]:
     return False, "no version markers, and the name is valid in both versions"
 
 
-def node_name_overruled(ctx: VersionMarkers) -> str | None:
-    """Why a node named after a Godot 3 class is not taken as Godot 3 use, or None. A node keeps its
-    name through a port (`$Camera` over a Camera3D is common Godot 4 code), so the name is weak
-    evidence: the chunk's own Godot 4 markers, or the request's hint, overrule it."""
-    if ctx.hint == "4":
-        return "a node name is weak evidence, and the godot_version hint is 4"
-    if ctx.lean() == "4":
-        return "a node name is weak evidence, and the chunk has Godot 4 markers: " + "; ".join(ctx.godot4[:MARKERS_CITED])
-    return None
-
-
 EVIDENCE_ORDER = ("godot3", "ambiguous", "godot3_node", "godot3_comment")  # "ambiguous": a godot3 the markers decided
 
 
@@ -182,6 +172,7 @@ class WeakOverrule:
 
 
 # The weak evidence statuses, each with the named rule that overrules it.
-WEAK_OVERRULES = {"godot3_node": WeakOverrule("node_name_overruled", node_name_overruled),
-                  "godot3_comment": WeakOverrule("comment_reference_overruled", comment_reference_overruled)}
+# (`godot3_node`, a node named after a Godot 3 class, is no longer decided: a node path is never evidence of engine
+# API, chunk_rules.py `node_path_is_no_api`; the status stays readable in results cached before.)
+WEAK_OVERRULES = {"godot3_comment": WeakOverrule("comment_reference_overruled", comment_reference_overruled)}
 
