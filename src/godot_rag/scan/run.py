@@ -51,7 +51,7 @@ __all__ = [
     "run_scan",
 ]
 
-SCAN_FORMAT = 1  # bump when the cached value's shape changes
+SCAN_FORMAT = 2  # bump when the cached value's shape changes (2: the `check` stage's trace is kept)
 POOL_MIN_CHUNKS = 16  # below this, one in-process retriever is quicker than starting workers
 
 

@@ -9,14 +9,14 @@ from typing import Any
 from ..store.scan_files import read_handoff
 from .options import ScanRun
 
-KEEP_TRACE = ("validate", "api")
+KEEP_TRACE = ("validate", "api", "check")  # `check`: the API check's findings, each at its own line
 Item = tuple[str, str, dict, tuple | None]  # (cache key, chunk text, settings, context reference)
 Done = Callable[[str, dict], None]
 
 
 def compact_result(d: dict) -> dict:
     """What the scan keeps of one retrieve result (a JSON dict): the records as `retrieve --json` has
-    them, with only the `validate` and `api` stages of their trace; docs payloads are left out (they
+    them, with only the `validate`, `api` and `check` stages of their trace; docs payloads are left out (they
     are read back from the database by id when the outputs are written)."""
     results = []
     for c in d.get("results") or []:
