@@ -218,3 +218,15 @@ def test_what_the_chunk_does_not_pin_down_stays_undecided(ref):
     assert reasons["x"] == "a Variant holds a value of any type"
     assert "binds 'is_suite' more than once" in reasons["bind"]
 
+
+
+def test_a_method_of_an_inner_class_does_not_read_the_files_class_as_its_own(ref):
+    """An indented chunk (a method of an inner class, as the scan cuts one) given the file's `extends Control`: its
+    `size` may be the inner class's own member (seen on other authors' code: `size.as_pixels()`), so it is undecided."""
+    inner = "\tfunc get_scale(node) -> Vector2:\n\t\treturn size.as_pixels() / 2\n"
+    facts = parse_chunk(inner)
+    result = check_api(facts, resolve_uses(facts, ref, "Control"), ref)
+    assert result.findings == [] and any("inner class" in u.reason for u in result.undecided)
+    top = inner.replace("\n\t", "\n").lstrip("\t")
+    facts = parse_chunk(top)
+    assert [f.api for f in check_api(facts, resolve_uses(facts, ref, "Control"), ref).findings] == ["Vector2.as_pixels"]

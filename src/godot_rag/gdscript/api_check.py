@@ -32,6 +32,8 @@ SEVERITY = {"deprecated_api": "warning", "experimental_api": "info", "missing_en
 MARK_KIND = {"deprecated": "deprecated_api", "experimental": "experimental_api"}
 # Ways the resolver reached a receiver that only guess at it: a bare call's class inferred from the other calls.
 GUESSED_VIAS = ("inferred_own_class",)
+OWN_CLASS_VIAS = ("own_class", "inferred_own_class")  # a bare call or name of the script's own class
+INNER_METHOD = "the chunk is indented (a method of an inner class?): the file's class is not its own"
 # Classes whose objects may carry a script (a scene's node, a custom resource): a call's value of such a class may
 # declare what its engine class lacks. `Object` and `RefCounted` values may be anything.
 SCRIPT_HOSTS = ("Node", "Resource")
@@ -100,9 +102,11 @@ def check_api(facts: GDScriptFacts, res: Resolution, ref: ClassReference,
     out = ApiCheck()
     _check_class_names(facts, ref, out)
     call_text = argument_text(facts)
+    inner = inner_method(facts, res)
     for use in res.uses:
-        if use.via.startswith(GUESSED_VIAS):
-            out.undecided.append(Undecided(use.api, use.line, use.col, f"receiver guessed ({use.via}), not stated"))
+        if use.via.startswith(GUESSED_VIAS) or (inner and use.via.startswith(OWN_CLASS_VIAS)):
+            why = INNER_METHOD if inner else f"receiver guessed ({use.via}), not stated"
+            out.undecided.append(Undecided(use.api, use.line, use.col, why))
             continue
         out.checked += 1
         _check_marks(ref, use, out)
@@ -111,6 +115,16 @@ def check_api(facts: GDScriptFacts, res: Resolution, ref: ClassReference,
         _check_missing(facts, ref, res, miss, renames, out)
     out.findings.sort(key=lambda f: (f.line, f.col, f.kind))
     return out
+
+
+def inner_method(facts: GDScriptFacts, res: Resolution) -> bool:
+    """Whether the chunk reads as a method of an inner class (its code starts indented) whose own class came from
+    outside the chunk (the file's `extends`): that class is not the inner class's, so nothing the chunk reaches
+    through it (`size`, a bare call) is stated."""
+    if res.own_class_from == "chunk":
+        return False
+    first = next((line for line in facts.no_comments.splitlines() if line.strip()), "")
+    return first[:1] in (" ", "\t")
 
 
 # -- marks ------------------------------------------------------------------------------------------
@@ -256,6 +270,8 @@ def _chain_receiver(at: _ChainAt, index: int) -> tuple[str | None, str]:
         return "constructor", ""
     if chain.root_kind == "call" and _guessed_call(at):
         return None, f"the class of {root}() is guessed, not stated"
+    if chain.root_kind in ("identifier", "call") and inner_method(facts, at.res) and _root_via_own_class(at):
+        return None, INNER_METHOD
     if chain.root_kind in ("identifier", "call"):
         return "value", ""  # a call's or a member's value: decided by its class (`_missing_evidence`)
     if chain.root_kind == "self":
@@ -267,6 +283,13 @@ def _guessed_call(at: _ChainAt) -> bool:
     """Whether the bare call a chain starts with resolved only through a guessed own class."""
     line, col = at.facts.line_of_offset(at.chain.root_start), at.facts.col_of_offset(at.chain.root_start)
     return any(u.member == at.chain.root and (u.line, u.col) == (line, col) and u.via.startswith(GUESSED_VIAS)
+               for u in at.res.uses)
+
+
+def _root_via_own_class(at: _ChainAt) -> bool:
+    """Whether the chain's root (`size`, `get_rect()`) resolved as a member of the script's own class."""
+    line, col = at.facts.line_of_offset(at.chain.root_start), at.facts.col_of_offset(at.chain.root_start)
+    return any(u.member == at.chain.root and (u.line, u.col) == (line, col) and u.via.startswith(OWN_CLASS_VIAS)
                for u in at.res.uses)
 
 
