@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 KINDS = ("deprecated_api", "experimental_api", "missing_engine_member", "wrong_argument_count")
-ENTRY_CHARS = 1500  # of the reference entry's record an assessor reads
+ENTRY_CHARS = 1500  # of the reference entry's record an assessor reads, from the member's own entry on
 
 
 def lines(path: Path):
@@ -20,6 +20,14 @@ def lines(path: Path):
         for line in fh:
             if line.strip():
                 yield json.loads(line)
+
+
+def entry_text(content: str, api: str) -> str:
+    """The member's entry in its record (from the line that names it in bold), else the record's start."""
+    member = api.rsplit(".", 1)[-1] if "." in api else ""
+    at = content.find(f"**{member}**") if member else -1
+    start = content.rfind("\n", 0, at) + 1 if at >= 0 else 0
+    return content[start:start + ENTRY_CHARS]
 
 
 def rows(scan: Path, docs: dict[str, str]):
@@ -36,7 +44,8 @@ def rows(scan: Path, docs: dict[str, str]):
                "finding": f["expected_finding"], "action": f["recommended_action"], "api": f["reference"]["api"],
                "rule": f["reference"]["rule"], "receiver": f["reference"]["receiver"],
                "reference_url": f["reference"]["url"], "reference_record": record,
-               "reference_entry": (docs.get(record) or "")[:ENTRY_CHARS], "chunk_text": chunk.get("chunkText", "")}
+               "reference_entry": entry_text(docs.get(record) or "", f["reference"]["api"] or ""),
+               "chunk_text": chunk.get("chunkText", "")}
 
 
 def main() -> None:
