@@ -284,10 +284,11 @@ def test_only_a_whole_node_name_is_named_after_a_class(ref):
     assert _classify(ref, 'func f():\n\tvar n = get_node("Camera Rig")',
                      _mapping("Camera", "Camera3D", "class_rename"))[0][0] == "ignored"
     assert _classify(ref, 'func f(i):\n\tvar n = get_node("RigidBody" + str(i))', rigid)[0][0] == "ignored"
-    # A whole node name is weak evidence (`godot3_node`): only Godot 3 code keeps it (the weak overrule).
+    # A whole node name is still a scene node's name: never evidence of engine API.
     for code in ("onready var r = $Top/RigidBody/Shape", "onready var r = $RigidBody.mode",
                  'func f():\n\tvar n = get_node("Top/RigidBody")'):
-        assert _classify(ref, code, rigid)[0][0] == "godot3_node", code
+        status, why = _classify(ref, code, rigid)[0]
+        assert status == "ignored" and "names a scene node" in why, code
 
 
 def test_a_prose_change_of_one_class_needs_a_use_on_that_class(ref):
@@ -518,8 +519,7 @@ def test_the_version_rules_are_one_ordered_table_of_named_rules():
     names = [r.name for r in VERSION_RULES + OCCURRENCE_RULES + GODOT3_OVERRULES] + [w.name for w in WEAK_OVERRULES.values()]
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
     assert len(OCCURRENCE_RULES) >= 30  # every decision of the chunk alone is a rule of its own
-    assert {r.outcome for r in OCCURRENCE_RULES} == {"godot3", "godot3_node", "godot3_comment", "valid_godot4", "ambiguous",
-                                                     "ignored"}
+    assert {r.outcome for r in OCCURRENCE_RULES} == {"godot3", "godot3_comment", "valid_godot4", "ambiguous", "ignored"}
     # Each place ends on a rule that always fires there; the last one ends the table.
     assert OCCURRENCE_RULES[-1].name == "still_godot4_api" and OCCURRENCE_RULES[1].name == "in_comment"
 
@@ -528,8 +528,8 @@ def test_the_version_rules_are_one_ordered_table_of_named_rules():
 REAL_OCCURRENCES = [
     ("rc3:2d/bullet_shower/bullets.gd#2", ("Physics2DServer", "PhysicsServer2D", "class_rename"), "godot3", "class_dropped"),
     ("rc3:2d/bullet_shower/bullets.gd#2", ("rand_range", "randf_range", "method_rename"), "godot3", "name_dropped"),
-    ("rc3:2d/bullet_shower/player.gd#0", ("AnimatedSprite", "AnimatedSprite2D", "class_rename"), "godot3_node",
-     "node_named_after_class"),
+    ("rc3:2d/bullet_shower/player.gd#0", ("AnimatedSprite", "AnimatedSprite2D", "class_rename"), "ignored",
+     "node_path_is_no_api"),
     ("rc3:2d/finite_state_machine/player/player_controller.gd#0", ("KinematicBody2D", "CharacterBody2D", "class_rename"),
      "ignored", "in_comment"),
     ("rc3:misc/2.5d/addons/node25d/node25d_plugin.gd#1", ("KinematicBody", "CharacterBody3D", "class_rename"), "godot3",

@@ -114,20 +114,17 @@ def test_f_migration_evidence_never_comes_from_comments_or_strings(retriever):
     assert hinted.trace.version["hint"] == "3"
 
 
-def test_f_a_node_path_is_no_evidence_but_in_godot3_code(retriever):
-    """A scene node named after a class (`$AnimatedSprite`, `$Light/TimeOfDay/Value`) is a node's name: no mapping in
-    code whose version nothing says, nor in Godot 4 code; Godot 3 code (a hint of 3) keeps it as weak evidence."""
+def test_f_a_node_path_is_never_evidence_of_engine_api(retriever):
+    """A scene node named after a class (`$AnimatedSprite`, `$Light/TimeOfDay/Value`) is a node's name: no mapping,
+    with or without version markers or a hint."""
     mapping = "class_renames:AnimatedSprite->AnimatedSprite2D"
     bare = "func _ready():\n    $AnimatedSprite.play()\n    get_node(\"AnimatedSprite/Shadow\").hide()\n"
-    for cfg, hint in ((RetrieveConfig(k=10, reranker="none"), "has no Godot 3 markers"),
-                      (RetrieveConfig(k=10, reranker="none", godot_version="4"), "the godot_version hint is 4")):
+    for cfg in (RetrieveConfig(k=10, reranker="none"), RetrieveConfig(k=10, reranker="none", godot_version="3")):
         res = retriever.retrieve(bare, "F", cfg)
         assert mapping not in ids(res, "api_mapping")
-        occ = next(c for c in res.rejected if c.id == mapping).info("validate").occurrences
-        assert occ and all(o.status == "ignored" and o.rule == "node_path_is_no_api" and hint in o.why for o in occ)
-    godot3 = retriever.retrieve(bare, "F", RetrieveConfig(k=10, reranker="none", godot_version="3"))
-    node = next(c for c in godot3.results if c.id == mapping).info("validate")
-    assert node.confidence <= 0.5 and node.occurrences[0].status == "godot3_node"
+        rej = next(c for c in res.rejected if c.id == mapping)
+        occ = rej.info("validate").occurrences
+        assert occ and all(o.status == "ignored" and o.rule == "node_path_is_no_api" for o in occ)
 
 
 def test_f_trace_and_json_name_the_version_rule_of_each_occurrence(retriever):
@@ -140,7 +137,7 @@ def test_f_trace_and_json_name_the_version_rule_of_each_occurrence(retriever):
     kinematic = next(c for c in res.results if c.id == "class_renames:KinematicBody2D->CharacterBody2D")
     assert [(o.status, o.rule) for o in kinematic.info("validate").occurrences] == [("godot3", "class_dropped")]
     node = next(c for c in res.results + res.rejected if c.id == "class_renames:AnimatedSprite->AnimatedSprite2D")
-    assert node.info("validate").occurrences[0].rule == "node_named_after_class"
+    assert node.info("validate").occurrences[0].rule == "node_path_is_no_api"
     named = {r.name for r in OCCURRENCE_RULES}
     decided = [o.rule for c in res.results + res.rejected if c.table == "api_mapping" for o in c.info("validate").occurrences]
     assert decided and all(r for r in decided) and "class_dropped" in named
@@ -165,8 +162,8 @@ def test_f_class_name_passed_as_a_string_to_a_class_name_argument_is_a_use(retri
 def test_f_migration_mappings(retriever):
     res = retriever.retrieve(GODOT3, "F", RetrieveConfig(k=10, reranker="none"))
     got = set(ids(res, "api_mapping"))
-    assert {"class_renames:KinematicBody2D->CharacterBody2D", "class_renames:AnimatedSprite->AnimatedSprite2D",
-            "gdscript_function_renames:get_len->get_length"} <= got  # `$AnimatedSprite` in Godot 3 code: weak evidence
+    assert {"class_renames:KinematicBody2D->CharacterBody2D", "gdscript_function_renames:get_len->get_length"} <= got
+    assert "class_renames:AnimatedSprite->AnimatedSprite2D" not in got  # `$AnimatedSprite`: a scene node's name
     assert "csharp_function_renames:GetLen->GetLength" not in got
     assert "migration:godot3_class_name" in ids(res, "label_prototypes")
     clean = retriever.retrieve(GODOT4, "F", RetrieveConfig(k=10, reranker="none"))

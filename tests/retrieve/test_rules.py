@@ -185,8 +185,8 @@ VERSION_ROWS = [
     # Node paths.
     ("node_path_not_class", "func _on_red_key_collected():\n\t$Doors/red.queue_free()\n", RED, "ignored", {}),
     ("part_of_node_name", 'func shape_for(kind):\n\treturn $Shapes.find_node("RigidBody%s" % kind)\n', RIGID_BODY, "ignored", {}),
-    ("node_named_after_class", "extends KinematicBody2D\n\nonready var sprite = $AnimatedSprite\n",
-     "class_renames:AnimatedSprite->AnimatedSprite2D", "godot3_node", {}),  # weak: Godot 3 code's scene node
+    ("node_path_is_no_api", "extends Spatial\n\nfunc _process(delta):\n\t$Light/TimeOfDay/Value.text = str(delta)\n",
+     "class_renames:Light->Light3D", "ignored", {}),  # a scene node's name, even in Godot 3 code: no engine API
     # Strings.
     ("string_names_dropped_class", 'tool\nextends EditorPlugin\n\nfunc _enter_tree():\n'
      '\tadd_custom_type("Mover", "KinematicBody", preload("mover.gd"), preload("icon.png"))\n',
@@ -246,8 +246,6 @@ VERSION_ROWS = [
     ("declared_by_chunk", "var speed = 200.0\n\nfunc get_speed():\n\treturn speed\n\nfunc _physics_process(delta):\n"
      "\tposition.x += get_speed() * delta\n", GET_SPEED, "ignored", {"line": 7}),  # the script's own getter, called
     # WEAK_OVERRULES: the validator's, over weak evidence, on the chunk's Godot 4 markers.
-    ("node_path_is_no_api", "func _process(delta):\n\t$Light/TimeOfDay/Value.text = str(delta)\n",
-     "class_renames:Light->Light3D", "ignored", {}),  # a scene node's name, in code no marker says is Godot 3
     ("comment_reference_overruled", "func _on_start_pressed():\n\t# get_tree().change_scene() used to load it here\n"
      "\tawait get_tree().create_timer(0.5).timeout\n", CHANGE_SCENE, "ignored", {}),  # a stale comment in Godot 4 code
 ]

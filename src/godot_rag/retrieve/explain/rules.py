@@ -27,7 +27,7 @@ def _rule_tables() -> list[tuple[str, str, list[RuleRow]]]:
          "ends on a rule that always fires)", table(version_rules.OCCURRENCE_RULES)),
         ("GODOT3_OVERRULES", "a godot3 decision of the rules above; the first rule that applies overrules it",
          table(version_rules.GODOT3_OVERRULES)),
-        ("WEAK_OVERRULES", "a weak decision (godot3_node, godot3_comment); the rule of its status overrules it when "
+        ("WEAK_OVERRULES", "a weak decision (godot3_comment); the rule of its status overrules it when "
          "the chunk's markers or the hint say Godot 4", [(r.name, "ignored", r.applies)
                                                           for r in version.WEAK_OVERRULES.values()]),
         ("EVIDENCE_RULES", "what a docs record shares with the chunk; each rule, in order, adds evidence of its kind "

@@ -48,12 +48,11 @@ def _part_of_node_name(o: OccurrenceCase) -> str | None:
     return None
 
 
-# A node path names a scene node, and a node keeps the name it was given (often its class's, `$Light`, through a port
-# too): a whole node name that is a Godot 3 class is weak evidence, which only Godot 3 code keeps (the weak overrule
-# `node_path_is_no_api`, version.py): never in Godot 4 code, nor in code whose version nothing says.
-def _node_named_after_class(o: OccurrenceCase) -> str | None:
+# A node path names scene nodes, and a node keeps the name it was given (often its class's, `$Light`, through a
+# port too): a segment of a node path is never evidence of engine API, for a mapping or a finding.
+def _node_path_is_no_api(o: OccurrenceCase) -> str | None:
     if o.place == "node_path":
-        return f"{o.where}: a scene node named after the Godot 3 class '{o.src}' (node path)"
+        return f"{o.where}: '{o.src}' names a scene node (node path); a node's name is not engine API"
     return None
 
 
@@ -230,7 +229,7 @@ OCCURRENCE_RULES = (
     VersionRule("in_comment", _in_comment, "ignored"),
     VersionRule("node_path_not_class", _node_path_not_class, "ignored"),
     VersionRule("part_of_node_name", _part_of_node_name, "ignored"),
-    VersionRule("node_named_after_class", _node_named_after_class, "godot3_node"),
+    VersionRule("node_path_is_no_api", _node_path_is_no_api, "ignored"),
     VersionRule("string_names_dropped_class", _string_names_dropped_class, "godot3"),
     VersionRule("string_names_class", _string_names_class, "ambiguous"),
     VersionRule("string_not_string_api", _string_not_string_api, "ignored"),

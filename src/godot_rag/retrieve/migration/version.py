@@ -24,7 +24,8 @@ CODE_RENAME_TYPES = {"class_rename", "builtin_type_rename", "method_rename", "pr
                      "enum_rename", "color_rename"}
 CONVERTER_TYPES = CODE_RENAME_TYPES | {"project_setting_rename", "input_map_rename", "theme_override_rename",
                                        "project_godot_rename", "shader_rename"}
-# The occurrence statuses that count as Godot 3 use (the validator's evidence); the last two are weak.
+# The occurrence statuses that count as Godot 3 use (the validator's evidence); the last two are weak (`godot3_node`
+# only in results cached before node paths stopped counting).
 EVIDENCE_STATUSES = ("godot3", "godot3_node", "godot3_comment")
 MARKERS_SHOWN = 12  # version markers the trace lists, per version
 MARKERS_CITED = 3  # version markers a reason cites
@@ -139,21 +140,6 @@ def decide_ambiguous(ctx: VersionMarkers) -> tuple[bool, str]:
     return False, "no version markers, and the name is valid in both versions"
 
 
-def node_path_is_no_api(ctx: VersionMarkers) -> str | None:
-    """Why a scene node named after a Godot 3 class (`$Light/TimeOfDay/Value`) is not taken as Godot 3 use, or None.
-    A node path names a node, not engine API: it counts only in a chunk whose code is Godot 3 (its markers, or a hint
-    of 3 where the code says nothing), as its scene's node of the renamed class; never in Godot 4 code or in code
-    whose version nothing says."""
-    lean = ctx.lean()
-    if ctx.hint != "4" and (lean == "3" or (lean == "none" and ctx.hint == "3")):
-        return None
-    if ctx.hint == "4":
-        return "a node path names a scene node, not engine API, and the godot_version hint is 4"
-    return ("a node path names a scene node, not engine API, and the chunk's code "
-            + {"4": "has Godot 4 markers", "mixed": "has both Godot 3 and Godot 4 markers",
-               "none": "has no Godot 3 markers"}[lean])
-
-
 EVIDENCE_ORDER = ("godot3", "ambiguous", "godot3_node", "godot3_comment")  # "ambiguous": a godot3 the markers decided
 
 
@@ -186,6 +172,7 @@ class WeakOverrule:
 
 
 # The weak evidence statuses, each with the named rule that overrules it.
-WEAK_OVERRULES = {"godot3_node": WeakOverrule("node_path_is_no_api", node_path_is_no_api),
-                  "godot3_comment": WeakOverrule("comment_reference_overruled", comment_reference_overruled)}
+# (`godot3_node`, a node named after a Godot 3 class, is no longer decided: a node path is never evidence of engine
+# API, chunk_rules.py `node_path_is_no_api`; the status stays readable in results cached before.)
+WEAK_OVERRULES = {"godot3_comment": WeakOverrule("comment_reference_overruled", comment_reference_overruled)}
 

@@ -68,8 +68,7 @@ def classify_occurrence(facts: GDScriptFacts, res: Resolution, ref: ClassReferen
     """(status, why) for one literal occurrence of the mapping's source, from the chunk alone. `renamed`: the
     converter's class renames (Godot 3 name -> Godot 4 name), to read a receiver written with its Godot 3 class name.
 
-    status: ignored | valid_godot4 | godot3 | godot3_node (a node named after a Godot 3 class) |
-    godot3_comment (a comment writes a dropped name as code) | ambiguous"""
+    status: ignored | valid_godot4 | godot3 | godot3_comment (a comment writes a dropped name as code) | ambiguous"""
     status, why, _ = decide_occurrence(OccurrenceCase(facts, res, ref, mapping, occ, renamed or {}, None, None))
     return status, why
 
