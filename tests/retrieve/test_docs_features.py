@@ -7,7 +7,7 @@ from godot_rag.gdscript.classref import ClassReference
 from godot_rag.gdscript.facts import parse_chunk
 from godot_rag.gdscript.resolve import resolve_uses
 from godot_rag.retrieve.evidence.chunk_side import chunk_side
-from godot_rag.retrieve.evidence.docs_features import FEATURES, contradictions, guide_features
+from godot_rag.retrieve.evidence.docs_features import FEATURES, GuideRecord, contradictions, guide_features
 from godot_rag.retrieve.evidence.docs_stats import DocsApiStats, untyped_members
 from godot_rag.retrieve.evidence.guide_copy import copied_share, copied_shares
 from godot_rag.retrieve.evidence.guide_model import GuideModel
@@ -49,7 +49,7 @@ def features(stats, code, rec, **kw):
     facts = parse_chunk(code)
     res = resolve_uses(facts, stats.ref)
     args = {"clone": 0.0, "bm25_rank": 1, "cosine": 0.5, "hub_rate": 0.0} | kw
-    return guide_features(stats, res, facts, rec, **args)
+    return guide_features(stats, res, facts, GuideRecord(rec, **args))
 
 
 def stats_with(docs, ref=None, share=None):
@@ -391,7 +391,8 @@ def test_a_page_of_a_feature_the_chunk_does_not_use_is_a_contradiction():
     facts = parse_chunk(platformer)
     res = resolve_uses(facts, stats.ref)
     side = chunk_side(stats, res, facts, project=frozenset({"XROrigin3D", "Node3D"}))
-    _, basis = guide_features(stats, res, facts, docs["xr0"], clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0, side=side)
+    _, basis = guide_features(stats, res, facts, GuideRecord(docs["xr0"], clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0),
+                              side=side)
     assert basis["foreign_section"] is None
 
 
@@ -429,11 +430,11 @@ def test_a_godot3_class_the_chunk_writes_stands_for_its_godot4_name():
     facts = parse_chunk(code)
     res = resolve_uses(facts, stats.ref)
     args = {"clone": 0.0, "bm25_rank": 1, "cosine": 0.5, "hub_rate": 0.0}
-    values, _ = guide_features(stats, res, facts, docs["body"], **args, side=chunk_side(stats, res, facts))
+    values, _ = guide_features(stats, res, facts, GuideRecord(docs["body"], **args), side=chunk_side(stats, res, facts))
     assert values["foreign_class"] > 0 and values["incompatible"] == 1.0
     side = chunk_side(stats, res, facts, {"KinematicBody2D": "CharacterBody2D", "Spatial": "Node3D"})
     assert "CharacterBody2D" in side.classes and "Node3D" not in side.classes  # only what the chunk writes
-    values, _ = guide_features(stats, res, facts, docs["body"], **args, side=side)
+    values, _ = guide_features(stats, res, facts, GuideRecord(docs["body"], **args), side=side)
     assert values["foreign_class"] == 0.0 and values["incompatible"] == 0.0
 
 
@@ -720,10 +721,11 @@ def test_godot3_code_shares_with_a_guide_the_api_its_names_become():
     guide = record(uses=["ResourceLoader.load_threaded_request"], classes=["ResourceLoader"])
     side = chunk_side(stats, res, facts, migrated=migrated_api(ref, res, renames))
     assert "@GlobalScope.deg_to_rad" in side.globals and "@GlobalScope.deg_to_rad" in side.migrated
-    values, basis = guide_features(stats, res, facts, guide, clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0, side=side)
+    values, basis = guide_features(stats, res, facts, GuideRecord(guide, clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0),
+                                   side=side)
     assert values["api_code"] > 0 and basis["migrated"] == [
         {"api": "ResourceLoader.load_threaded_request", "written": "load_interactive"}]
-    values, basis = guide_features(stats, res, facts, guide, clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0)
+    values, basis = guide_features(stats, res, facts, GuideRecord(guide, clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0))
     assert values["api_code"] == 0 and basis["migrated"] == []
 
 

@@ -26,7 +26,7 @@ from ..gdscript.record_api import global_uses
 from ..gdscript.resolve import resolve_uses
 from ..retrieve.engine.config import RetrieveConfig
 from ..retrieve.evidence.chunk_side import chunk_callbacks, chunk_classes, chunk_side
-from ..retrieve.evidence.docs_features import FEATURES, contradictions, guide_features
+from ..retrieve.evidence.docs_features import FEATURES, GuideRecord, contradictions, guide_features
 from ..retrieve.evidence.docs_stats import DocsApiStats, callback_key, construct_key
 from .judged import grades_of
 from .queries import read_queries
@@ -230,8 +230,9 @@ def fit(retriever, queries_path: Path, judged_path: Path | list[Path], *, folds:
         facts, res, side = parsed[q.id]
         own = r["page"] in per_chunk.get(q.id, {}).get("pages", [])
         rate = (counts[r["page"]] - own) / max(1, n_chunks - 1)  # leave the chunk itself out
-        values, basis = guide_features(stats, res, facts, docs[r["record_id"]], clone=r["clone"], bm25_rank=r["bm25_rank"],
-                                       cosine=r["cosine"], hub_rate=rate, side=side)
+        guide = GuideRecord(docs[r["record_id"]], clone=r["clone"], bm25_rank=r["bm25_rank"], cosine=r["cosine"],
+                            hub_rate=rate)
+        values, basis = guide_features(stats, res, facts, guide, side=side)
         data.append({**r, "grade": grades[key], "features": values, "basis": basis})
     X = np.array([[d["features"][f] for f in FEATURES] for d in data], dtype=float)
     g = np.array([d["grade"] for d in data])

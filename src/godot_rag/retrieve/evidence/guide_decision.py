@@ -16,7 +16,7 @@ from ...records import record_code
 from ...store import queries
 from ..engine.types import Candidate
 from .chunk_side import ChunkSide, chunk_side, uses_api
-from .docs_features import SHARED_FEATURES, contradictions, guide_features, most_specific
+from .docs_features import SHARED_FEATURES, GuideRecord, contradictions, guide_features, most_specific
 from .docs_stats import DocsApiStats
 from .guide_copy import copied_shares
 from .guide_model import GuideModel
@@ -92,9 +92,9 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, g: GuideInput) -> tuple
     c = g.candidate
     bm25 = c.info("bm25")
     side = g.side if g.side is not None else chunk_side(stats, g.resolution, g.facts)
-    values, basis = guide_features(stats, g.resolution, g.facts, c.payload, clone=g.clone,
+    values, basis = guide_features(stats, g.resolution, g.facts, GuideRecord(c.payload, clone=g.clone,
                                    bm25_rank=bm25.rank if bm25 is not None else None, cosine=g.cosine,
-                                   hub_rate=model.page_accept_rate.get(c.page or "", 0.0), side=side)
+                                   hub_rate=model.page_accept_rate.get(c.page or "", 0.0)), side=side)
     out = model.decide(values) | basis
     if g.copy_share:
         out |= _copy_verdict(stats, g)
