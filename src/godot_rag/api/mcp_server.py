@@ -36,6 +36,9 @@ from ..scan.allowed import PathNotAllowed, allowed_folder
 from ..store.db import StoreError
 
 if TYPE_CHECKING:
+    from mcp.server.mcpserver import Context
+    from mcp.types import CallToolResult, InputRequiredResult
+
     from ..scan.run import ScanResult
 
 try:
@@ -128,7 +131,8 @@ def _argument_errors(e: ValidationError) -> str:
 class GodotRagMCP(MCPServer):
     """The SDK's server, with every tool error on one line (argument errors name the argument)."""
 
-    async def call_tool(self, name, arguments, context=None):
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context | None = None) -> CallToolResult | InputRequiredResult:
         tool = self._tool_manager.get_tool(name)
         if tool is not None and isinstance(arguments, dict):  # a misspelled argument is refused, as HTTP refuses a key
             unknown = unknown_fields(arguments, tool.parameters.get("properties", {}))

@@ -152,7 +152,7 @@ def fit_guides(queries_file: Path | None, judged_file: tuple[Path, ...], out: Pa
     """Fit F's guide model (a logistic regression over named features) on a judged pool, with cross-validation by
     chunk; the threshold is the lowest that meets the precision target out of fold, unless --threshold gives one.
     The summary goes to stdout."""
-    from ..eval.guide_fit import SHIPPED_QUERIES, fit, shipped_judged
+    from ..eval.guide_fit import SHIPPED_QUERIES, FitOptions, fit, shipped_judged
     from ..eval.queries import QueryFileError
     from ..retrieve.pipeline import Retriever
     from ..store import guide_model
@@ -165,8 +165,8 @@ def fit_guides(queries_file: Path | None, judged_file: tuple[Path, ...], out: Pa
         fail(f"{', '.join(missing)}: not found (give --queries and --judged)")
     retriever = Retriever(make_db(dsn, data_dir))
     try:
-        result = fit(retriever, queries, judged, folds=folds, l2=l2, quiet=quiet, rows_cache=rows_cache,
-                     hub_every=hub_every, threshold=threshold)
+        result = fit(retriever, queries, judged, FitOptions(folds=folds, l2=l2, quiet=quiet, rows_cache=rows_cache,
+                                                            hub_every=hub_every, threshold=threshold))
     except (QueryFileError, StoreError) as e:
         fail(str(e))
     finally:

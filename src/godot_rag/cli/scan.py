@@ -65,8 +65,9 @@ def scan(project_dir: Path, files: tuple[Path, ...], out: Path | None, strategy:
                            include_addons=include_addons, fail_on=fail_on, quiet=output.quiet, settings=overrides,
                            cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
                            max_file_bytes=max_file_bytes,
-                           extends_hint=not no_extends_hint, project_symbols=not no_project_symbols)
-        result = run_scan(opts, dsn=dsn, data_dir=data_dir)
+                           extends_hint=not no_extends_hint, project_symbols=not no_project_symbols,
+                           dsn=dsn, data_dir=data_dir)
+        result = run_scan(opts)
     except (ConfigError, click.BadParameter, ScanError) as e:
         fail(str(e).splitlines()[0] if str(e) else "scan failed", 2)
     except ScanInterrupted as e:

@@ -50,6 +50,10 @@ class ScanOptions:
     extends_hint: bool = True  # pass the file's `extends` with the chunks that lack one
     shown_root: str | None = None  # a scan for a client (HTTP): the root's name in the outputs, which show no server path
     project_symbols: bool = True  # pass each chunk its project's symbol table, file and Godot version (the context)
+    # The database `run_scan` opens itself when it is given neither a database nor a retriever (the CLI's --dsn and
+    # --data-dir; None: the embedded server's default).
+    dsn: str | None = None
+    data_dir: str | Path | None = None
 
 
 @dataclass

@@ -16,9 +16,9 @@ from ...records import record_code
 from ...store import queries
 from ..engine.types import Candidate
 from .chunk_side import ChunkSide, chunk_side, uses_api
-from .docs_features import SHARED_FEATURES, contradictions, guide_features, most_specific
+from .docs_features import SHARED_FEATURES, GuideRecord, contradictions, guide_features, most_specific
 from .docs_stats import DocsApiStats
-from .guide_copy import copied_shares
+from .guide_copy import CopyNames, copied_shares
 from .guide_model import GuideModel
 
 GUIDE_SHARE_RULES = ("nothing_shared", "generic_only")  # decide_guide's rules over what a guide shares, as the trace names them
@@ -92,9 +92,9 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, g: GuideInput) -> tuple
     c = g.candidate
     bm25 = c.info("bm25")
     side = g.side if g.side is not None else chunk_side(stats, g.resolution, g.facts)
-    values, basis = guide_features(stats, g.resolution, g.facts, c.payload, clone=g.clone,
+    values, basis = guide_features(stats, g.resolution, g.facts, GuideRecord(c.payload, clone=g.clone,
                                    bm25_rank=bm25.rank if bm25 is not None else None, cosine=g.cosine,
-                                   hub_rate=model.page_accept_rate.get(c.page or "", 0.0), side=side)
+                                   hub_rate=model.page_accept_rate.get(c.page or "", 0.0)), side=side)
     out = model.decide(values) | basis
     if g.copy_share:
         out |= _copy_verdict(stats, g)
@@ -112,8 +112,8 @@ def _copy_verdict(stats: DocsApiStats, g: GuideInput) -> dict[str, bool]:
     # Each line of the record copied once: the clone ratio lets one record line stand for many chunk lines.
     code = record_code(g.candidate.payload)
     api_names = stats.code_api_names(code, frozenset(record_api(g.candidate.payload)["code_declares"]))
-    share, loose = copied_shares(g.facts.text, code, g.renameable, api_names=api_names, renames=g.renames,
-                                 hub_names=stats.hub_names)
+    share, loose = copied_shares(g.facts.text, code, CopyNames(g.renameable, api_names=api_names, renames=g.renames,
+                                 hub_names=stats.hub_names))
     if share >= g.copy_share:
         return {"accepted": True, "copied_code": True}
     if loose >= g.copy_share:
