@@ -240,7 +240,7 @@ def test_the_union_and_the_fusion_share_the_lists_entries(retriever, monkeypatch
 @pytest.mark.parametrize("method", ["maxnorm", "minmax", "zscore", "rrf"])
 def test_fusion_of_prefiltered_lists_equals_the_full_lists(method):
     """A list the prefilter thinned is normalised over its full scores: the kept candidates fuse as before."""
-    from godot_rag.retrieve.recall.fuse import fused_inputs, fused_scores, union
+    from godot_rag.retrieve.recall.fuse import Fusion, fused_inputs, fused_scores, union
 
     def cands(scores, source):
         return [Candidate.of_record("api_mapping", f"m{i}", {}, s, rank, source)
@@ -250,12 +250,12 @@ def test_fusion_of_prefiltered_lists_equals_the_full_lists(method):
     emb = cands([(2, 0.8), (4, 0.7), (0, 0.5)], "embedding")
     weights = {"bm25": 1.0, "embedding": 0.3}
     full = {"bm25": bm25, "embedding": emb}
-    whole = dict(zip((c.id for c in union(full)), fused_scores(union(full), full, weights, method, 60)))
+    whole = dict(zip((c.id for c in union(full)), fused_scores(union(full), full, Fusion(method, weights, 60))))
     keep = {"m2", "m3", "m4"}  # the best of each list dropped
     thin = {name: [c for c in lst if c.id in keep] for name, lst in full.items()}
     scores = {name: np.asarray([c.score for c in lst]) for name, lst in full.items()}
     merged = union(thin, whole=False)
-    got = dict(zip((c.id for c in merged), fused_scores(merged, thin, weights, method, 60, scores)))
+    got = dict(zip((c.id for c in merged), fused_scores(merged, thin, Fusion(method, weights, 60), scores)))
     assert set(got) == keep
     for cid, (score, inputs) in got.items():
         assert score == pytest.approx(whole[cid][0], abs=1e-12)

@@ -236,7 +236,7 @@ def eval_cmd(more_queries: tuple[Path, ...], query_files: tuple[Path, ...], stra
     from ..eval.queries import QueryFileError
     from ..eval.runner import run_eval
     from ..retrieve.engine.config import ConfigError
-    from ..retrieve.pipeline import Retriever
+    from ..retrieve.pipeline import ModelFiles, Retriever
     from ..retrieve.strategies import check_strategy, llm_user
     from ..store.db import StoreError
 
@@ -245,8 +245,7 @@ def eval_cmd(more_queries: tuple[Path, ...], query_files: tuple[Path, ...], stra
         cfg = rargs.config(llm)
         user = llm_user(names, cfg)
         model = open_llm(llm, user is not None and not cfg.llm_optional, user or "this eval")
-        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder,
-                              judge_calibration=llm.judge_calibration)
+        retriever = Retriever(make_db(dsn, data_dir), llm=model, files=ModelFiles(rargs.cross_encoder, llm.judge_calibration))
         report = run_eval(retriever, list(query_files) + list(more_queries), names, cfg, out_dir=out, limit=limit,
                           quiet=output.quiet, judged=list(judged))
     except (QueryFileError, ConfigError, StoreError) as e:

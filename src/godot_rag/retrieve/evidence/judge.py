@@ -201,21 +201,14 @@ def run_judge(q: QueryState[EvidenceResources], verdicts: Verdicts, validation: 
         q.note(skipped="validator_llm is off")
         return Judged(verdicts)
     llm = q.resources.llm
-
-    def fallback(why: str) -> Judged:
-        if not cfg.llm_optional:
-            raise LLMError(why)
-        q.trace.llm_fallback = f"{why}; deterministic validator only"
-        return Judged(verdicts)
-
     if llm is None:
         # No LLM is a missing service (HTTP 503), like a server that is down, not a bad setting.
-        return fallback("validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
+        return _without_judge(q, verdicts, "validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
     ident = llm.identity()
     try:
         cal, cal_file, stale = calibration.find(ident, q.resources.judge_calibration, prompt_id())
     except calibration.CalibrationError as e:
-        return fallback(f"judge calibration unreadable: {e}")
+        return _without_judge(q, verdicts, f"judge calibration unreadable: {e}")
     tcal = table_calibrations(cal, cfg.judge_thresholds)
     occ_targets, doc_targets = _targets(q, verdicts, validation, tcal)
     q.note(model=ident["model"], sha256=ident.get("sha256"), calibration=cal_file or "none",
@@ -229,13 +222,23 @@ def run_judge(q: QueryState[EvidenceResources], verdicts: Verdicts, validation: 
         q.ensure_loaded("llm", llm, model=ident["model"])
         answers = ask_all(llm, q.chunk, jobs := judge_jobs(q, occ_targets, doc_targets, tcal))
     except LLMError as e:
-        return fallback(f"LLM unavailable ({e})")
+        return _without_judge(q, verdicts, f"LLM unavailable ({e})")
     judged = {(job.candidate.table, job.candidate.id): _judged(job, dict(j, model=ident["model"]),
                                                                  tcal[job.candidate.table], q.chunk)
               for job, j in zip(jobs, answers)}
     asked = verdicts.of("api_mapping") + verdicts.of("docs_chunks")
     q.note(changed=sum(judged[k].verdict != c.verdict for c in asked if (k := (c.table, c.id)) in judged))
     return Judged(_judged_verdicts(q, validation, verdicts, judged, [c for c, _ in occ_targets]))
+
+
+def _without_judge(q: QueryState[EvidenceResources], verdicts: Verdicts, why: str) -> Judged:
+    """The verdicts as the deterministic layer left them, when the judge cannot run (an error unless llm_optional)."""
+    from ...models.llm import LLMError
+
+    if not q.cfg.llm_optional:
+        raise LLMError(why)
+    q.trace.llm_fallback = f"{why}; deterministic validator only"
+    return Judged(verdicts)
 
 
 def _targets(q: QueryState[EvidenceResources], verdicts: Verdicts, validation: ValidationScope,
