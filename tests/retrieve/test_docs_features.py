@@ -825,18 +825,19 @@ def test_a_keyword_construct_is_named_with_what_it_modifies():
 def test_a_guide_the_model_accepts_on_a_construct_or_global_names_it_in_its_reason():
     """A guide shared through a construct or an annotation has no literal of the chunk's to quote: its reason names
     what it shares and the model's P, never an empty "direct evidence = "."""
-    from godot_rag.retrieve.engine.trace import ValidateInfo
-    from godot_rag.retrieve.evidence.validate import _reason
+    from godot_rag.retrieve.engine.decision import Decision
+    from godot_rag.retrieve.evidence.decision import reason_of
 
     model = {"p": 0.65, "threshold": 0.4, "shared_api": [], "shared_globals": [{"api": "@GDScript.@tool", "specificity": 0.54}],
              "shared_callbacks": [], "shared_classes": [],
              "shared_constructs": [{"construct": "function_definition/static_keyword", "specificity": 0.76}]}
-    info = ValidateInfo(verdict="accept", accepted=True, confidence=0.0, evidence=[], contradictions=[], reasons=[], model=model)
-    assert _reason(info) == ("guide model: P(direct) 0.65 >= 0.40, shared = @GDScript.@tool, "
-                             "function_definition/static_keyword")
-    copied = info.model_copy(update={"model": model | {"p": 0.2, "copied_code": True, "shared_api": None}})
-    assert _reason(copied) == ("the chunk copies the record's code; shared = @GDScript.@tool, "
-                               "function_definition/static_keyword")
+    decision = Decision(accepted=True, rule="guide_model", confidence=0.0, model=model)
+    assert reason_of(decision) == ("guide model: P(direct) 0.65 >= 0.40, shared = @GDScript.@tool, "
+                                   "function_definition/static_keyword")
+    copied = decision.model_copy(update={"rule": "copied_code",
+                                         "model": model | {"p": 0.2, "copied_code": True, "shared_api": None}})
+    assert reason_of(copied) == ("the chunk copies the record's code; shared = @GDScript.@tool, "
+                                 "function_definition/static_keyword")
 
 
 def test_a_section_about_an_annotation_teaches_its_constructs_with_it():

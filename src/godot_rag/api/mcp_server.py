@@ -70,6 +70,7 @@ class EvidenceRecord(BaseModel):
     score: float
     reason: str  # one line: the validator's reason, or how the record was found
     group: str | None = None  # docs in F: "guides" or "api_reference"
+    rule: str | None = None  # F: the named rule that decided the verdict (docs/rules.md)
 
 
 class Evidence(BaseModel):

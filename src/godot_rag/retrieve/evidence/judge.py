@@ -30,11 +30,13 @@ from typing import Literal, NamedTuple
 
 from ...records import evidence_text, model_text
 from ...store import calibration
+from ..engine.decision import Decision
 from ..engine.stage import Stage
 from ..engine.state import QueryState, Verdicts
 from ..engine.trace import RATIO_DIGITS, JudgeInfo, Occurrence
 from ..engine.types import Candidate
 from ..migration.version import EVIDENCE_STATUSES, VersionMarkers, evidence_rank
+from .decision import JUDGE_RULE, decided
 from .judge_questions import JudgeLLM, ask, check_cited, prompt_id, question_of
 from .resources import EvidenceResources
 from .validation_scope import ValidationScope
@@ -118,29 +120,31 @@ def _judged(job: JudgeJob, j: dict, tcal: dict, chunk: str) -> Candidate:
     ok, bad = check_cited(j.get("evidence") or [], chunk, rec)
     p, thr = j["p_yes"], tcal.get("threshold")
     before = c.verdict
-    c = c.derive()
     if tcal["mode"] == "decide":
         said_yes = p is not None and p >= thr
         # Asked to cite, the judge must back its yes with a verified literal unless the deterministic layer has one.
         accepted = before == "accept" and said_yes and (not cited_asked or len(det.evidence) + len(ok) > 0)
-        c.verdict = "accept" if accepted else "reject"
         rule = f"P(yes) {p} {'>=' if said_yes else '<'} threshold {thr} ({tcal.get('threshold_from')})"
-        c.reason = f"{c.reason}; judge: {rule}" if accepted else f"judge: {rule}"
+        conf = round(p if question == "occurrence" else det.confidence * p, RATIO_DIGITS) if accepted else 0.0
+        c = decided(c, judge_overrule(c, accepted, rule, conf))
     else:
         accepted = before == "accept"
         rule = tcal.get("why") or "annotate only"
-    if tcal["mode"] != "decide":
         conf = det.confidence  # an annotation changes no score
-    elif question == "occurrence":
-        conf = round(p, RATIO_DIGITS) if accepted else 0.0
-    else:
-        conf = round(det.confidence * p, RATIO_DIGITS) if accepted else 0.0
+        c = c.derive()
     occurrence = Occurrence.model_validate(occ) if isinstance(occ, dict) else occ
     c.add_stage("judge", JudgeInfo(model=j["model"], question=question, occurrence=occurrence, raw_answer=j["raw"],
                                    answer=j["answer"], p_yes=p, p_yes_source=j["p_yes_source"], mode=tcal["mode"],
                                    threshold=thr, rule=rule, verdict_before=before, cited_verified=ok,
                                    cited_hallucinated=bad, cached=j["cached"], accepted=accepted, confidence=conf))
     return c
+
+
+def judge_overrule(c: Candidate, accepted: bool, rule: str, conf: float) -> Decision:
+    """The judge's decision over the candidate's (rule `judge`): an accept it keeps, or a reject with its P(yes)."""
+    assert c.decision is not None, "the judge is asked only about decided candidates"
+    return c.decision.overruled(JUDGE_RULE, accepted, reason=None if accepted else f"judge: {rule}", confidence=conf,
+                                detail=rule)
 
 
 @dataclass(frozen=True)

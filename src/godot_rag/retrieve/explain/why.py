@@ -48,6 +48,8 @@ class WhyRecord(BaseModel):
     final_rank: int | None = None
     group: str | None = None
     verdict: str  # one line: "returned at #1 (guides)" or "lost at validate: <reason>"
+    rule: str | None = None  # the named rule that decided its verdict (Candidate.decision), when one did
+    rule_chain: list[str] = []  # the decisions' rules, the first (the rule tables') to the last (an overrule)
     steps: list[WhyStep]
     ranks_only: bool = False  # only the trace's id lists saw it: no per-stage scores in the result
 
@@ -275,7 +277,12 @@ def _why_record(table: str, rid: str, j: dict[str, Any], columns: list[str], off
         verdict = f"returned at #{cand.rank}" + (f" ({cand.group})" if cand.group else "")
     else:
         verdict = f"lost at {'the cut at k' if j['lost'] == 'cut' else j['lost']}: {j['reason']}"
+    decision = cand.decision if cand is not None else None
+    if decision is not None and j["outcome"] == "rejected":
+        verdict += f" (rule {decision.rule})"
     return WhyRecord(table=table, id=rid, outcome=j["outcome"], lost_at=j["lost"],
                      final_rank=cand.rank if j["outcome"] == "returned" else None,
                      group=cand.group if j["outcome"] == "returned" else None,
-                     verdict=" ".join(verdict.split()), steps=steps, ranks_only=cand is None)
+                     verdict=" ".join(verdict.split()), steps=steps, ranks_only=cand is None,
+                     rule=decision.rule if decision is not None else None,
+                     rule_chain=decision.rule_chain if decision is not None else [])
