@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -18,6 +19,13 @@ def _scans(values: tuple[str, ...]) -> list[tuple[str, Path]]:
             fail(f"--scan {v}: give PREFIX=SCAN_DIR (the grade files' prefix and the scan's --out folder)")
         out.append((prefix, Path(path)))
     return out
+
+
+def _summary(m: dict[str, Any]) -> dict[str, Any]:
+    """What fit-ranker prints: per group the weights, threshold and counts; the out-of-fold figures; the digest."""
+    shown = ("weights", "bias", "threshold", "targets_met", "chosen", "n")
+    return {"groups": {g: {k: v[k] for k in shown} for g, v in m["groups"].items()},
+            "out_of_fold": m["out_of_fold"], "data_digest": m["data_digest"]}
 
 
 @main.command(name="fit-ranker")
@@ -78,7 +86,4 @@ def fit_ranker(queries_files: tuple[Path, ...], scans: tuple[str, ...], judged_f
             rows_out.write_text(json.dumps(result["rows"]) + "\n")
     except OSError as e:
         fail(f"{e.filename}: cannot write ({e.strerror or e})")
-    m = result["model"]
-    click.echo(json.dumps({"groups": {g: {k: v[k] for k in ("weights", "bias", "threshold", "targets_met", "chosen", "n")}
-                                      for g, v in m["groups"].items()},
-                           "out_of_fold": m["out_of_fold"], "data_digest": m["data_digest"]}, indent=1))
+    click.echo(json.dumps(_summary(result["model"]), indent=1))
