@@ -26,7 +26,7 @@ def test_a_scans_graded_chunks_come_back_with_their_projects_context(tmp_path):
 
 
 def test_a_scan_without_its_scan_json_or_project_is_named(tmp_path):
-    with pytest.raises(ScanChunksError, match="scan.json"):
+    with pytest.raises(ScanChunksError, match=r"scan\.json"):
         scan_queries("x", tmp_path, set())
     (tmp_path / "scan.json").write_text(json.dumps({"root": str(tmp_path / "gone")}))
     with pytest.raises(ScanChunksError, match="gone"):
