@@ -30,7 +30,7 @@ from godot_rag.eval.queries import read_queries
 from godot_rag.eval.runner import mapping_triple
 from godot_rag.models.llm import make_llm
 from godot_rag.retrieve.engine.config import RetrieveConfig
-from godot_rag.retrieve.pipeline import Retriever
+from godot_rag.retrieve.pipeline import ModelFiles, Retriever
 from godot_rag.store.db import Database
 
 EVAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "eval"
@@ -55,7 +55,7 @@ if args.uncalibrated:
     no_cal_dir = tempfile.TemporaryDirectory()  # removed at exit
     no_cal = Path(no_cal_dir.name) / "none.json"
     no_cal.write_text('{"calibrations": []}')
-r = Retriever(Database(), llm=llm, judge_calibration=no_cal)
+r = Retriever(Database(), llm=llm, files=ModelFiles(judge_calibration=no_cal))
 plain, judged_cfg = RetrieveConfig(), RetrieveConfig(validator_llm=True, judge_thresholds=args.thresholds)
 
 

@@ -16,7 +16,7 @@ import psutil
 from godot_rag.examples import REFERENCE_CHUNK
 from godot_rag.models.llm import make_llm
 from godot_rag.retrieve.engine.config import RetrieveConfig
-from godot_rag.retrieve.pipeline import Retriever
+from godot_rag.retrieve.pipeline import ModelFiles, Retriever
 from godot_rag.store.db import Database
 
 ap = argparse.ArgumentParser()
@@ -30,7 +30,7 @@ with open(Path("../shared/eval/migration.dev.jsonl")) as lines:
 no_cal_dir = tempfile.TemporaryDirectory()  # removed at exit
 no_cal = Path(no_cal_dir.name) / "none.json"
 no_cal.write_text('{"calibrations": []}')
-r = Retriever(Database(), llm=make_llm(bundled=args.bundled), judge_calibration=no_cal)
+r = Retriever(Database(), llm=make_llm(bundled=args.bundled), files=ModelFiles(judge_calibration=no_cal))
 r.warm()
 out = {"llm": args.bundled, "chunks": len(chunks)}
 for name, strategy, cfg in (("E", "E", RetrieveConfig(k=5)),

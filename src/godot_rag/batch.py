@@ -124,7 +124,7 @@ def _init_worker(dsn: str | None, data_dir: str, strategy: str, cfg_dict: dict, 
     """Each process has its own Retriever: the GIL-bound stages then run on both cores."""
     from .models.llm import make_llm
     from .retrieve.engine.config import RetrieveConfig
-    from .retrieve.pipeline import Retriever
+    from .retrieve.pipeline import ModelFiles, Retriever
     from .store.db import Database
 
     _answered.clear()
@@ -134,8 +134,7 @@ def _init_worker(dsn: str | None, data_dir: str, strategy: str, cfg_dict: dict, 
         db = Database(dsn=dsn, data_dir=data_dir)
         db.release_at_worker_exit()
         # One process per core: the encoder inside each must not spread over both cores too.
-        _worker["retriever"] = Retriever(db, llm=llm, cross_encoder_path=opts.cross_encoder,
-                                         judge_calibration=judge_calibration, embed_threads=1)
+        _worker["retriever"] = Retriever(db, llm=llm, files=ModelFiles(opts.cross_encoder, judge_calibration), embed_threads=1)
         _worker["strategy"], _worker["cfg"], _worker["format"] = strategy, cfg, (opts.fmt, opts.prompt_budget)
         _worker["context"] = opts.context
         _worker["retriever"].warm(cfg, embed=strategy != "B")

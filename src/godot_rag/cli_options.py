@@ -3,8 +3,10 @@ the LLM, the retrieval settings and the output. A group hands its command one ty
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,12 +15,12 @@ def _group(options: list, bundle: str | None = None, build=None):
     """Applies `options`; with `bundle`, their values reach the command as one object built by `build`."""
     names = [o(lambda: None).__click_params__[0].name for o in options]
 
-    def decorator(f):
+    def decorator(f: Callable[..., Any]) -> Callable[..., Any]:
         if bundle is None:
             target = f
         else:
             @functools.wraps(f)
-            def target(*args, **kwargs):
+            def target(*args: Any, **kwargs: Any) -> Any:
                 kwargs[bundle] = build(**{n: kwargs.pop(n) for n in names})
                 return f(*args, **kwargs)
         for opt in reversed(options):

@@ -77,6 +77,8 @@ def record_rows(result: RetrieveResult, chunk: Any) -> list[dict]:
                "reason": reason_of(c)}
         if c.group:
             row["group"] = c.group
+        if c.decision is not None:  # F: the rule that decided the verdict
+            row["rule"] = c.decision.rule
         rows.append(row)
     return rows
 

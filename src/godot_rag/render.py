@@ -86,7 +86,7 @@ def _explain_lines(c: Candidate, stage_list: list[str]) -> list[str]:
     """A candidate's stage cells, a mapping's occurrences and the matched terms, under --explain."""
     lines = [f"       {_stage_summary(c, stage_list)}"]
     if c.reason:
-        lines.append(f"       {c.reason[:200]}")
+        lines.append(f"       {_decided_by(c)}{c.reason[:200]}")
     if c.table == "api_mapping" and c.info("validate") is not None:
         for o in (c.info("validate").occurrences or [])[:4]:
             lines.append(f"         {o.status:<13} {o.why[:160]}")
@@ -104,8 +104,12 @@ def _candidate_lines(c: Candidate, stage_list: list[str], explain: bool) -> list
     if explain:
         return lines + _explain_lines(c, stage_list)
     if c.reason:
-        lines.append(f"       {c.reason[:200]}")
+        lines.append(f"       {_decided_by(c)}{c.reason[:200]}")
     return lines
+
+def _decided_by(c: Candidate) -> str:
+    """`[rule] `: the rule that decided the verdict (F), before its reason."""
+    return f"[{c.decision.rule}] " if c.decision is not None else ""
 
 
 def _left_out_lines(result: RetrieveResult) -> list[str]:
@@ -114,7 +118,7 @@ def _left_out_lines(result: RetrieveResult) -> list[str]:
     if result.rejected:
         lines.append(f"\n== rejected: {len(result.rejected)}")
         for c in result.rejected:
-            lines.append(f"     {c.table}: {_label(c)} -- {c.reason}")
+            lines.append(f"     {c.table}: {_label(c)} -- {_decided_by(c)}{c.reason}")
     if result.cut:
         lines.append(f"\n== accepted, then cut at k: {len(result.cut)}")
         for c in result.cut:

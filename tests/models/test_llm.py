@@ -10,7 +10,7 @@ from godot_rag.models.llm import LLMError, OpenAICompatLLM, assemble_bundled, ma
 from godot_rag.retrieve.engine.config import RetrieveConfig
 from godot_rag.retrieve.engine.state import QueryState
 from godot_rag.retrieve.evidence.judge_questions import check_cited
-from godot_rag.retrieve.pipeline import Retriever, run_stages
+from godot_rag.retrieve.pipeline import ModelFiles, Retriever, run_stages
 from godot_rag.retrieve.query.segment import TOKENIZE
 from godot_rag.retrieve.recall.lexical import BM25
 from godot_rag.retrieve.recall.profile import check_profile, parse_profile, profile_queries
@@ -228,7 +228,7 @@ def test_server_model_goes_through_the_same_calibrated_path(llama_server, fixtur
     assert out["tables"]["docs_chunks"]["auc_all_pairs"] is not None and out["judge_set"]["pairs"] == len(accepted)
     found, where, _ = calibration.find(llm.identity(), cal)
     assert where == str(cal) and found["tables"]["docs_chunks"]["mode"] in ("decide", "annotate")
-    r = Retriever(fixture_db, embedder=embedder, llm=llm, cache_dir=tmp_path / "c2", judge_calibration=cal)
+    r = Retriever(fixture_db, embedder=embedder, llm=llm, cache_dir=tmp_path / "c2", files=ModelFiles(judge_calibration=cal))
     res = r.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5, validator_llm=True, reranker="none"))
     log = res.trace.stages[[s.stage for s in res.trace.stages].index("judge")].info
     assert log["calibration"] == str(cal) and log["model"] == "openai:qwen-0.5b"

@@ -7,9 +7,9 @@ from godot_rag.gdscript.classref import ClassReference
 from godot_rag.gdscript.facts import parse_chunk
 from godot_rag.gdscript.resolve import resolve_uses
 from godot_rag.retrieve.evidence.chunk_side import chunk_side
-from godot_rag.retrieve.evidence.docs_features import FEATURES, contradictions, guide_features
+from godot_rag.retrieve.evidence.docs_features import FEATURES, GuideRecord, contradictions, guide_features
 from godot_rag.retrieve.evidence.docs_stats import DocsApiStats, untyped_members
-from godot_rag.retrieve.evidence.guide_copy import copied_share, copied_shares
+from godot_rag.retrieve.evidence.guide_copy import CopyNames, copied_share, copied_shares
 from godot_rag.retrieve.evidence.guide_model import GuideModel
 from godot_rag.retrieve.recall.codematch import clone_match
 
@@ -49,7 +49,7 @@ def features(stats, code, rec, **kw):
     facts = parse_chunk(code)
     res = resolve_uses(facts, stats.ref)
     args = {"clone": 0.0, "bm25_rank": 1, "cosine": 0.5, "hub_rate": 0.0} | kw
-    return guide_features(stats, res, facts, rec, **args)
+    return guide_features(stats, res, facts, GuideRecord(rec, **args))
 
 
 def stats_with(docs, ref=None, share=None):
@@ -222,9 +222,9 @@ def test_a_copy_uses_each_record_line_once():
     names = frozenset(f"_flag_{i}" for i in range(6))
     assert clone_match(chunk, code, names)[0] == 1.0
     assert abs(clone_match(chunk, code, names, one_to_one=True)[0] - 1 / 6) < 1e-9
-    assert copied_share(chunk, code, names) == 0.0  # one line that keeps only the API (`bool`) is no copy
+    assert copied_share(chunk, code, CopyNames(names)) == 0.0  # one line that keeps only the API (`bool`) is no copy
     three = code + code.replace("_enabled", "_other") + code.replace("_enabled", "_third")
-    assert copied_share(chunk, three, names) == 0.5
+    assert copied_share(chunk, three, CopyNames(names)) == 0.5
 
 
 def test_a_short_copy_keeps_the_authors_names():
@@ -234,12 +234,13 @@ def test_a_short_copy_keeps_the_authors_names():
     page = "func parse_source_geometry() -> void:\n    source_geometry.clear()\n    var root_node: Node3D = self\n"
     names = frozenset({"_on_text_edit_text_changed", "results"})
     assert clone_match(chunk, page, names, one_to_one=True)[0] == 1.0
-    assert copied_shares(chunk, page, names) == (0.0, 1.0)
+    assert copied_shares(chunk, page, CopyNames(names)) == (0.0, 1.0)
     longer = chunk + "\tresults.append(1)\n"
-    assert copied_share(longer, page.replace("var root_node: Node3D = self", "source_geometry.append(1)"), names) == 1.0
+    longer_page = page.replace("var root_node: Node3D = self", "source_geometry.append(1)")
+    assert copied_share(longer, longer_page, CopyNames(names)) == 1.0
     exported = "@export var min_speed = 10.0\n@export var max_speed = 18.0\n"
     page = "extends CharacterBody3D\n\n" + exported + "\nfunc _ready():\n    pass\n"
-    assert copied_share(exported, page, frozenset({"min_speed", "max_speed"})) == 1.0
+    assert copied_share(exported, page, CopyNames(frozenset({"min_speed", "max_speed"}))) == 1.0
 
 
 def test_a_name_only_hub_classes_have_anchors_no_copy():
@@ -255,10 +256,10 @@ def test_a_name_only_hub_classes_have_anchors_no_copy():
     page = ("func _remove(tracker):\n\tif spatial_anchor_scene:\n\t\tnew_scene.free()\n\tif plane_scene:\n\t\t"
             "plane_node.free()\n\tif marker_scene:\n\t\tmarker_node.free()\n\tif other_scene:\n\t\tother_node.free()\n")
     names = frozenset(f"_template_{i}" for i in range(4))
-    assert copied_share(chunk, page, names) == 1.0  # by its frame and `free` alone, it looked like a copy
-    assert copied_share(chunk, page, names, hub_names=stats.hub_names) == 0.0
+    assert copied_share(chunk, page, CopyNames(names)) == 1.0  # by its frame and `free` alone, it looked like a copy
+    assert copied_share(chunk, page, CopyNames(names, hub_names=stats.hub_names)) == 0.0
     moved = chunk.replace(".free()", ".move_and_slide()")
-    assert copied_share(moved, page.replace(".free()", ".move_and_slide()"), names, hub_names=stats.hub_names) == 1.0
+    assert copied_share(moved, page.replace(".free()", ".move_and_slide()"), CopyNames(names, hub_names=stats.hub_names)) == 1.0
 
 
 def test_a_copy_keeps_the_records_api():
@@ -275,14 +276,14 @@ def test_a_copy_keeps_the_records_api():
 
     assert share(chunk, calls_api, names) == 1.0  # by shape alone, `menu.add_item(A)` is `body.get_node(path)`
     assert abs(share(chunk, calls_api, names, record_api=api) - 5 / 17) < 1e-9  # only `func _ready ( ) :` is copied
-    assert copied_share(chunk, calls_api, names) == 0.0  # and a copy of a signature and renamed names keeps nothing
+    assert copied_share(chunk, calls_api, CopyNames(names)) == 0.0  # and a copy of a signature and renamed names keeps nothing
     # Godot 3 code copies a page that writes the Godot 4 name the converter gives its class.
     godot3 = "func _ready():\n    var b = KinematicBody2D.new()\n    b.move_and_slide()\n"
     page = "func _ready():\n    var b = CharacterBody2D.new()\n    b.move_and_slide()\n"
     api = stats.code_api_names(page, frozenset({"b"}))
-    assert "CharacterBody2D" in api and copied_share(godot3, page, frozenset({"KinematicBody2D"}), api_names=api) < 0.6
-    assert copied_share(godot3, page, frozenset({"KinematicBody2D"}), api_names=api,
-                        renames={"KinematicBody2D": frozenset({"CharacterBody2D"})}) == 1.0
+    assert "CharacterBody2D" in api and copied_share(godot3, page, CopyNames(frozenset({"KinematicBody2D"}), api_names=api)) < 0.6
+    assert copied_share(godot3, page, CopyNames(frozenset({"KinematicBody2D"}), api_names=api,
+                                              renames={"KinematicBody2D": frozenset({"CharacterBody2D"})})) == 1.0
     own = "func _ready():\n    items.push_entry(FIRST)\n    items.push_entry(SECOND)\n"
     declared = frozenset({"items", "push_entry", "FIRST", "SECOND"})
     assert share(chunk, own, names, record_api=stats.code_api_names(own, declared)) == 1.0
@@ -297,22 +298,22 @@ def test_a_copy_keeps_something_of_the_chunk_as_it_is():
     page = "func _ready() -> void:\n\tactor_setup()\n\tactor_show()\n"
     api = stats.code_api_names(page, frozenset({"actor_setup", "actor_show"}))
     assert clone_match(chunk, page, frozenset({"_tween", "_fade"}), one_to_one=True, record_api=api)[0] == 1.0
-    assert copied_shares(chunk, page, frozenset({"_tween", "_fade"}), api_names=api) == (0.0, 1.0)
-    assert copied_share(chunk, page, frozenset({"_tween", "_fade"}), api_names=api) == 0.0
+    assert copied_shares(chunk, page, CopyNames(frozenset({"_tween", "_fade"}), api_names=api)) == (0.0, 1.0)
+    assert copied_share(chunk, page, CopyNames(frozenset({"_tween", "_fade"}), api_names=api)) == 0.0
     # The same frame with the API kept: `hit.emit()` and `queue_free()` are what the chunk copies.
     died = "signal hit\n\nfunc die():\n\thit.emit()\n\tqueue_free()\n"
     page = "signal died\n\nfunc kill():\n\tdied.emit()\n\tqueue_free()\n"
-    assert copied_share(died, page, frozenset({"hit", "die"})) == 1.0
+    assert copied_share(died, page, CopyNames(frozenset({"hit", "die"}))) == 1.0
     # A string kept as it is anchors a copy too.
     logged = "func _on_crash():\n\t_log(\"Program crashed with signal\")\n\t_log(\"Exit\")\n"
     page = "func _check():\n\tprint_it(\"Program crashed with signal\")\n\tprint_it(\"Exit\")\n"
-    assert copied_share(logged, page, frozenset({"_on_crash", "_log"})) > 0
+    assert copied_share(logged, page, CopyNames(frozenset({"_on_crash", "_log"}))) > 0
     # The author's names kept as they are anchor a copy of the page's own function; renamed, they do not.
     own = "func _find_other(path):\n\tfor p in peers:\n\t\tif p != path:\n\t\t\treturn p\n"
     names = frozenset({"_find_other", "path", "p", "peers"})
-    assert copied_share(own, own, names) == 1.0
+    assert copied_share(own, own, CopyNames(names)) == 1.0
     renamed = own.replace("peers", "others").replace("path", "mine").replace("p ", "q ").replace("p:", "q:")
-    assert copied_shares(own, renamed, names) == (0.0, 1.0)
+    assert copied_shares(own, renamed, CopyNames(names)) == (0.0, 1.0)
 
 
 def test_a_copy_of_the_frame_alone_is_left_to_the_model():
@@ -391,7 +392,8 @@ def test_a_page_of_a_feature_the_chunk_does_not_use_is_a_contradiction():
     facts = parse_chunk(platformer)
     res = resolve_uses(facts, stats.ref)
     side = chunk_side(stats, res, facts, project=frozenset({"XROrigin3D", "Node3D"}))
-    _, basis = guide_features(stats, res, facts, docs["xr0"], clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0, side=side)
+    _, basis = guide_features(stats, res, facts, GuideRecord(docs["xr0"], clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0),
+                              side=side)
     assert basis["foreign_section"] is None
 
 
@@ -429,11 +431,11 @@ def test_a_godot3_class_the_chunk_writes_stands_for_its_godot4_name():
     facts = parse_chunk(code)
     res = resolve_uses(facts, stats.ref)
     args = {"clone": 0.0, "bm25_rank": 1, "cosine": 0.5, "hub_rate": 0.0}
-    values, _ = guide_features(stats, res, facts, docs["body"], **args, side=chunk_side(stats, res, facts))
+    values, _ = guide_features(stats, res, facts, GuideRecord(docs["body"], **args), side=chunk_side(stats, res, facts))
     assert values["foreign_class"] > 0 and values["incompatible"] == 1.0
     side = chunk_side(stats, res, facts, {"KinematicBody2D": "CharacterBody2D", "Spatial": "Node3D"})
     assert "CharacterBody2D" in side.classes and "Node3D" not in side.classes  # only what the chunk writes
-    values, _ = guide_features(stats, res, facts, docs["body"], **args, side=side)
+    values, _ = guide_features(stats, res, facts, GuideRecord(docs["body"], **args), side=side)
     assert values["foreign_class"] == 0.0 and values["incompatible"] == 0.0
 
 
@@ -720,10 +722,11 @@ def test_godot3_code_shares_with_a_guide_the_api_its_names_become():
     guide = record(uses=["ResourceLoader.load_threaded_request"], classes=["ResourceLoader"])
     side = chunk_side(stats, res, facts, migrated=migrated_api(ref, res, renames))
     assert "@GlobalScope.deg_to_rad" in side.globals and "@GlobalScope.deg_to_rad" in side.migrated
-    values, basis = guide_features(stats, res, facts, guide, clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0, side=side)
+    values, basis = guide_features(stats, res, facts, GuideRecord(guide, clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0),
+                                   side=side)
     assert values["api_code"] > 0 and basis["migrated"] == [
         {"api": "ResourceLoader.load_threaded_request", "written": "load_interactive"}]
-    values, basis = guide_features(stats, res, facts, guide, clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0)
+    values, basis = guide_features(stats, res, facts, GuideRecord(guide, clone=0.0, bm25_rank=1, cosine=0.5, hub_rate=0.0))
     assert values["api_code"] == 0 and basis["migrated"] == []
 
 
@@ -822,18 +825,19 @@ def test_a_keyword_construct_is_named_with_what_it_modifies():
 def test_a_guide_the_model_accepts_on_a_construct_or_global_names_it_in_its_reason():
     """A guide shared through a construct or an annotation has no literal of the chunk's to quote: its reason names
     what it shares and the model's P, never an empty "direct evidence = "."""
-    from godot_rag.retrieve.engine.trace import ValidateInfo
-    from godot_rag.retrieve.evidence.validate import _reason
+    from godot_rag.retrieve.engine.decision import Decision
+    from godot_rag.retrieve.evidence.decision import reason_of
 
     model = {"p": 0.65, "threshold": 0.4, "shared_api": [], "shared_globals": [{"api": "@GDScript.@tool", "specificity": 0.54}],
              "shared_callbacks": [], "shared_classes": [],
              "shared_constructs": [{"construct": "function_definition/static_keyword", "specificity": 0.76}]}
-    info = ValidateInfo(verdict="accept", accepted=True, confidence=0.0, evidence=[], contradictions=[], reasons=[], model=model)
-    assert _reason(info) == ("guide model: P(direct) 0.65 >= 0.40, shared = @GDScript.@tool, "
-                             "function_definition/static_keyword")
-    copied = info.model_copy(update={"model": model | {"p": 0.2, "copied_code": True, "shared_api": None}})
-    assert _reason(copied) == ("the chunk copies the record's code; shared = @GDScript.@tool, "
-                               "function_definition/static_keyword")
+    decision = Decision(accepted=True, rule="guide_model", confidence=0.0, model=model)
+    assert reason_of(decision) == ("guide model: P(direct) 0.65 >= 0.40, shared = @GDScript.@tool, "
+                                   "function_definition/static_keyword")
+    copied = decision.model_copy(update={"rule": "copied_code",
+                                         "model": model | {"p": 0.2, "copied_code": True, "shared_api": None}})
+    assert reason_of(copied) == ("the chunk copies the record's code; shared = @GDScript.@tool, "
+                                 "function_definition/static_keyword")
 
 
 def test_a_section_about_an_annotation_teaches_its_constructs_with_it():

@@ -14,8 +14,10 @@ from godot_rag.eval.judge_calibration import (
 )
 from godot_rag.records import model_text
 from godot_rag.retrieve.engine.config import ConfigError, RetrieveConfig
+from godot_rag.retrieve.engine.decision import Decision
 from godot_rag.retrieve.engine.trace import ValidateInfo
 from godot_rag.retrieve.engine.types import Candidate
+from godot_rag.retrieve.evidence.decision import decided, validate_info
 from godot_rag.retrieve.evidence.judge import asked_occurrence, table_calibration
 from godot_rag.retrieve.evidence.judge_questions import focused_text, numbered, occurrence_question, prompt_id
 from godot_rag.store import calibration
@@ -121,13 +123,21 @@ def test_judge_thresholds_setting_is_validated():
             RetrieveConfig(judge_thresholds=bad)
 
 
+def _decided(c: Candidate, d: Decision) -> Candidate:
+    """The candidate as the validate stage leaves it: its decision, verdict and reason, and the stage's info."""
+    c = decided(c, d)
+    c.add_stage("validate", validate_info(d))
+    return c
+
+
 def _mapping(occurrences, verdict="accept", confidence=0.6):
-    c = Candidate(table="api_mapping", id="class_renames:Viewport->SubViewport", verdict=verdict,
+    c = Candidate(table="api_mapping", id="class_renames:Viewport->SubViewport",
                   payload={"source_api": "Viewport", "target_api": "SubViewport", "change_type": "class_rename",
                            "notes": "Viewport nodes became SubViewport"})
-    c.add_stage("validate", ValidateInfo(verdict=verdict, accepted=verdict == "accept", confidence=confidence, evidence=[],
-                                         contradictions=[], reasons=[], occurrences=occurrences))
-    return c
+    accepted = verdict == "accept"
+    return _decided(c, Decision.model_validate({
+        "accepted": accepted, "rule": "godot3_use" if accepted else "no_godot3_use", "confidence": confidence,
+        "reasons": [] if accepted else ["no occurrence is Godot 3 use"], "occurrences": occurrences}))
 
 
 def test_focused_question_names_the_occurrence_and_its_line():
@@ -175,11 +185,10 @@ def test_a_finding_follows_the_mapping_the_judge_rejected():
     occ = {"line": 3, "col": 10, "region": "code", "status": "godot3", "why": "", "start": start, "end": start + 8,
            "ambiguous": True}
     mapping = _mapping([occ])
-    proto = Candidate(table="label_prototypes", id="migration:godot3_class_name", verdict="accept",
-                      payload={"task_type": "migration", "evidence_mapping_ids": [mapping.id],
-                               "validator_rules": {"must_match": [r"\bViewport\b"]}})
-    proto.add_stage("validate", ValidateInfo(verdict="accept", accepted=True, confidence=1.0, evidence=[], contradictions=[],
-                                             reasons=[]))
+    proto = _decided(Candidate(table="label_prototypes", id="migration:godot3_class_name",
+                               payload={"task_type": "migration", "evidence_mapping_ids": [mapping.id],
+                                        "validator_rules": {"must_match": [r"\bViewport\b"]}}),
+                     Decision(accepted=True, rule="must_match", confidence=1.0))
     validation = SimpleNamespace(facts=parse_chunk(chunk))  # the part the validate stage provides
     kept = follow_mappings(validation, Verdicts({"api_mapping": [mapping], "label_prototypes": [proto]}))
     assert kept[0].verdict == "accept" and kept[0] is proto  # the mapping still stands: nothing changes
@@ -192,6 +201,9 @@ def test_a_finding_follows_the_mapping_the_judge_rejected():
     j = out[0].info("judge")
     assert j.question == "follows_mapping" and j.verdict_before == "accept"
     assert out[0].info("validate").verdict == "accept"  # the earlier stage's explanation is kept
+    # The finding's new decision names its rule and keeps the one it overrules.
+    assert out[0].decision.rule == "follows_mapping" and out[0].decision.rule_chain == ["must_match", "follows_mapping"]
+    assert out[0].decision.rules == ("no_accepted_mapping",) and proto.decision.accepted
 
 
 def test_cli_bad_judge_files_are_one_line_errors(tmp_path):
@@ -231,6 +243,9 @@ def test_an_annotation_changes_no_verdict_and_no_score_a_decision_does():
     request = {"mode": "decide", "threshold": 0.5, "threshold_from": "request"}
     high = _judged(job(c), dict(answer, p_yes=0.9, answer="yes"), request, chunk)
     assert high.verdict == "accept" and high.info("judge").confidence == 0.9
+    # Each of the judge's decisions is a new one under its rule, over the validator's, which it keeps.
+    assert low.decision.rule == high.decision.rule == "judge" and low.decision.overrules == c.decision
+    assert high.reason == f"{c.reason}; judge: P(yes) 0.9 >= threshold 0.5 (request)" and note.decision is c.decision
     rejected = _mapping([occ], verdict="reject", confidence=0.0)
     never = _judged(job(rejected), dict(answer, p_yes=0.99, answer="yes"), {"mode": "decide", "threshold": 0.5}, chunk)
     assert never.verdict == "reject"  # the judge never accepts on its own

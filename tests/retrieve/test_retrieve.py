@@ -7,6 +7,8 @@ from godot_rag.gdscript.classref import ClassReference
 from godot_rag.gdscript.facts import parse_chunk
 from godot_rag.gdscript.resolve import resolve_uses
 from godot_rag.retrieve.engine.config import ConfigError, RetrieveConfig
+from godot_rag.retrieve.engine.decision import Decision
+from godot_rag.retrieve.engine.trace import DocsEvidence
 from godot_rag.retrieve.engine.types import Candidate
 from godot_rag.retrieve.evidence.validate import (
     ValidationScope,
@@ -236,7 +238,7 @@ def test_the_union_and_the_fusion_share_the_lists_entries(retriever, monkeypatch
 @pytest.mark.parametrize("method", ["maxnorm", "minmax", "zscore", "rrf"])
 def test_fusion_of_prefiltered_lists_equals_the_full_lists(method):
     """A list the prefilter thinned is normalised over its full scores: the kept candidates fuse as before."""
-    from godot_rag.retrieve.recall.fuse import fused_inputs, fused_scores, union
+    from godot_rag.retrieve.recall.fuse import Fusion, fused_inputs, fused_scores, union
 
     def cands(scores, source):
         return [Candidate.of_record("api_mapping", f"m{i}", {}, s, rank, source)
@@ -246,12 +248,12 @@ def test_fusion_of_prefiltered_lists_equals_the_full_lists(method):
     emb = cands([(2, 0.8), (4, 0.7), (0, 0.5)], "embedding")
     weights = {"bm25": 1.0, "embedding": 0.3}
     full = {"bm25": bm25, "embedding": emb}
-    whole = dict(zip((c.id for c in union(full)), fused_scores(union(full), full, weights, method, 60)))
+    whole = dict(zip((c.id for c in union(full)), fused_scores(union(full), full, Fusion(method, weights, 60))))
     keep = {"m2", "m3", "m4"}  # the best of each list dropped
     thin = {name: [c for c in lst if c.id in keep] for name, lst in full.items()}
     scores = {name: np.asarray([c.score for c in lst]) for name, lst in full.items()}
     merged = union(thin, whole=False)
-    got = dict(zip((c.id for c in merged), fused_scores(merged, thin, weights, method, 60, scores)))
+    got = dict(zip((c.id for c in merged), fused_scores(merged, thin, Fusion(method, weights, 60), scores)))
     assert set(got) == keep
     for cid, (score, inputs) in got.items():
         assert score == pytest.approx(whole[cid][0], abs=1e-12)
@@ -270,7 +272,7 @@ def _vctx(chunk: str) -> ValidationScope:
                            renameable=renameable_names(facts, ref))
 
 
-def _mapping_verdict(chunk: str, cand) -> dict:
+def _mapping_verdict(chunk: str, cand) -> Decision:
     v = _vctx(chunk)
     return mapping_evidence(v, cand, mapping_occurrences(v, cand))
 
@@ -280,20 +282,20 @@ def test_evidence_respects_identifier_boundaries_and_near_misses():
     m = _cand("api_mapping", {"source_api": "AnimatedSprite", "target_api": "AnimatedSprite2D", "change_type": "class_rename",
                               "match_terms": ["AnimatedSprite"], "negative_patterns": [], "confidence": 1.0})
     out = _mapping_verdict("$AnimatedSprite2D.play()", m)
-    assert not out["accepted"] and "does not occur" in out["reasons"][0]
+    assert not out.accepted and "does not occur" in out.reasons[0] and out.rule == "source_absent"
     in_comment = _mapping_verdict("$AnimatedSprite2D.play()  # was AnimatedSprite", m)
-    assert not in_comment["accepted"] and "comment" in in_comment["reasons"][0]
+    assert not in_comment.accepted and "comment" in in_comment.reasons[0] and in_comment.rule == "no_godot3_use"
     neg = _cand("api_mapping", {"source_api": "export", "target_api": "@export", "change_type": "syntax_change",
                                 "match_terms": ["re:(?m)^\\s*export(?:\\s*\\([^)]*\\))?\\s+var\\b"],
                                 "negative_patterns": ["@export"],
                                 "confidence": 0.9})
-    assert not _mapping_verdict("@export var speed = 400", neg)["accepted"]
-    assert _mapping_verdict("export var speed = 400", neg)["accepted"]
+    assert not _mapping_verdict("@export var speed = 400", neg).accepted
+    assert _mapping_verdict("export var speed = 400", neg).accepted
     doc = _cand("docs_chunks", {"content": "var direction = Vector3.ZERO\nCharacterBody3D", "code_blocks": [],
                                 "api_symbols": ["Vector3.ZERO"]})
-    ev = docs_evidence(_vctx("var v = Vector2.ZERO\nextends CharacterBody2D"), doc)
-    assert {c.literal for c in ev["contradictions"]} == {"Vector3", "CharacterBody3D"}
-    assert ev["evidence"] == [] or all(e.literal != "Vector2" for e in ev["evidence"])
+    ev = docs_evidence(_vctx("var v = Vector2.ZERO\nextends CharacterBody2D"), doc).decision
+    assert {c.literal for c in ev.contradictions} == {"Vector3", "CharacterBody3D"}
+    assert all(e.literal != "Vector2" for e in ev.evidence)
     assert facts.identifiers >= {"Vector2", "AnimatedSprite2D"} and "AnimatedSprite" not in facts.identifiers
 
 
@@ -312,51 +314,55 @@ def test_a_chunk_copied_from_a_guide_has_that_page_as_its_evidence():
     again = _doc("tutorials/scenes", "var mob = mob_scene.instantiate()\nadd_child(mob)", ["PackedScene.instantiate"])
     # A page that also shows a line the copied page does not have (`str(score)` here) adds to it: kept.
     more = _doc("tutorials/ui", "score_label.text = str(score)\nvar mob = mob_scene.instantiate()", ["Label.text"])
-    docs = [(c, docs_evidence(v, c)) for c in (copied, again, more)]
-    assert all(info["accepted"] for _, info in docs)
-    copied_page_overrules(v, docs)
-    verdicts = {c.page: info for c, info in docs}
-    assert verdicts["tutorials/spawning"]["accepted"] and verdicts["tutorials/ui"]["accepted"]
-    assert not verdicts["tutorials/scenes"]["accepted"]
-    assert verdicts["tutorials/scenes"]["copied_from"] == "tutorials/spawning"
-    assert "the chunk copies tutorials/spawning (4 of its 5 code lines)" in verdicts["tutorials/scenes"]["reasons"][0]
-    assert verdicts["tutorials/spawning"]["copy_source"] and verdicts["tutorials/ui"].get("copy_source") is None
-    assert verdicts["tutorials/scenes"]["clone_lines"] == [2, 4]  # the chunk's own line numbers
+    before = [(c, docs_evidence(v, c).decision) for c in (copied, again, more)]
+    assert all(d.accepted for _, d in before)
+    docs = copied_page_overrules(v, before)
+    verdicts = {c.page: d for c, d in docs}
+    assert verdicts["tutorials/spawning"].accepted and verdicts["tutorials/ui"].accepted
+    assert not verdicts["tutorials/scenes"].accepted
+    assert verdicts["tutorials/scenes"].copied_from == "tutorials/spawning"
+    assert "the chunk copies tutorials/spawning (4 of its 5 code lines)" in verdicts["tutorials/scenes"].reasons[0]
+    assert verdicts["tutorials/spawning"].copy_source and verdicts["tutorials/ui"].copy_source is None
+    assert verdicts["tutorials/scenes"].clone_lines == (2, 4)  # the chunk's own line numbers
+    # The overrule is a new decision under its rule that keeps the one it overruled; nothing is changed in place.
+    assert verdicts["tutorials/scenes"].rule == "copied_page" and verdicts["tutorials/scenes"].overrules == before[1][1]
+    assert before[1][1].accepted and verdicts["tutorials/ui"] is before[2][1]
     # A record with the same lines but a rare name the copied page does not show adds to it: kept.
     named = _doc("tutorials/mobs", "var mob = mob_scene.instantiate()\nadd_child(mob)\nscore_label.hide()",
                  ["PackedScene.instantiate"])
-    docs = [(c, docs_evidence(v, c)) for c in (copied, again, named, again)]
+    docs = [(c, docs_evidence(v, c).decision) for c in (copied, again, named, again)]
     # A class-reference entry documents the member itself: kept even when it shows nothing more.
-    docs[3] = (docs[3][0], dict(docs[3][1], page_class="Node", reasons=[]))
-    assert all(info["accepted"] for _, info in docs)
-    copied_page_overrules(v, docs)
-    assert [info["accepted"] for _, info in docs] == [True, False, True, True]
-    assert docs[3][1].get("copied_from") is None
+    docs[3] = (docs[3][0], docs[3][1].model_copy(update={"page_class": "Node"}))
+    assert all(d.accepted for _, d in docs)
+    docs = copied_page_overrules(v, docs)
+    assert [d.accepted for _, d in docs] == [True, False, True, True]
+    assert docs[3][1].copied_from is None
     # Two copied pages: a record is measured against each alone, and named after the one that shows it all.
     head, tail = chunk.splitlines()[:3], [chunk.splitlines()[i] for i in (1, 3, 4)]
     first, second = _doc("tutorials/a_first", "\n".join(head), []), _doc("tutorials/b_second", "\n".join(tail), [])
-    docs = [(c, docs_evidence(v, c)) for c in (first, second, again)]
-    copied_page_overrules(v, docs)
-    assert [info.get("copy_source") for _, info in docs[:2]] == [True, True]
-    assert docs[2][1]["copied_from"] == "tutorials/b_second"  # lines 2 and 4: the first page lacks line 4
+    docs = copied_page_overrules(v, [(c, docs_evidence(v, c).decision) for c in (first, second, again)])
+    assert [d.copy_source for _, d in docs[:2]] == [True, True]
+    assert docs[2][1].copied_from == "tutorials/b_second"  # lines 2 and 4: the first page lacks line 4
     # A chunk that copies no page (fewer than 3 of its lines anywhere) keeps every guide it had.
     v2 = _vctx("var mob = mob_scene.instantiate()\nadd_child(mob)\nprint(mob.name)\n")
-    docs2 = [(c, docs_evidence(v2, c)) for c in (copied, again)]
-    copied_page_overrules(v2, docs2)
-    assert all(info["accepted"] for _, info in docs2)
+    docs2 = copied_page_overrules(v2, [(c, docs_evidence(v2, c).decision) for c in (copied, again)])
+    assert all(d.accepted for _, d in docs2)
 
 
-def _guide(page: str, api: list[str], lines: list[int], classes: list[str] = (), p: float = 0.6, **info):
-    """An accepted guide's validate info as the validator leaves it, with the model's basis."""
+def _guide(page: str, api: list[str], lines: list[int], classes: list[str] = (), p: float = 0.6, **fields):
+    """An accepted guide's decision as the validator leaves it, with the model's basis."""
     c = Candidate(table="docs_chunks", id=f"{page}#000", payload={"content": "", "metadata": {"page_path": page}})
     model = {"p": p, "shared_api": [{"api": a, "specificity": 0.5, "from": "code"} for a in api], "shared_globals": [],
-             "shared_callbacks": [], "shared_classes": list(classes)}
-    return c, {"accepted": True, "page_class": None, "model": model, "clone_lines": lines, "rules": [], "reasons": [],
-               "evidence": [], **info}
+             "shared_callbacks": [], "shared_classes": list(classes), **fields.pop("model", {})}
+    return c, Decision(**{"accepted": True, "rule": "guide_model", "confidence": 0.5, "model": model,
+                          "clone_lines": tuple(lines), **fields})
 
 
 def test_a_guide_that_shows_nothing_new_is_the_same_evidence_again():
     from godot_rag.retrieve.evidence.docs_overrules import same_evidence_overrules
+
+    def decisions(*guides):
+        return [d for _, d in same_evidence_overrules(list(guides))]
 
     move = ["Input.is_action_pressed", "CharacterBody3D.move_and_slide"]
     # A tutorial's step pages repeat its script: the page retrieved first stays, a later one showing no more goes,
@@ -367,43 +373,39 @@ def test_a_guide_that_shows_nothing_new_is_the_same_evidence_again():
     step9 = _guide("tutorials/first_3d_game/09", move, [3, 4, 8], ["CharacterBody3D"])
     physics = _guide("tutorials/physics/intro", [*move, "Vector3.UP"], [], ["CharacterBody3D"])
     # A class page documents the members themselves: kept, though it shows nothing more.
-    entry = _guide("classes/class_input", move[:1], [])
-    entry[1]["page_class"] = "Input"
-    docs = [step3, step7, step9, physics, entry]
-    same_evidence_overrules(docs)
-    assert [info["accepted"] for _, info in docs] == [True, False, True, True, True]
-    assert step7[1]["repeats"] == "tutorials/first_3d_game/03" and step7[1]["rules"] == ["same_evidence"]
-    assert step7[1]["reasons"] == ["shows nothing of the chunk that the page tutorials/first_3d_game/03, retrieved "
-                                   "before it, does not show too: the same evidence again"]
+    entry = _guide("classes/class_input", move[:1], [], page_class="Input")
+    out = decisions(step3, step7, step9, physics, entry)
+    assert [d.accepted for d in out] == [True, False, True, True, True]
+    assert out[1].repeats == "tutorials/first_3d_game/03" and out[1].rules == ("same_evidence",)
+    assert out[1].reasons == ("shows nothing of the chunk that the page tutorials/first_3d_game/03, retrieved "
+                              "before it, does not show too: the same evidence again",)
+    assert out[1].rule == "same_evidence" and out[1].overrules is step7[1] and step7[1].accepted
     # Pages are compared whole: two records that each show part of what an earlier page shows, and together more,
     # keep their page; a third record of that page that shows nothing its first one does not goes.
     earlier = _guide("tutorials/a", move[:1], [3])
     b1, b2, b3 = (_guide("tutorials/b", api, lines) for api, lines in ((move[:1], [3]), (move[1:], []), (move[:1], [])))
     for i, (c, _) in enumerate((b1, b2, b3)):
         c.id = f"tutorials/b#00{i}"
-    docs = [earlier, b1, b2, b3]
-    same_evidence_overrules(docs)
-    assert [info["accepted"] for _, info in docs] == [True, True, True, False]
-    assert b3[1]["repeats"] == "tutorials/b#000" and "the record of its page tutorials/b#000" in b3[1]["reasons"][0]
+    out = decisions(earlier, b1, b2, b3)
+    assert [d.accepted for d in out] == [True, True, True, False]
+    assert out[3].repeats == "tutorials/b#000" and "the record of its page tutorials/b#000" in out[3].reasons[0]
     # Names either side chose are no evidence, so a guide that shares only those besides is the same evidence;
     # a rejected guide shows nothing to compare with.
-    named = _guide("tutorials/d", move[:1], [3], evidence=["score_label"])
+    name = DocsEvidence(literal="score_label", kind="identifier", weight=6.0, chunk_line=1)
+    named = _guide("tutorials/d", move[:1], [3], evidence=(name,))
     rejected = _guide("tutorials/e", [*move, "Vector3.UP"], [3, 4], accepted=False)
-    docs = [rejected, earlier, named]
-    same_evidence_overrules(docs)
-    assert [info["accepted"] for _, info in docs] == [False, True, False] and named[1]["repeats"] == "tutorials/a"
+    out = decisions(rejected, earlier, named)
+    assert [d.accepted for d in out] == [False, True, False] and out[2].repeats == "tutorials/a"
     # The page the chunk copies goes first and stays; an earlier page that shows no more than it goes.
     early = _guide("tutorials/f", move[:1], [3])
     copied = _guide("tutorials/copied", move, [3, 4, 5], copy_source=True)
-    same_evidence_overrules(docs := [early, copied])
-    assert [info["accepted"] for _, info in docs] == [False, True] and early[1]["repeats"] == "tutorials/copied"
+    out = decisions(early, copied)
+    assert [d.accepted for d in out] == [False, True] and out[0].repeats == "tutorials/copied"
     # A record whose code the chunk copies stays, and so does a guide that shows nothing at all (accepted on its
     # likeness, for a chunk that uses no API): it repeats nothing.
-    copy = _guide("tutorials/g", move[:1], [3])
-    copy[1]["model"]["copied_code"] = True
+    copy = _guide("tutorials/g", move[:1], [3], model={"copied_code": True})
     likeness, likeness2 = _guide("tutorials/h", [], []), _guide("tutorials/i", [], [])
-    same_evidence_overrules(docs := [_guide("tutorials/a", move, [3, 4]), copy, likeness, likeness2])
-    assert all(info["accepted"] for _, info in docs)
+    assert all(d.accepted for d in decisions(_guide("tutorials/a", move, [3, 4]), copy, likeness, likeness2))
 
 
 def test_segments_and_code_clone_match():
@@ -680,12 +682,12 @@ def test_a_class_page_section_that_shares_only_the_class_is_no_direct_evidence()
             "content": "PopupMenu is a modal window.", "api_symbols": ["PopupMenu"], "section_path": path,
             "metadata": {"page_path": "classes/class_popupmenu"}, "code_blocks": []})
 
-    description = docs_evidence(v, section(0, ["PopupMenu"]))
-    table = docs_evidence(v, section(3, ["PopupMenu", "Methods"]))
-    assert [i.literal for i in description["evidence"]] == [i.literal for i in table["evidence"]] == ["PopupMenu"]
-    assert description["accepted"], description["reasons"]
-    assert not table["accepted"]
-    assert table["rules"] == ["class_name_only"] and "other than its description" in table["reasons"][0]
+    description = docs_evidence(v, section(0, ["PopupMenu"])).decision
+    table = docs_evidence(v, section(3, ["PopupMenu", "Methods"])).decision
+    assert [i.literal for i in description.evidence] == [i.literal for i in table.evidence] == ["PopupMenu"]
+    assert description.accepted, description.reasons
+    assert not table.accepted and table.rule == "class_name_only"
+    assert table.rules == ("class_name_only",) and "other than its description" in table.reasons[0]
 
 
 def test_a_class_page_section_of_other_members_gives_way_to_the_one_that_describes_the_chunks_api():
@@ -718,10 +720,9 @@ def test_a_class_page_section_of_other_members_gives_way_to_the_one_that_describ
 
     def verdicts(chunk: str, *sections: list[str]) -> list[dict]:
         v = context(chunk)
-        docs = [(c, docs_evidence(v, c)) for c in (section(n, m) for n, m in enumerate(sections))]
-        assert all(info["accepted"] for _, info in docs), [info["reasons"] for _, info in docs]
-        other_members_overruled(v, docs)
-        return [info for _, info in docs]
+        docs = [(c, docs_evidence(v, c).decision) for c in (section(n, m) for n, m in enumerate(sections))]
+        assert all(d.accepted for _, d in docs), [d.reasons for _, d in docs]
+        return [d.model_dump(mode="json") for _, d in other_members_overruled(v, docs)]
 
     checks = "func f(menu: PopupMenu):\n    menu.set_item_checked(0, true)\n"
     mention, entry = verdicts(checks, ["add_check_item"], ["set_item_checked"])
@@ -771,9 +772,8 @@ def test_min_api_specificity_rejects_the_entry_of_a_generic_member_and_keeps_the
                               version=VersionMarkers(), idf=lambda t: 6.0, renameable=renameable_names(facts, ref),
                               class_of_page={"classes/class_node": "Node", "classes/class_timer": "Timer"},
                               guide_model=(model, stats), min_api_specificity=least)
-        docs = [(c, docs_evidence(v, c)) for c in [*entries, *more]]
-        other_members_overruled(v, docs)
-        return [info for _, info in docs]
+        docs = [(c, docs_evidence(v, c).decision) for c in [*entries, *more]]
+        return [d.model_dump(mode="json") for _, d in other_members_overruled(v, docs)]
 
     assert stats.member_specificity("Node.add_child") < 0.16 < stats.member_specificity("Timer.start")
     assert [i["accepted"] for i in verdicts(0.0)] == [True, True]

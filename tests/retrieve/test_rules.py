@@ -52,10 +52,20 @@ OCCURRENCE_RULES_IN_CODE = {
     "declared_by_chunk",  # occurrences.mapping_occurrences: the chunk declares the name itself
 }
 DOCS_RULES_IN_CODE = {
-    "guide_model",  # docs_evidence.guide_rule: the fitted model's P(direct) rejected the guide
-    "copied_page",  # docs_evidence.copied_page_overrules
-    "same_evidence",  # docs_evidence.same_evidence_overrules
-    "other_members",  # docs_evidence.other_members_overruled
+    "guide_model",  # guide_decision.guide_rule: the fitted model's P(direct) rejected the guide
+    "copied_page",  # docs_overrules.copied_page_overrules
+    "same_evidence",  # docs_overrules.same_evidence_overrules
+    "other_members",  # docs_overrules.other_members_overruled
+}
+# The other rules a record's Decision names (engine/decision.py): the accept and reject rules of a mapping and of a
+# finding, a guide accepted as a copy, and the overrules after the validator.
+DECISION_RULES_IN_CODE = {
+    "godot3_use", "source_absent", "no_godot3_use", "csharp_only",  # validate.mapping_evidence
+    "must_match", "must_match_fails", "must_not_match", "no_accepted_mapping", "not_at_mapping",  # validate.prototype_evidence
+    "copied_code",  # guide_decision.guide_overrule: the chunk copies the guide's code, whatever P says
+    "judge",  # judge.judge_overrule: the Qwen judge keeps an accept or rejects it
+    "follows_mapping",  # validate.follow_mappings: a finding decided again on the mappings the judge left accepted
+    "reference_finding",  # validate.prototype_evidence: a reference-derived finding BM25 brought in (the check decides it)
 }
 
 
@@ -130,7 +140,7 @@ def _decisions(ref, renames, mapping: dict, chunk: str, hint: str = "auto", cont
     version.godot3 += mapping_markers([cand], {cand.id: [Occurrence(**d) for d in pass1]})
     v = ValidationScope(facts=facts, resolution=res, ref=ref, renamed_classes=renames.classes, version=version,
                           idf=lambda t: 6.0, class_of_page={}, context=ctx)
-    validated = mapping_evidence(v, cand, {"occurrences": copy.deepcopy(pass1)})["occurrences"]
+    validated = [o.model_dump() for o in mapping_evidence(v, cand, {"occurrences": copy.deepcopy(pass1)}).occurrences or ()]
     return pass1, validated
 
 
@@ -289,10 +299,13 @@ def test_rule_names_set_in_code_have_rows():
     src = _retrieve_sources()
     occurrence = (set(re.findall(r'"rule":\s*"(\w+)"', src)) | set(re.findall(r'\["rule"\]\s*=[^\n]*,\s*"(\w+)"\s*$', src, re.M))
                   | set(re.findall(r"\[rule (\w+)\]", src)))
-    docs = (set(re.findall(r'\[\*info\.get\("rules", \[\]\), "(\w+)"\]', src))
-            | set(re.findall(r'in GUIDE_SHARE_RULES if [^\n]*?\),\s*"(\w+)"\)', src)))
+    docs = set(re.findall(r'\.overruled\("(\w+)"', src)) | set(re.findall(r'GUIDE_MODEL, \w+ = "(\w+)"', src))
+    # The strings of the module-level constants (`FOLLOWS_MAPPING = "follows_mapping"`).
+    values = re.findall(r'^[A-Z][A-Z_0-9, ]* = (\([^)]*\)|"[^"\n]*"(?:, "[^"\n]*")*)', src, re.M)
+    named = set(re.findall(r'"(\w+)"', " ".join(values)))
     assert occurrence == OCCURRENCE_RULES_IN_CODE
     assert docs == DOCS_RULES_IN_CODE
+    assert named >= DECISION_RULES_IN_CODE, DECISION_RULES_IN_CODE - named  # each a named constant of the code
 
 
 # -- the docs-evidence, reject and guide rules ---------------------------------------------------------------------

@@ -67,7 +67,7 @@ class RetrieveRequest(BaseModel):
 
     @field_validator("id")
     @classmethod
-    def _id(cls, value):
+    def _id(cls, value: Any) -> Any:
         from ..formats import check_chunk_id
 
         return check_chunk_id(value)

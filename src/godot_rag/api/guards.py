@@ -6,6 +6,7 @@ import json
 
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.types import Message, Receive, Scope, Send
 
 from ..errors import mask_secrets
 
@@ -56,7 +57,7 @@ class Guard:
         self.limits = dict(limits or {})
         self.default_limit = default_limit
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
@@ -70,7 +71,7 @@ class Guard:
             return await error(413, f"the request body is over {limit} bytes")(scope, receive, send)
         seen = 0
 
-        async def capped_receive():
+        async def capped_receive() -> Message:
             nonlocal seen
             message = await receive()
             if message["type"] == "http.request":

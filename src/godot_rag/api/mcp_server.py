@@ -38,6 +38,9 @@ from ..store.db import StoreError
 from .mcp_check import add_check
 
 if TYPE_CHECKING:
+    from mcp.server.mcpserver import Context
+    from mcp.types import CallToolResult, InputRequiredResult
+
     from ..scan.run import ScanResult
 
 try:
@@ -69,6 +72,7 @@ class EvidenceRecord(BaseModel):
     score: float
     reason: str  # one line: the validator's reason, or how the record was found
     group: str | None = None  # docs in F: "guides" or "api_reference"
+    rule: str | None = None  # F: the named rule that decided the verdict (docs/rules.md)
 
 
 class Evidence(BaseModel):
@@ -130,7 +134,8 @@ def _argument_errors(e: ValidationError) -> str:
 class GodotRagMCP(MCPServer):
     """The SDK's server, with every tool error on one line (argument errors name the argument)."""
 
-    async def call_tool(self, name, arguments, context=None):
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context | None = None) -> CallToolResult | InputRequiredResult:
         tool = self._tool_manager.get_tool(name)
         if tool is not None and isinstance(arguments, dict):  # a misspelled argument is refused, as HTTP refuses a key
             unknown = unknown_fields(arguments, tool.parameters.get("properties", {}))

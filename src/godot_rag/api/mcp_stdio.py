@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -77,7 +77,7 @@ class CheckedLines:
             await self._replies.send(SessionMessage(error))
 
 
-def _stdin_lines():
+def _stdin_lines() -> tuple[anyio.AsyncFile[str], Callable[[], None] | None]:
     """fd 0 as the SDK claims it (pointed at the null device meanwhile, so no child reads the wire), as text."""
     from mcp.server import stdio
 

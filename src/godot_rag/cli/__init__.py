@@ -2,7 +2,7 @@
 module of this package adds its commands to it."""
 from __future__ import annotations
 
-from . import data, evaluate, retrieve, scan, serve  # noqa: F401 - importing a module adds its commands
+from . import data, evaluate, ranker, retrieve, scan, serve  # noqa: F401 - importing a module adds its commands
 from .base import main
 
 __all__ = ["main"]

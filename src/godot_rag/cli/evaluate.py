@@ -152,7 +152,7 @@ def fit_guides(queries_file: Path | None, judged_file: tuple[Path, ...], out: Pa
     """Fit F's guide model (a logistic regression over named features) on a judged pool, with cross-validation by
     chunk; the threshold is the lowest that meets the precision target out of fold, unless --threshold gives one.
     The summary goes to stdout."""
-    from ..eval.guide_fit import SHIPPED_QUERIES, fit, shipped_judged
+    from ..eval.guide_fit import SHIPPED_QUERIES, FitOptions, fit, shipped_judged
     from ..eval.queries import QueryFileError
     from ..retrieve.pipeline import Retriever
     from ..store import guide_model
@@ -165,8 +165,8 @@ def fit_guides(queries_file: Path | None, judged_file: tuple[Path, ...], out: Pa
         fail(f"{', '.join(missing)}: not found (give --queries and --judged)")
     retriever = Retriever(make_db(dsn, data_dir))
     try:
-        result = fit(retriever, queries, judged, folds=folds, l2=l2, quiet=quiet, rows_cache=rows_cache,
-                     hub_every=hub_every, threshold=threshold)
+        result = fit(retriever, queries, judged, FitOptions(folds=folds, l2=l2, quiet=quiet, rows_cache=rows_cache,
+                                                            hub_every=hub_every, threshold=threshold))
     except (QueryFileError, StoreError) as e:
         fail(str(e))
     finally:
@@ -236,7 +236,7 @@ def eval_cmd(more_queries: tuple[Path, ...], query_files: tuple[Path, ...], stra
     from ..eval.queries import QueryFileError
     from ..eval.runner import run_eval
     from ..retrieve.engine.config import ConfigError
-    from ..retrieve.pipeline import Retriever
+    from ..retrieve.pipeline import ModelFiles, Retriever
     from ..retrieve.strategies import check_strategy, llm_user
     from ..store.db import StoreError
 
@@ -245,8 +245,7 @@ def eval_cmd(more_queries: tuple[Path, ...], query_files: tuple[Path, ...], stra
         cfg = rargs.config(llm)
         user = llm_user(names, cfg)
         model = open_llm(llm, user is not None and not cfg.llm_optional, user or "this eval")
-        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder,
-                              judge_calibration=llm.judge_calibration)
+        retriever = Retriever(make_db(dsn, data_dir), llm=model, files=ModelFiles(rargs.cross_encoder, llm.judge_calibration))
         report = run_eval(retriever, list(query_files) + list(more_queries), names, cfg, out_dir=out, limit=limit,
                           quiet=output.quiet, judged=list(judged))
     except (QueryFileError, ConfigError, StoreError) as e:

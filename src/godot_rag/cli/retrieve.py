@@ -47,7 +47,7 @@ def retrieve(source: TextIO | None, batch: Path | None, workers: int, strict: bo
     """Retrieve evidence for a raw GDScript chunk (FILE, or - for stdin)."""
     from ..gdscript.chunk_text import ChunkTextError
     from ..retrieve.engine.config import ConfigError
-    from ..retrieve.pipeline import Retriever
+    from ..retrieve.pipeline import ModelFiles, Retriever
     from ..retrieve.strategies import check_strategy, llm_user
     from ..store.db import StoreError
 
@@ -56,8 +56,7 @@ def retrieve(source: TextIO | None, batch: Path | None, workers: int, strict: bo
         strategy = check_strategy(strategy)
         user = llm_user([strategy], cfg)
         model = open_llm(llm, user is not None and not cfg.llm_optional, user or f"strategy {strategy}")
-        retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder,
-                              judge_calibration=llm.judge_calibration)
+        retriever = Retriever(make_db(dsn, data_dir), llm=model, files=ModelFiles(rargs.cross_encoder, llm.judge_calibration))
         context = cli_context(project_dir, file_path, retriever.cache_dir) if project_dir or file_path else None
         if batch:
             from ..batch import BatchOptions

@@ -70,8 +70,8 @@ def scan(project_dir: Path, files: tuple[Path, ...], out: Path | None, strategy:
                            cache=cache_file, refresh=refresh, max_chunk_chars=max_chunk_chars,
                            max_file_bytes=max_file_bytes,
                            extends_hint=not no_extends_hint, project_symbols=not no_project_symbols,
-                           baseline=baseline)
-        result = run_scan(opts, dsn=dsn, data_dir=data_dir)
+                           baseline=baseline, dsn=dsn, data_dir=data_dir)
+        result = run_scan(opts)
     except (ConfigError, click.BadParameter, ScanError) as e:
         fail(str(e).splitlines()[0] if str(e) else "scan failed", 2)
     except ScanInterrupted as e:

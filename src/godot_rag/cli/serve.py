@@ -40,11 +40,10 @@ def serve(host: str, port: str, allow_hosts: tuple[str, ...], no_warm: bool, cro
         fail(str(e), 2)
     bound_heap()
     from ..api.guards import LOCAL_HOSTS
-    from ..retrieve.pipeline import Retriever
+    from ..retrieve.pipeline import ModelFiles, Retriever
 
     model = open_llm(llm, False, "serve")
-    retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=cross_encoder,
-                          judge_calibration=llm.judge_calibration)
+    retriever = Retriever(make_db(dsn, data_dir), llm=model, files=ModelFiles(cross_encoder, llm.judge_calibration))
     allowed = None if "*" in allow_hosts else [host, *LOCAL_HOSTS, *allow_hosts]
     app = create_app(retriever, warm=False, llm_optional=llm.llm_optional, allowed_hosts=allowed, allow_paths=allow_paths)
     # uvicorn shuts down cleanly on SIGINT/SIGTERM, then re-raises the signal to the handler that was
@@ -104,7 +103,7 @@ def mcp(http: bool, host: str, port: int, allow_paths: tuple[Path, ...], no_warm
     """Model Context Protocol server for coding agents: tools evidence, explain, lookup, scan, strategies
     and the resource godot-rag://record/{table}/{id}. stdio by default (the agent starts it)."""
     from ..retrieve.engine.config import ConfigError
-    from ..retrieve.pipeline import Retriever
+    from ..retrieve.pipeline import ModelFiles, Retriever
 
     try:
         from ..api.mcp_server import create_server
@@ -115,8 +114,7 @@ def mcp(http: bool, host: str, port: int, allow_paths: tuple[Path, ...], no_warm
     except ConfigError as e:
         fail(str(e))
     model = open_llm(llm, False, "mcp")
-    retriever = Retriever(make_db(dsn, data_dir), llm=model, cross_encoder_path=rargs.cross_encoder,
-                          judge_calibration=llm.judge_calibration)
+    retriever = Retriever(make_db(dsn, data_dir), llm=model, files=ModelFiles(rargs.cross_encoder, llm.judge_calibration))
     server = create_server(retriever, cfg, list(allow_paths))
     stop_on_signals()
     _run_mcp(server, retriever, cfg, (host, port) if http else None, not no_warm)

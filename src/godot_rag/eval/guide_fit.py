@@ -16,7 +16,9 @@ import hashlib
 import json
 import os
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from tqdm import tqdm
@@ -26,7 +28,7 @@ from ..gdscript.record_api import global_uses
 from ..gdscript.resolve import resolve_uses
 from ..retrieve.engine.config import RetrieveConfig
 from ..retrieve.evidence.chunk_side import chunk_callbacks, chunk_classes, chunk_side
-from ..retrieve.evidence.docs_features import FEATURES, contradictions, guide_features
+from ..retrieve.evidence.docs_features import FEATURES, GuideRecord, contradictions, guide_features
 from ..retrieve.evidence.docs_stats import DocsApiStats, callback_key, construct_key
 from .judged import grades_of
 from .queries import read_queries
@@ -190,85 +192,154 @@ def choose_threshold(points: list[dict], precision: float, share0: float, min_re
     return max(points, key=lambda c: (c["precision"] - c["share0"], c["recall"])) | {"met": []}
 
 
-def fit(retriever, queries_path: Path, judged_path: Path | list[Path], *, folds: int = 5, l2: float = 1.0,
-        precision: float = 0.75, share0: float = 0.05, quiet: bool = False, rows_cache: Path | None = None,
-        hub_every: int = 3, threshold: float | None = None) -> dict:
+@dataclass(frozen=True)
+class FitOptions:
+    """The settings of a fit (`godot-rag fit-guides`' options). `folds`: of the cross-validation by chunk; `l2`: the
+    penalty; `precision`, `share0`: the targets the out-of-fold threshold must meet; `rows_cache`: F's candidates
+    kept there and reused (a refit without rerunning F); `hub_every`: F also runs on every Nth other chunk (page
+    rates); `threshold`: the one to store instead of the out-of-fold choice (measured on F's accepts;
+    `threshold_from` says which it is)."""
+    folds: int = 5
+    l2: float = 1.0
+    precision: float = 0.75
+    share0: float = 0.05
+    quiet: bool = False
+    rows_cache: Path | None = None
+    hub_every: int = 3
+    threshold: float | None = None
+
+
+class Candidates(NamedTuple):
+    """What F gave (`collect`): each guide candidate's row, and per chunk the pages it accepted."""
+    rows: list[dict]
+    per_chunk: dict[str, dict]
+
+
+class Fitted(NamedTuple):
+    """The fitted weights and what the cross-validation found, over the graded pairs."""
+    weights: np.ndarray
+    bias: float
+    points: list[dict]  # the out-of-fold precision/recall curve
+    chosen: dict  # choose_threshold's point
+    before: dict  # the rules' accepts on the same pairs
+    grades: np.ndarray
+    vetoed: np.ndarray  # the pairs a contradiction rejects
+
+
+def fit(retriever, queries_path: Path, judged_path: Path | list[Path], opts: FitOptions = FitOptions()) -> dict:
     """`judged_path`: one judged file or several (the pool and the grades added beside it; a later file's grade
-    of a pair overrides an earlier one's, as in the eval). `threshold`: the one to store instead of the
-    out-of-fold choice (measured on F's accepts; `threshold_from` says which it is)."""
+    of a pair overrides an earlier one's, as in the eval)."""
     queries = read_queries(queries_path)
     judged_paths = [Path(judged_path)] if isinstance(judged_path, (str, Path)) else [Path(p) for p in judged_path]
     grades = grades_of(judged_paths)
     pool_chunks = sorted({q for q, _ in grades})
     ref = retriever.class_reference()
-    if rows_cache is not None and rows_cache.exists():
-        cached = json.loads(rows_cache.read_text())
-        rows, per_chunk = cached["rows"], cached["per_chunk"]
-    else:
-        # The judged chunks, and every `hub_every`-th other chunk for the page acceptance rates.
-        runs = [q for i, q in enumerate(queries) if q.id in set(pool_chunks) or i % hub_every == 0]
-        rows, per_chunk = collect(retriever, runs, quiet)
-        if rows_cache is not None:
-            rows_cache.write_text(json.dumps({"rows": rows, "per_chunk": per_chunk}))
+    found = candidates(retriever, queries, set(pool_chunks), opts)
     share = chunk_shares(queries, ref)
     stats = DocsApiStats.build(retriever.records("docs_chunks"), ref, share)
-    counts, n_chunks = page_rates(per_chunk)
+    rates = page_rates(found.per_chunk)
+    data = graded_pairs(retriever, queries, found, grades, stats)
+    fitted = fit_model(data, opts)
+    source = {"data_digest": data_digest(judged_paths),
+              "fitted_on": {"judged": ", ".join(shown_path(p) for p in judged_paths), "queries": shown_path(Path(queries_path)),
+                            "pool_chunks": len(pool_chunks), "chunks_run": rates[1]}}
+    return {"model": model_of(fitted, opts, rates, share, source), "curve": fitted.points, "rows": data}
+
+
+def candidates(retriever, queries, pool_chunks: set[str], opts: FitOptions) -> Candidates:
+    """F's guide candidates (`collect`) of the judged chunks, and of every `hub_every`-th other chunk for the page
+    acceptance rates; read from `rows_cache` where it exists, else kept there."""
+    if opts.rows_cache is not None and opts.rows_cache.exists():
+        cached = json.loads(opts.rows_cache.read_text())
+        return Candidates(cached["rows"], cached["per_chunk"])
+    runs = [q for i, q in enumerate(queries) if q.id in pool_chunks or i % opts.hub_every == 0]
+    rows, per_chunk = collect(retriever, runs, opts.quiet)
+    if opts.rows_cache is not None:
+        opts.rows_cache.write_text(json.dumps({"rows": rows, "per_chunk": per_chunk}))
+    return Candidates(rows, per_chunk)
+
+
+def graded_pairs(retriever, queries, found: Candidates, grades: dict, stats: DocsApiStats) -> list[dict]:
+    """Each graded (chunk, guide) pair of F's candidates with its features and what they rest on. The page rate of
+    a chunk's own candidates leaves that chunk out."""
+    counts, n_chunks = page_rates(found.per_chunk)
     by_id = {q.id: q for q in queries}
     renamed = retriever.renames().classes  # as the validator reads a chunk
     docs = retriever.records("docs_chunks")
     data = []
     parsed: dict[str, tuple] = {}
-    for r in rows:
+    for r in found.rows:
         key = (r["query_id"], r["record_id"])
         if key not in grades:
             continue
         q = by_id[r["query_id"]]
         if q.id not in parsed:
             facts = parse_chunk(q.chunk_text)
-            res = resolve_uses(facts, ref)
+            res = resolve_uses(facts, stats.ref)
             parsed[q.id] = (facts, res, chunk_side(stats, res, facts, renamed))
         facts, res, side = parsed[q.id]
-        own = r["page"] in per_chunk.get(q.id, {}).get("pages", [])
+        own = r["page"] in found.per_chunk.get(q.id, {}).get("pages", [])
         rate = (counts[r["page"]] - own) / max(1, n_chunks - 1)  # leave the chunk itself out
-        values, basis = guide_features(stats, res, facts, docs[r["record_id"]], clone=r["clone"], bm25_rank=r["bm25_rank"],
-                                       cosine=r["cosine"], hub_rate=rate, side=side)
+        guide = GuideRecord(docs[r["record_id"]], clone=r["clone"], bm25_rank=r["bm25_rank"], cosine=r["cosine"],
+                            hub_rate=rate)
+        values, basis = guide_features(stats, res, facts, guide, side=side)
         data.append({**r, "grade": grades[key], "features": values, "basis": basis})
+    return data
+
+
+def fit_model(data: list[dict], opts: FitOptions) -> Fitted:
+    """The weights from all graded pairs, and the threshold from the out-of-fold P(direct) (`out_of_fold`)."""
     X = np.array([[d["features"][f] for f in FEATURES] for d in data], dtype=float)
     g = np.array([d["grade"] for d in data])
     y = (g == 2).astype(float)
-    chunks = sorted({d["query_id"] for d in data})
-    fold_of = {c: i % folds for i, c in enumerate(chunks)}
     # A pair a contradiction rejects is decided by that rule: the model neither learns from it nor accepts it
     # (out of fold its P is 0), so the curve is that of the whole decision. The share rules (`share_rule`) are not
     # vetoes here: the model decides without them where they do not apply (Godot 3 code, a chunk that uses no API),
     # so it learns from the guides that share nothing too (fitted without them, Godot 3 chunks got 250 more guides
     # on their text's likeness, 7 of a sample of 30 graded 0).
     vetoed = np.array([bool(contradictions(d["basis"])) for d in data], dtype=bool)
+    oof = out_of_fold(data, X, y, vetoed, opts)
+    points = curve(oof, g)
+    chosen = choose_threshold(points, opts.precision, opts.share0)
+    w, b = fit_signed(X[~vetoed], y[~vetoed], opts.l2)
+    return Fitted(w, b, points, chosen, rules_on(data, g), g, vetoed)
+
+
+def out_of_fold(data: list[dict], X: np.ndarray, y: np.ndarray, vetoed: np.ndarray, opts: FitOptions) -> np.ndarray:
+    """Each pair's P(direct) from the weights fitted on the other folds (by chunk); 0 for a vetoed pair."""
+    chunks = sorted({d["query_id"] for d in data})
+    fold_of = {c: i % opts.folds for i, c in enumerate(chunks)}
     oof = np.zeros(len(data))
-    for k in range(folds):
+    for k in range(opts.folds):
         test = np.array([fold_of[d["query_id"]] == k for d in data])
-        w, b = fit_signed(X[~test & ~vetoed], y[~test & ~vetoed], l2)
+        w, b = fit_signed(X[~test & ~vetoed], y[~test & ~vetoed], opts.l2)
         oof[test] = 1.0 / (1.0 + np.exp(-(X[test] @ w + b)))
     oof[vetoed] = 0.0
-    points = curve(oof, g)
-    chosen = choose_threshold(points, precision, share0)
-    w, b = fit_signed(X[~vetoed], y[~vetoed], l2)
+    return oof
+
+
+def rules_on(data: list[dict], g: np.ndarray) -> dict:
+    """What the rules accepted of the same pairs (F with the rules deciding guides), as the curve counts it."""
     rules = np.array([d["accepted_by_rules"] for d in data])
-    before = {"accepted": int(rules.sum()), "precision": round(float((g[rules] == 2).mean()), 4) if rules.any() else None,
-              "share0": round(float((g[rules] == 0).mean()), 4) if rules.any() else None,
-              "recall": round(float((g[rules] == 2).sum() / max(1, (g == 2).sum())), 4)}
-    model = {
-        "weights": {f: round(float(x), 4) for f, x in zip(FEATURES, w)}, "bias": round(b, 4),
-        "threshold": chosen["threshold"] if threshold is None else threshold,
-        "threshold_from": "out_of_fold" if threshold is None else "given",
+    return {"accepted": int(rules.sum()), "precision": round(float((g[rules] == 2).mean()), 4) if rules.any() else None,
+            "share0": round(float((g[rules] == 0).mean()), 4) if rules.any() else None,
+            "recall": round(float((g[rules] == 2).sum() / max(1, (g == 2).sum())), 4)}
+
+
+def model_of(fitted: Fitted, opts: FitOptions, rates: tuple[Counter, int], share: dict[str, float], source: dict) -> dict:
+    """The model as `store/guide_model.json` holds it. `source`: its data_digest and fitted_on."""
+    counts, n_chunks = rates
+    g, points = fitted.grades, fitted.points
+    return {
+        "weights": {f: round(float(x), 4) for f, x in zip(FEATURES, fitted.weights)}, "bias": round(fitted.bias, 4),
+        "threshold": fitted.chosen["threshold"] if opts.threshold is None else opts.threshold,
+        "threshold_from": "out_of_fold" if opts.threshold is None else "given",
         "page_accept_rate": {p: round(c / n_chunks, 4) for p, c in sorted(counts.items()) if c / n_chunks >= PAGE_RATE_MIN},
         "chunk_share": share,
-        "data_digest": data_digest(judged_paths),
-        "fitted_on": {"judged": ", ".join(shown_path(p) for p in judged_paths), "queries": shown_path(Path(queries_path)),
-                      "pool_chunks": len(pool_chunks), "chunks_run": n_chunks},
-        "n": {"pairs": len(data), "grade2": int((g == 2).sum()), "grade0": int((g == 0).sum()), "vetoed": int(vetoed.sum())},
-        "cv": {"folds": folds, "by": "chunk", "l2": l2, "target_precision": precision, "target_share0": share0,
-               "chosen": chosen, "rules_on_the_same_pairs": before,
+        **source,
+        "n": {"pairs": len(g), "grade2": int((g == 2).sum()), "grade0": int((g == 0).sum()),
+              "vetoed": int(fitted.vetoed.sum())},
+        "cv": {"folds": opts.folds, "by": "chunk", "l2": opts.l2, "target_precision": opts.precision,
+               "target_share0": opts.share0, "chosen": fitted.chosen, "rules_on_the_same_pairs": fitted.before,
                "curve": points[:: max(1, len(points) // 20)]},  # out of fold, every few thresholds
     }
-    return {"model": model, "curve": points, "rows": data}

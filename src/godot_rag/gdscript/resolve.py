@@ -49,8 +49,7 @@ NOT_RESOLVED_CALLS = ("super", "yield", "preload", "assert")  # language forms w
 
 
 def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | None = None,
-                 max_hops: int = 1, infer_own_class: bool = True, project: ProjectIndex | None = None,
-                 own_scope: str | None = None) -> Resolution:
+                 max_hops: int = 1, project: ProjectIndex | None = None, own_scope: str | None = None) -> Resolution:
     """`project`: the request context's ProjectIndex (None without one); `own_scope`: the chunk's file
     in it (`res://path.gd`). A receiver of a project class resolves through the project's class first
     (its own members are no engine API), then through its engine ancestor."""
@@ -62,7 +61,7 @@ def resolve_uses(facts: GDScriptFacts, ref: ClassReference, extends_hint: str | 
         return res
     inferred: dict[str, tuple[str, float]] = {}
     candidates: set[str] = set()  # without an own class: the classes the bare calls allow
-    if own is None and infer_own_class:
+    if own is None:
         bare = bare_call_names(facts, ref)
         candidates = infer_candidates(bare, ref)
         inferred = infer_owners(bare, candidates, ref)

@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import psycopg
 
@@ -45,21 +45,27 @@ T = TypeVar("T")
 FREEZE_AFTER_ROWS = 2000  # record payloads unpacked since the last gc.freeze that make a query end with one
 
 
+class ModelFiles(NamedTuple):
+    """The user's model files: a local CrossEncoder directory (reranker `cross-encoder`), the judge's calibration."""
+    cross_encoder: str | None = None
+    judge_calibration: Path | None = None
+
+
 class Retriever:
     """Holds the loaded records, BM25 indexes and lazily loaded models for one database, and runs
     a strategy's stages over one chunk."""
 
     def __init__(self, db: Database, *, cache_dir: Path | None = None, embedder: Embedder | None = None,
-                 llm: Any = None, cross_encoder_path: str | None = None, judge_calibration: Path | None = None,
-                 embed_threads: int | None = None) -> None:
+                 llm: Any = None, files: ModelFiles | None = None, embed_threads: int | None = None) -> None:
         """`embed_threads`: the query encoder's threads (None: its engine's default; 1 in a batch's workers)."""
+        files = files or ModelFiles()
         self.db = db
         self.embed_threads = embed_threads
-        self.judge_calibration = judge_calibration  # None: env, then the user's, then the shipped calibrations
+        self.judge_calibration = files.judge_calibration  # None: env, then the user's, then the shipped calibrations
         self.cache_dir = Path(cache_dir) if cache_dir else db.cache_dir
         self._embedder = embedder
         self.llm = llm
-        self.cross_encoder_path = cross_encoder_path
+        self.cross_encoder_path = files.cross_encoder
         self._records: dict[str, records_cache.Records] = {}
         self._digests: dict[str, str] = {}  # table -> records digest, read once
         self.bm25 = Bm25Indexes(self)  # per table and tokenizer (indexes.py)

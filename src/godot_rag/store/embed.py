@@ -1,13 +1,19 @@
 """Fill the embedding columns: only rows whose text or embedder changed, committed per batch."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+import psycopg
 from tqdm import tqdm
 
 from ..records import SCHEMA
 from .db import Database
 from .schema import ensure_embedding_dim, ensure_hnsw, ensure_inline_embedding, ensure_schema, set_meta
+
+if TYPE_CHECKING:
+    from multiprocessing.pool import Pool
 
 
 @dataclass
@@ -43,9 +49,10 @@ def embed_rows(db: Database, embedder, *, batch_rows: int = 128, quiet: bool = F
                 stats.moved_inline[table] = moved
         bar = tqdm(total=sum(pending.values()), desc="embed rows", disable=quiet, unit="row")
         pool = _pool(embedder, workers) if workers > 1 and sum(pending.values()) > batch_rows else None
+        fill = TableFill(conn, embedder, batch_rows, only, bar, pool)
         try:
             for table, count in pending.items():
-                stats.embedded[table] = _embed_table(conn, table, embedder, batch_rows, only, bar, pool) if count else 0
+                stats.embedded[table] = _embed_table(fill, table) if count else 0
         finally:
             if pool is not None:
                 pool.terminate()  # also on Ctrl-C: no worker outlives the command
@@ -69,18 +76,32 @@ def _pool(embedder, workers: int):
                               str(embedder.cache_dir)))
 
 
-def _embed_table(conn, table: str, embedder, batch_rows: int, only: str, bar, pool) -> int:
+@dataclass(frozen=True)
+class TableFill:
+    """How `embed_rows` fills a table's pending rows: on this connection, with this embedder (in this process, or on
+    `pool`'s workers), `batch_rows` rows a transaction, only ids starting with `only`, each row counted on `bar`."""
+    conn: psycopg.Connection
+    embedder: Any  # models.embedder.Embedder
+    batch_rows: int
+    only: str
+    bar: tqdm
+    pool: Pool | None
+
+
+def _embed_table(fill: TableFill, table: str) -> int:
+    conn, embedder, batch_rows, bar = fill.conn, fill.embedder, fill.batch_rows, fill.bar
     key = SCHEMA[table]["key"]
     rows = conn.execute(f"SELECT {key}, search_text, text_hash FROM {table} WHERE {PENDING.format(key=key)} ORDER BY {key}",
-                        (embedder.key_hash, only + "%")).fetchall()
+                        (embedder.key_hash, fill.only + "%")).fetchall()
     rows.sort(key=lambda r: len(r[1]))  # similar lengths share a batch: less padding
     batches = [rows[i:i + batch_rows] for i in range(0, len(rows), batch_rows)]
-    if pool is None:
+    results: Iterable[tuple[int, Any]]
+    if fill.pool is None:
         results = ((n, embedder.encode([r[1] for r in b])) for n, b in enumerate(batches))
     else:
         from ..models.embedder import encode_in_worker
 
-        results = pool.imap_unordered(encode_in_worker, [(n, [r[1] for r in b]) for n, b in enumerate(batches)])
+        results = fill.pool.imap_unordered(encode_in_worker, [(n, [r[1] for r in b]) for n, b in enumerate(batches)])
     done = 0
     for n, vecs in results:
         batch = batches[n]

@@ -143,7 +143,16 @@ class RuleEvidence(Compact):
     mapping_id: str | None = None
 
 
-EvidenceItem = Annotated[DocsEvidence | MappingEvidence | RuleEvidence, Field(discriminator="kind")]
+class CheckEvidence(Compact):
+    """A finding of the API check: the code it points at, its place and its message (evidence/check.py)."""
+    literal: str
+    kind: Literal["api_check"]
+    chunk_line: int
+    col: int
+    message: str
+
+
+EvidenceItem = Annotated[DocsEvidence | MappingEvidence | RuleEvidence | CheckEvidence, Field(discriminator="kind")]
 
 
 class Contradiction(Compact):

@@ -5,6 +5,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializeAsAny, field_validator
 
+from .decision import Decision
 from .trace import STAGE_INFO, Pending, QueryTrace, StageInfo
 from .trace import StageLog as StageLog  # re-exported: the result's stage log
 
@@ -19,6 +20,8 @@ class Candidate(BaseModel):
     group: str | None = None  # docs_chunks in F: "guides" or "api_reference" (member entries of resolved calls)
     verdict: Literal["accept", "reject"] | None = None
     reason: str | None = None
+    # the decision the verdict and reason are derived from (evidence/decision.py), the overruled ones inside it
+    decision: Decision | None = None
     # stage name -> that stage's typed info (retrieve/trace.py); stages only add entries, via add_stage
     trace: dict[str, SerializeAsAny[StageInfo]] = Field(default_factory=dict)
 
@@ -46,7 +49,8 @@ class Candidate(BaseModel):
     def of_record(cls, table: str, id: str, payload: dict, score: float, rank: int, source: str) -> Candidate:
         """A candidate for a stored record (its payload was checked at load), as a retriever's list holds it."""
         return cls._unvalidated({"table": table, "id": id, "payload": payload, "score": score, "rank": rank, "source": source,
-                                 "group": None, "verdict": None, "reason": None, "trace": {}},
+                                 "group": None, "verdict": None, "reason": None, "decision": None,
+                                 "trace": {}},
                                 {"table", "id", "payload", "score", "rank", "source"})
 
     def __setattr__(self, name: str, value: Any) -> None:

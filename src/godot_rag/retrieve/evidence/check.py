@@ -18,11 +18,13 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from ...gdscript.api_check import REFERENCE_VERSION, ApiCheck, ApiFinding, Undecided, check_api, prototype_id
+from ..engine.decision import Decision
 from ..engine.stage import Stage
 from ..engine.state import QueryState, Verdicts
-from ..engine.trace import CheckFinding, CheckInfo
+from ..engine.trace import CheckEvidence, CheckFinding, CheckInfo
 from ..engine.types import Candidate
 from ..query.parse import ResolvedChunk
+from .decision import decided
 from .resources import EvidenceResources
 
 TABLE = "label_prototypes"
@@ -76,10 +78,18 @@ def check_resolved(r: EvidenceResources, resolved: ResolvedChunk) -> ApiCheck:
     return check_api(resolved.facts, resolved.resolution, r.class_reference(), renames)
 
 
+def check_decision(findings: list[ApiFinding]) -> Decision:
+    """A derived record's decision: accepted by the rule of its first finding (`deprecated_member`,
+    `missing_member_on_typed_local`, `argument_count`, ...), each finding its evidence."""
+    return Decision(accepted=True, rule=findings[0].rule, confidence=CHECK_CONFIDENCE,
+                    evidence=tuple(CheckEvidence(literal=f.code or f.api, kind="api_check", chunk_line=f.line, col=f.col,
+                                                 message=f.message) for f in findings))
+
+
 def _accepted(c: Candidate, findings: list[ApiFinding], result: ApiCheck, payload: Mapping[str, object]) -> Candidate:
-    c = c.derive()
-    c.verdict, c.group, c.score = "accept", GROUP, CHECK_SCORE
-    c.reason = "API check: " + "; ".join(f"line {f.line}: {f.message}" for f in findings)
+    c = decided(c, check_decision(findings) if c.decision is None else c.decision.replaced_by(
+        check_decision(findings), findings[0].rule))
+    c.group, c.score = GROUP, CHECK_SCORE
     c.add_stage("check", CheckInfo(findings=[finding_info(f, payload) for f in findings], checked=result.checked,
                                    undecided=len(result.undecided), version=REFERENCE_VERSION))
     return c

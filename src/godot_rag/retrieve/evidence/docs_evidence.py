@@ -17,10 +17,12 @@ from functools import lru_cache
 
 from ...gdscript.lexicon import CHAIN_RE, DIGITS_RE, IDENT, IDENT_RE, shape
 from ...records import evidence_text, record_code
+from ..engine.decision import Decision
 from ..engine.trace import Contradiction, DocsEvidence, DocsEvidenceKind
 from ..engine.types import Candidate
 from ..recall.codematch import clone_match, numbered_code_lines
-from .guide_decision import GUIDE_SHARE_RULES, GuideInput, candidate_cosine, decide_guide
+from .decision import DocsFigures, DocsVerdict
+from .guide_decision import GuideInput, candidate_cosine, decide_guide, guide_overrule
 from .validation_scope import MIN_IDF, ValidationScope
 
 METHOD_CALL_RE = re.compile(rf"\.({IDENT})\s*\(")
@@ -286,8 +288,8 @@ REJECT_RULES = (
 )
 
 
-def docs_evidence(v: ValidationScope, c: Candidate) -> dict:
-    """The record's evidence, contradictions, confidence and verdict (the validate info's fields)."""
+def docs_evidence(v: ValidationScope, c: Candidate) -> DocsVerdict:
+    """The record's decision by the rule tables (a guide's by the guide model over them), and its figures."""
     symbols = set(c.payload.get("api_symbols") or [])
     if c.payload.get("symbol"):
         symbols.add(c.payload["symbol"])
@@ -303,29 +305,30 @@ def docs_evidence(v: ValidationScope, c: Candidate) -> dict:
             at = line if line is not None else v.facts.line_of(literal.split(".")[0].strip("."))
             d.items.append(DocsEvidence(literal=literal, kind=rule.kind, weight=round(weight, WEIGHT_DIGITS), chunk_line=at))
     d.contradictions = list(_contradictions(d))
-    reasons: list[str] = []
-    fired: list[str] = []
-    for reject in REJECT_RULES:
-        if (why := reject.test(d, reasons)) is not None:
-            reasons.append(why)
-            fired.append(reject.name)
-    model = None
+    decision = _rules_decision(d)
     cosine = candidate_cosine(c, v.cosines)
     if d.page_class is None and v.guide_model is not None:
         # A guide: contradictions stay rules; the fitted model (guide_decision.py) decides the rest.
         model, ruled = decide_guide(*v.guide_model, GuideInput(v.resolution, v.facts, c, d.clone_ratio, v.copy_source_share,
                                                                v.renameable, cosine, v.guide_side, v.code_renames,
                                                                godot3=v.godot3, min_specificity=v.min_guide_specificity))
-        kept = [(name, why) for name, why in zip(fired, reasons) if name in FACT_RULES]
-        fired = [name for name, _ in kept] + ([guide_rule(model)] if ruled else [])
-        reasons = [why for _, why in kept] + ruled
-    return {"evidence": d.items, "contradictions": d.contradictions, "support": round(d.support, WEIGHT_DIGITS),
-            "against": round(d.against, WEIGHT_DIGITS), "confidence": round(d.confidence, CONFIDENCE_DIGITS),
-            "strong": len(d.strong), "page_class": d.page_class, "clone_lines": d.clone_lines,
-            "accepted": not reasons, "reasons": reasons, "rules": fired, "model": model,
-            "cosine": round(cosine, 6) if cosine is not None else None}
+        decision = guide_overrule(decision, model, ruled, FACT_RULES)
+    figures = DocsFigures(support=round(d.support, WEIGHT_DIGITS), against=round(d.against, WEIGHT_DIGITS),
+                          strong=len(d.strong), cosine=round(cosine, 6) if cosine is not None else None)
+    return DocsVerdict(decision, figures)
 
 
-def guide_rule(model: dict) -> str:
-    """The rule that rejected a guide the model decides: a rule over what it shares, or the model's P."""
-    return next((name for name in GUIDE_SHARE_RULES if model.get(name)), "guide_model")
+def _rules_decision(d: DocsCase) -> Decision:
+    """The decision of REJECT_RULES: every rule is tested, and any that fires rejects (its name and reason kept).
+    An accept is decided by its first strong item's evidence rule (`resolved_api`, `call`, ...)."""
+    reasons: list[str] = []
+    fired: list[str] = []
+    for reject in REJECT_RULES:
+        if (why := reject.test(d, reasons)) is not None:
+            reasons.append(why)
+            fired.append(reject.name)
+    strong = d.strong
+    rule = fired[0] if fired else strong[0].kind if strong else "evidence"
+    return Decision(accepted=not reasons, rule=rule, confidence=round(d.confidence, CONFIDENCE_DIGITS),
+                    evidence=tuple(d.items), contradictions=tuple(d.contradictions), reasons=tuple(reasons),
+                    rules=tuple(fired), page_class=d.page_class, clone_lines=tuple(d.clone_lines))

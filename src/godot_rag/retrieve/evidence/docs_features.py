@@ -123,18 +123,29 @@ class Shared:
     foreign: tuple[str, float] | None  # the most specific class of the record's topic that fits none of the chunk's
 
 
-def guide_features(stats: DocsApiStats, resolution: Resolution, facts: GDScriptFacts, rec: dict[str, Any], *,
-                   clone: float, bm25_rank: int | None,
-                   cosine: float | None, hub_rate: float, side: ChunkSide | None = None) -> tuple[dict[str, float], dict]:
+@dataclass(frozen=True)
+class GuideRecord:
+    """One guide record as its features read it: its payload, and what retrieval measured of it for the chunk (its
+    clone ratio, BM25 rank and cosine) and of its page (the page's acceptance rate, `hub_rate`)."""
+    payload: dict[str, Any]
+    clone: float
+    bm25_rank: int | None
+    cosine: float | None
+    hub_rate: float
+
+
+def guide_features(stats: DocsApiStats, resolution: Resolution, facts: GDScriptFacts, guide: GuideRecord,
+                   side: ChunkSide | None = None) -> tuple[dict[str, float], dict]:
     """The named feature values for one (chunk, guide record), and what they rest on (for the trace). `side`: the
     chunk's `chunk_side`, when the caller keeps it for the chunk's other records."""
     side = side if side is not None else chunk_side(stats, resolution, facts)
+    rec = guide.payload
     shared = shared_with(stats, resolution, side, rec)
     values = shared_values(stats, shared) | {
-        "hub_rate": round(hub_rate, RATIO_DIGITS),
-        "clone": round(clone, RATIO_DIGITS),
-        "bm25_rank": round(1.0 / math.log2(1 + bm25_rank), RATIO_DIGITS) if bm25_rank else 0.0,
-        "cosine": round(cosine or 0.0, RATIO_DIGITS),
+        "hub_rate": round(guide.hub_rate, RATIO_DIGITS),
+        "clone": round(guide.clone, RATIO_DIGITS),
+        "bm25_rank": round(1.0 / math.log2(1 + guide.bm25_rank), RATIO_DIGITS) if guide.bm25_rank else 0.0,
+        "cosine": round(guide.cosine or 0.0, RATIO_DIGITS),
     }
     # The rubric's "in a matching context": shared API counted for the share of the record's classes that fit the chunk's.
     values["api_in_context"] = round((values["api_code"] + values["api_prose"]) * (1.0 - values["incompatible"]), RATIO_DIGITS)

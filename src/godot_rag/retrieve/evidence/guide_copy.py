@@ -3,6 +3,7 @@ up to renaming, anchored by something of the chunk's own content (`copy_anchor`)
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ...gdscript.lexicon import KEYWORDS
 from ..query.segment import split_segments
@@ -12,32 +13,39 @@ MIN_BLOCK_LINES = 3  # code lines of a top-level block of the chunk that a page 
 QUOTES = "\"'"  # a string token opens with one
 
 
-def copied_share(chunk: str, code: str, renameable: frozenset[str], min_lines: int = MIN_BLOCK_LINES,
-                 api_names: frozenset[str] = frozenset(), renames: Mapping[str, frozenset[str]] | None = None,
-                 hub_names: frozenset[str] = frozenset()) -> float:
+@dataclass(frozen=True)
+class CopyNames:
+    """The names a copy of a record's code may rename, and those it keeps. `renameable`: the chunk's names a copy may
+    rename; `api_names`: the record's API (`DocsApiStats.code_api_names`), which a copy keeps: no name of the chunk
+    is renamed to one of them, but for the Godot 4 name `renames` gives it (the converter's renames, Godot 3 name ->
+    Godot 4 names); `hub_names`: API names that anchor nothing (`DocsApiStats.hub_names`, `copy_anchor`)."""
+    renameable: frozenset[str]
+    api_names: frozenset[str] = frozenset()
+    renames: Mapping[str, frozenset[str]] | None = None
+    hub_names: frozenset[str] = frozenset()
+
+
+def copied_share(chunk: str, code: str, names: CopyNames, min_lines: int = MIN_BLOCK_LINES) -> float:
     """The largest share of one block of the chunk (the whole chunk, or a top-level block of it with at least
-    `min_lines` code lines) that the record's code holds up to renaming, each record line copied once: a chunk
-    made of two pages' code copies each of them in one of its blocks. `api_names`: the record's API
-    (`DocsApiStats.code_api_names`), which a copy keeps: no name of the chunk is renamed to one of them, but for
-    the Godot 4 name `renames` gives it. A block counts only when its matched lines keep something of the
-    chunk's content as it is (`copy_anchor`; `hub_names`: API names that anchor nothing, `DocsApiStats.hub_names`)."""
-    return copied_shares(chunk, code, renameable, min_lines, api_names, renames, hub_names)[0]
+    `min_lines` code lines) that the record's code holds up to renaming (`names`), each record line copied once: a
+    chunk made of two pages' code copies each of them in one of its blocks. A block counts only when its matched
+    lines keep something of the chunk's content as it is (`copy_anchor`)."""
+    return copied_shares(chunk, code, names, min_lines)[0]
 
 
-def copied_shares(chunk: str, code: str, renameable: frozenset[str], min_lines: int = MIN_BLOCK_LINES,
-                  api_names: frozenset[str] = frozenset(),
-                  renames: Mapping[str, frozenset[str]] | None = None,
-                  hub_names: frozenset[str] = frozenset()) -> tuple[float, float]:
+def copied_shares(chunk: str, code: str, names: CopyNames, min_lines: int = MIN_BLOCK_LINES) -> tuple[float, float]:
     """(`copied_share`, the same share counting blocks without an anchor too): what the trace shows of a copy of
     nothing but the code's frame."""
     best, loose = 0.0, 0.0
     blocks = split_segments(chunk)
     for i, text in enumerate([chunk] + (blocks if len(blocks) > 1 else [])):
-        ratio, lines = clone_match(text, code, renameable, one_to_one=True, record_api=api_names, renames=renames)
+        ratio, lines = clone_match(text, code, names.renameable, one_to_one=True, record_api=names.api_names,
+                                   renames=names.renames)
         if not ratio or (i and len(lines) < min_lines):
             continue
         loose = max(loose, ratio)
-        if copy_anchor(text, lines, code, renameable, api=len(lines) >= min_lines, hub_names=hub_names) is not None:
+        if copy_anchor(text, lines, code, names.renameable, api=len(lines) >= min_lines,
+                       hub_names=names.hub_names) is not None:
             best = max(best, ratio)
     return best, loose
 

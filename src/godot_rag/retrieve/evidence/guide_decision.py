@@ -2,7 +2,7 @@
 code (accepted by fact), or what the guide shares with the chunk is nothing or only generic API (rejected by rule)."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,14 +14,16 @@ from ...gdscript.record_api import record_api
 from ...gdscript.resolution import Resolution
 from ...records import record_code
 from ...store import queries
+from ..engine.decision import Decision
 from ..engine.types import Candidate
 from .chunk_side import ChunkSide, chunk_side, uses_api
-from .docs_features import SHARED_FEATURES, contradictions, guide_features, most_specific
+from .docs_features import SHARED_FEATURES, GuideRecord, contradictions, guide_features, most_specific
 from .docs_stats import DocsApiStats
-from .guide_copy import copied_shares
+from .guide_copy import CopyNames, copied_shares
 from .guide_model import GuideModel
 
 GUIDE_SHARE_RULES = ("nothing_shared", "generic_only")  # decide_guide's rules over what a guide shares, as the trace names them
+GUIDE_MODEL, COPIED_CODE = "guide_model", "copied_code"  # the rules of a guide the model accepts, or accepts as a copy
 CONTRIBUTIONS_CITED = 3  # feature contributions a rejection cites
 
 
@@ -92,9 +94,9 @@ def decide_guide(model: GuideModel, stats: DocsApiStats, g: GuideInput) -> tuple
     c = g.candidate
     bm25 = c.info("bm25")
     side = g.side if g.side is not None else chunk_side(stats, g.resolution, g.facts)
-    values, basis = guide_features(stats, g.resolution, g.facts, c.payload, clone=g.clone,
+    values, basis = guide_features(stats, g.resolution, g.facts, GuideRecord(c.payload, clone=g.clone,
                                    bm25_rank=bm25.rank if bm25 is not None else None, cosine=g.cosine,
-                                   hub_rate=model.page_accept_rate.get(c.page or "", 0.0), side=side)
+                                   hub_rate=model.page_accept_rate.get(c.page or "", 0.0)), side=side)
     out = model.decide(values) | basis
     if g.copy_share:
         out |= _copy_verdict(stats, g)
@@ -112,8 +114,8 @@ def _copy_verdict(stats: DocsApiStats, g: GuideInput) -> dict[str, bool]:
     # Each line of the record copied once: the clone ratio lets one record line stand for many chunk lines.
     code = record_code(g.candidate.payload)
     api_names = stats.code_api_names(code, frozenset(record_api(g.candidate.payload)["code_declares"]))
-    share, loose = copied_shares(g.facts.text, code, g.renameable, api_names=api_names, renames=g.renames,
-                                 hub_names=stats.hub_names)
+    share, loose = copied_shares(g.facts.text, code, CopyNames(g.renameable, api_names=api_names, renames=g.renames,
+                                 hub_names=stats.hub_names))
     if share >= g.copy_share:
         return {"accepted": True, "copied_code": True}
     if loose >= g.copy_share:
@@ -134,3 +136,19 @@ def _guide_reasons(model: GuideModel, out: dict[str, Any], basis: dict[str, Any]
         reasons.append(f"model: P(direct) {out['p']:.2f} < {model.threshold:.2f}"
                        + (f" ({', '.join(f'{f} {v:+.2f}' for v, f in top)})" if top else " (no shared API)"))
     return reasons
+
+
+def guide_rule(model: dict) -> str:
+    """The rule that rejected a guide the model decides: a rule over what it shares, or the model's P."""
+    return next((name for name in GUIDE_SHARE_RULES if model.get(name)), GUIDE_MODEL)
+
+
+def guide_overrule(rules_decision: Decision, model: dict[str, Any], ruled: list[str], facts: Collection[str]) -> Decision:
+    """The guide model's decision (`decide_guide`: its trace `model` and the reasons it rejects for) over the rule
+    tables' `rules_decision`: of the rules that rejected only the facts (`facts`: FACT_RULES) stay. It is decided by
+    the first rule that rejects it, else `copied_code` (the chunk copies its code) or `guide_model` (P)."""
+    kept = [(name, why) for name, why in zip(rules_decision.rules, rules_decision.reasons) if name in facts]
+    rules = tuple(name for name, _ in kept) + ((guide_rule(model),) if ruled else ())
+    reasons = tuple(why for _, why in kept) + tuple(ruled)
+    rule = rules[0] if rules else COPIED_CODE if model.get("copied_code") else GUIDE_MODEL
+    return rules_decision.overruled(rule, accepted=not reasons, reasons=reasons, rules=rules, model=model)

@@ -30,11 +30,13 @@ from typing import Literal, NamedTuple
 
 from ...records import evidence_text, model_text
 from ...store import calibration
+from ..engine.decision import Decision
 from ..engine.stage import Stage
 from ..engine.state import QueryState, Verdicts
 from ..engine.trace import RATIO_DIGITS, JudgeInfo, Occurrence
 from ..engine.types import Candidate
 from ..migration.version import EVIDENCE_STATUSES, VersionMarkers, evidence_rank
+from .decision import JUDGE_RULE, decided
 from .judge_questions import JudgeLLM, ask, check_cited, prompt_id, question_of
 from .resources import EvidenceResources
 from .validation_scope import ValidationScope
@@ -118,29 +120,31 @@ def _judged(job: JudgeJob, j: dict, tcal: dict, chunk: str) -> Candidate:
     ok, bad = check_cited(j.get("evidence") or [], chunk, rec)
     p, thr = j["p_yes"], tcal.get("threshold")
     before = c.verdict
-    c = c.derive()
     if tcal["mode"] == "decide":
         said_yes = p is not None and p >= thr
         # Asked to cite, the judge must back its yes with a verified literal unless the deterministic layer has one.
         accepted = before == "accept" and said_yes and (not cited_asked or len(det.evidence) + len(ok) > 0)
-        c.verdict = "accept" if accepted else "reject"
         rule = f"P(yes) {p} {'>=' if said_yes else '<'} threshold {thr} ({tcal.get('threshold_from')})"
-        c.reason = f"{c.reason}; judge: {rule}" if accepted else f"judge: {rule}"
+        conf = round(p if question == "occurrence" else det.confidence * p, RATIO_DIGITS) if accepted else 0.0
+        c = decided(c, judge_overrule(c, accepted, rule, conf))
     else:
         accepted = before == "accept"
         rule = tcal.get("why") or "annotate only"
-    if tcal["mode"] != "decide":
         conf = det.confidence  # an annotation changes no score
-    elif question == "occurrence":
-        conf = round(p, RATIO_DIGITS) if accepted else 0.0
-    else:
-        conf = round(det.confidence * p, RATIO_DIGITS) if accepted else 0.0
+        c = c.derive()
     occurrence = Occurrence.model_validate(occ) if isinstance(occ, dict) else occ
     c.add_stage("judge", JudgeInfo(model=j["model"], question=question, occurrence=occurrence, raw_answer=j["raw"],
                                    answer=j["answer"], p_yes=p, p_yes_source=j["p_yes_source"], mode=tcal["mode"],
                                    threshold=thr, rule=rule, verdict_before=before, cited_verified=ok,
                                    cited_hallucinated=bad, cached=j["cached"], accepted=accepted, confidence=conf))
     return c
+
+
+def judge_overrule(c: Candidate, accepted: bool, rule: str, conf: float) -> Decision:
+    """The judge's decision over the candidate's (rule `judge`): an accept it keeps, or a reject with its P(yes)."""
+    assert c.decision is not None, "the judge is asked only about decided candidates"
+    return c.decision.overruled(JUDGE_RULE, accepted, reason=None if accepted else f"judge: {rule}", confidence=conf,
+                                detail=rule)
 
 
 @dataclass(frozen=True)
@@ -201,21 +205,14 @@ def run_judge(q: QueryState[EvidenceResources], verdicts: Verdicts, validation: 
         q.note(skipped="validator_llm is off")
         return Judged(verdicts)
     llm = q.resources.llm
-
-    def fallback(why: str) -> Judged:
-        if not cfg.llm_optional:
-            raise LLMError(why)
-        q.trace.llm_fallback = f"{why}; deterministic validator only"
-        return Judged(verdicts)
-
     if llm is None:
         # No LLM is a missing service (HTTP 503), like a server that is down, not a bad setting.
-        return fallback("validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
+        return _without_judge(q, verdicts, "validator_llm needs an LLM: --llm-gguf, --llm-bundled or --llm-url")
     ident = llm.identity()
     try:
         cal, cal_file, stale = calibration.find(ident, q.resources.judge_calibration, prompt_id())
     except calibration.CalibrationError as e:
-        return fallback(f"judge calibration unreadable: {e}")
+        return _without_judge(q, verdicts, f"judge calibration unreadable: {e}")
     tcal = table_calibrations(cal, cfg.judge_thresholds)
     occ_targets, doc_targets = _targets(q, verdicts, validation, tcal)
     q.note(model=ident["model"], sha256=ident.get("sha256"), calibration=cal_file or "none",
@@ -229,13 +226,23 @@ def run_judge(q: QueryState[EvidenceResources], verdicts: Verdicts, validation: 
         q.ensure_loaded("llm", llm, model=ident["model"])
         answers = ask_all(llm, q.chunk, jobs := judge_jobs(q, occ_targets, doc_targets, tcal))
     except LLMError as e:
-        return fallback(f"LLM unavailable ({e})")
+        return _without_judge(q, verdicts, f"LLM unavailable ({e})")
     judged = {(job.candidate.table, job.candidate.id): _judged(job, dict(j, model=ident["model"]),
                                                                  tcal[job.candidate.table], q.chunk)
               for job, j in zip(jobs, answers)}
     asked = verdicts.of("api_mapping") + verdicts.of("docs_chunks")
     q.note(changed=sum(judged[k].verdict != c.verdict for c in asked if (k := (c.table, c.id)) in judged))
     return Judged(_judged_verdicts(q, validation, verdicts, judged, [c for c, _ in occ_targets]))
+
+
+def _without_judge(q: QueryState[EvidenceResources], verdicts: Verdicts, why: str) -> Judged:
+    """The verdicts as the deterministic layer left them, when the judge cannot run (an error unless llm_optional)."""
+    from ...models.llm import LLMError
+
+    if not q.cfg.llm_optional:
+        raise LLMError(why)
+    q.trace.llm_fallback = f"{why}; deterministic validator only"
+    return Judged(verdicts)
 
 
 def _targets(q: QueryState[EvidenceResources], verdicts: Verdicts, validation: ValidationScope,

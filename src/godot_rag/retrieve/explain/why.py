@@ -50,6 +50,8 @@ class WhyRecord(BaseModel):
     final_rank: int | None = None
     group: str | None = None
     verdict: str  # one line: "returned at #1 (guides)" or "lost at validate: <reason>"
+    rule: str | None = None  # the named rule that decided its verdict (Candidate.decision), when one did
+    rule_chain: list[str] = []  # the decisions' rules, the first (the rule tables') to the last (an overrule)
     steps: list[WhyStep]
     ranks_only: bool = False  # only the trace's id lists saw it: no per-stage scores in the result
 
@@ -134,13 +136,25 @@ def _passed(stage: str, cell: dict, info: Any, list_rank: int | None, rank_in: d
     return passed
 
 
-def _journey(table: str, rid: str, placed: tuple[Candidate, str] | None, lists: dict, columns: list[str],
-             result: RetrieveResult, records: Mapping[str, dict] | None = None) -> dict:
+@dataclass(frozen=True)
+class Reading:
+    """What every record's journey is read against: the result, its record stages (the columns), and the asked
+    record with the api_mapping records by id (`why`'s `records`, which only its own journey reads)."""
+    result: RetrieveResult
+    columns: list[str]
+    record: str
+    records: Mapping[str, dict] | None = None
+
+    def records_for(self, rid: str) -> Mapping[str, dict] | None:
+        return self.records if rid == self.record else None
+
+
+def _journey(read: Reading, table: str, rid: str, placed: tuple[Candidate, str] | None, lists: dict) -> dict:
     cand, where = placed if placed else (None, None)
     trace = cand.trace if cand is not None else {}
     rank_in = {stage: {i: n for n, i in enumerate(ids, 1)} for stage, ids in lists.items()}
     cells, seen, lost = {}, False, None
-    for stage in columns:
+    for stage in read.columns:
         list_rank = rank_in[stage].get(rid) if stage in rank_in else None
         info = trace.get(stage)
         cell = _cell(stage, info, list_rank)
@@ -152,7 +166,8 @@ def _journey(table: str, rid: str, placed: tuple[Candidate, str] | None, lists: 
             lost = stage
         cells[stage] = cell
     rec: dict[str, Any] = {"cells": cells, "cand": cand}
-    rec.update(_outcome(Journey(table, rid, cand, where, lost, seen, cells, columns), result, records))
+    rec.update(_outcome(Journey(table, rid, cand, where, lost, seen, cells, read.columns), read.result,
+                        read.records_for(rid)))
     return rec
 
 
@@ -233,14 +248,14 @@ def why(result: RetrieveResult, record: str, records: Mapping[str, dict] | None 
         for c in cands:
             placed.setdefault((c.table, c.id), (c, where))
     tables = result.config.get("tables") or TABLES
+    read = Reading(result, columns, record, records)
     journeys = {}
     for table in tables:
         lists = result.trace.candidate_ids.get(table, {})
         ids = set().union(*lists.values()) if lists else set()
         ids |= {rid for (t, rid) in placed if t == table}
         for rid in ids:
-            journeys[(table, rid)] = _journey(table, rid, placed.get((table, rid)), lists, columns, result,
-                                              records if rid == record else None)
+            journeys[(table, rid)] = _journey(read, table, rid, placed.get((table, rid)), lists)
     # a stage no record reached, or one the query skipped, is "off" (the page greys its column)
     skipped = {log.stage for log in result.trace.stages if (log.info or {}).get("skipped")}
     off = {s for s in columns if s in skipped or not any(j["cells"][s]["present"] for j in journeys.values())}
@@ -266,7 +281,12 @@ def _why_record(table: str, rid: str, j: dict[str, Any], columns: list[str], off
         verdict = f"returned at #{cand.rank}" + (f" ({cand.group})" if cand.group else "")
     else:
         verdict = f"lost at {'the cut at k' if j['lost'] == 'cut' else j['lost']}: {j['reason']}"
+    decision = cand.decision if cand is not None else None
+    if decision is not None and j["outcome"] == "rejected":
+        verdict += f" (rule {decision.rule})"
     return WhyRecord(table=table, id=rid, outcome=j["outcome"], lost_at=j["lost"],
                      final_rank=cand.rank if j["outcome"] == "returned" else None,
                      group=cand.group if j["outcome"] == "returned" else None,
-                     verdict=" ".join(verdict.split()), steps=steps, ranks_only=cand is None)
+                     verdict=" ".join(verdict.split()), steps=steps, ranks_only=cand is None,
+                     rule=decision.rule if decision is not None else None,
+                     rule_chain=decision.rule_chain if decision is not None else [])

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
+from typing import NamedTuple
 
 from ...gdscript.classref import ClassReference
 from ...gdscript.facts import GDScriptFacts, parse_chunk
@@ -154,9 +155,16 @@ def clone_match(chunk: str, code: str, renameable: frozenset[str] | None = None,
     return hit / total, matched
 
 
-def _codematch_info(chunk: str, ratio: float, alpha: float, before: float, score: float, rank: int,
-                    matched: list[int]) -> CodematchInfo:
+class CloneMatch(NamedTuple):
+    """One candidate's match: the share of the chunk's code lines found, the score before the bonus, the lines."""
+    ratio: float
+    before: float
+    matched: list[int]
+
+
+def _codematch_info(chunk: str, alpha: float, found: CloneMatch, score: float, rank: int) -> CodematchInfo:
     """The info, built only when read: most candidates stop at the shortlist, and nothing reads theirs."""
+    ratio, before, matched = found
     qlines = dict(numbered_code_lines(chunk))
     return CodematchInfo(ratio=round(ratio, RATIO_DIGITS), alpha=alpha, score_before=round(before, SCORE_DIGITS),
                          score=round(score, SCORE_DIGITS), rank=rank,
@@ -187,14 +195,14 @@ def apply_codematch(chunk: str, candidates: list[Candidate], alpha: float,
         ratio, matched = clone_match(chunk, _code_of(c.payload), renameable) if c.table == "docs_chunks" else (0.0, [])
         before = c.score
         c.score = before * (1 + alpha * ratio)
-        scored.append((c, ratio, before, matched))
+        scored.append((c, CloneMatch(ratio, before, matched)))
     scored.sort(key=lambda x: (-x[0].score, x[0].id))
     out = []
-    for i, (c, ratio, before, matched) in enumerate(scored):
+    for i, (c, found) in enumerate(scored):
         c.rank = i + 1
-        c.add_stage("codematch", built_by(CodematchInfo, _codematch_info, chunk, ratio, alpha, before, c.score, i + 1, matched))
+        c.add_stage("codematch", built_by(CodematchInfo, _codematch_info, chunk, alpha, found, c.score, i + 1))
         out.append(c)
-    return out, sum(1 for _, ratio, _, _ in scored if ratio and round(ratio, RATIO_DIGITS) > 0)
+    return out, sum(1 for _, found in scored if found.ratio and round(found.ratio, RATIO_DIGITS) > 0)
 
 
 def run_codematch(q: QueryState[RecallResources], pool: Pool, texts: list[str]) -> Pooled:

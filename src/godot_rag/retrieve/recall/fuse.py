@@ -9,6 +9,8 @@ of the per-segment lists.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..engine.stage import Stage
@@ -93,12 +95,20 @@ def fused_inputs(entries: FusedEntries) -> dict[str, ListEntry]:
             for n, (r, sc, nv) in entries.items()}
 
 
-def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], weights: dict[str, float],
-                 method: str, rrf_k: int, full: dict[str, np.ndarray | None] | None = None,
+class Fusion(NamedTuple):
+    """How lists are fused: `method` (maxnorm, minmax, zscore, rrf), each list's weight, and RRF's k."""
+    method: str
+    weights: dict[str, float]
+    rrf_k: int
+
+
+def fused_scores(cands: list[Candidate], lists: dict[str, list[Candidate]], fusion: Fusion,
+                 full: dict[str, np.ndarray | None] | None = None,
                  seen: dict[str, Entries] | None = None) -> list[tuple[float, FusedEntries]]:
     """Each candidate's fused score and its entries per list (`fused_inputs` makes the trace's).
     `full`: list name -> its scores before the prefilter (RankedLists.full_scores), when it was prefiltered.
     `seen`: the lists' `list_entries`, when the caller has them."""
+    method, weights, rrf_k = fusion
     both = {name: _normalised(lst, (full or {}).get(name), method) for name, lst in lists.items()} if method != "rrf" else {}
     norm = {name: v for name, (v, _) in both.items()}
     floor = {name: low for name, (_, low) in both.items()} if method == "zscore" else {}
@@ -151,7 +161,7 @@ def run_fuse(q: QueryState[RecallResources], pool: Pool, lists: RankedLists) -> 
         out[table] = []
         for ti, cands in enumerate(per_text):
             per_list = lists[table][ti]
-            scored = fused_scores(cands, per_list, weights, cfg.fusion, cfg.rrf_k,
+            scored = fused_scores(cands, per_list, Fusion(cfg.fusion, weights, cfg.rrf_k),
                                   {n: lists.full_scores(table, ti, n) for n in per_list},
                                   seen=entries_of(lists, table, ti, per_list))
             fused = []

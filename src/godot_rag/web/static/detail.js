@@ -225,6 +225,14 @@ function journeySteps(rec, journey) {
 
 // A guide's fitted-model verdict as arithmetic: each feature's value x weight = contribution, their sum with the
 // bias is the logit, P(direct) = sigmoid(logit) against the stored threshold; then the shared API it rests on.
+/** The named rule that decided the verdict, and the rules it overruled, first to last (Candidate.decision). */
+function decidedBy(d) {
+  if (!d) return null;
+  const chain = [];
+  for (let x = d; x; x = x.overrules) chain.unshift(x.rule);
+  return el("p", { class: "decided-by", text: `decided by rule ${d.rule}` + (chain.length > 1 ? ` (${chain.join(" → ")})` : "") });
+}
+
 function guideModelSection(m) {
   const rows = Object.keys(m.features).map((f) => {
     const c = m.contributions[f], x = m.features[f];
@@ -277,6 +285,7 @@ export function renderRecord(container, rec, journey, chunk, gold) {
     right.append(section("Validator", el("p", {}, el("span", { class: v.accepted ? "v-accept" : "v-reject", text: v.verdict }),
       ` · confidence ${num(v.confidence, 3)}` + (v.support != null ? ` · support ${num(v.support)} against ${num(v.against)} · strong ${v.strong}` : "") + (v.page_class ? ` · page of class ${v.page_class}` : "")
       + (v.copy_source ? " · the chunk copies this page" : "") + (v.copied_from ? ` · the chunk copies ${v.copied_from}` : "") + (v.repeats ? ` · ${v.repeats} shows all this shows` : "")),
+      decidedBy(rec.cand && rec.cand.decision),
       v.reasons.length ? el("ul", { class: "reasons" }, ...v.reasons.map((r) => el("li", { text: r }))) : null,
       v.evidence.length ? table(["direct evidence", "kind", "weight", "chunk line"], v.evidence.map((e) => [e.literal, e.kind, e.weight != null ? num(e.weight) : "", e.chunk_line ?? ""])) : el("p", { class: "muted", text: "no direct evidence" }),
       v.contradictions.length ? table(["contradiction", "near miss of", "weight", "in code"], v.contradictions.map((c) => typeof c === "string" ? [c, "", "", ""] : [c.literal, c.near_miss_of || "", c.weight != null ? num(c.weight) : "", c.in_code == null ? "" : c.in_code ? "yes" : "no"])) : null));

@@ -158,7 +158,8 @@ function journeyOf(table, id, placed, lists, rankIn, columns, result) {
     rec.sortRank = ci ? ci.position : lastRank(cells, columns);
   } else if (lost === "validate" || lost === "judge" || (placed && placed.where === "rejected")) {
     rec.outcome = "rejected"; rec.lost = lost || "validate";
-    rec.reason = cand && cand.reason ? cand.reason :
+    // the validator's reason, and the named rule that decided (as retrieve/explain/why.py gives it)
+    rec.reason = cand && cand.reason ? cand.reason + (cand.decision ? ` (rule ${cand.decision.rule})` : "") :
       "rejected by the validator (its reasons are not in the response: only the first k rejected records of each table come back)";
     rec.confidence = trace.validate ? trace.validate.confidence : null;
     rec.sortRank = placed && placed.where === "rejected" ? 1000 + placed.index : 5000 + (lastRank(cells, columns) || 0);
