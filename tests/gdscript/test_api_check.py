@@ -103,6 +103,11 @@ def test_closest_members_by_edit_distance_and_by_the_converter(ref, renames):
     renamed = closest_members(ref, "SceneTree", "change_scene", renames)
     assert renamed[0].api == "SceneTree.change_scene_to_file" and renamed[0].renamed
     assert not any(s.near_miss for s in closest_members(ref, "Label", "test_name"))
+    # Only near misses are offered: `get_date` is two edits from `get_name`, which is another member, not its
+    # replacement (that is in `Time`); a missing member of a class is still a finding, with no suggestion.
+    assert closest_members(ref, "OS", "get_date") == []
+    gone = check(ref, "func f():\n\tvar d = OS.get_date()\n").findings
+    assert [(f.kind, f.api, f.suggestions) for f in gone] == [("missing_engine_member", "OS.get_date", ())]
 
 
 def test_arguments_are_counted_outside_strings_and_brackets():
@@ -159,6 +164,15 @@ def test_tilemap_usage_is_deprecated_with_the_note_and_the_replacement(ref):
     assert force.rule == "deprecated_method" and "update_internals()" in force.suggestions
     assert force.reference.anchor == "class-tilemap-method-force-update"
     assert mode.receiver == "local_type" and mode.suggestions == ("AnimationMixer.callback_mode_method",)
+
+
+def test_a_deprecated_member_used_as_its_note_advises_is_no_finding(ref):
+    """`XRPositionalTracker.get_input` is deprecated "Use through XRControllerTracker": on a receiver typed as that
+    subclass the code already does what the note asks."""
+    advised = "func f(tracker: XRControllerTracker):\n\tvar v = tracker.get_input(&\"trigger\")\n"
+    assert [f.api for f in check(ref, advised).findings if f.kind == "deprecated_api"] == []
+    base = "func f(tracker: XRPositionalTracker):\n\tvar v = tracker.get_input(&\"trigger\")\n"
+    assert [f.api for f in check(ref, base).findings if f.kind == "deprecated_api"] == ["XRPositionalTracker.get_input"]
 
 
 def test_experimental_api_is_info(ref):

@@ -45,7 +45,7 @@ def test_only_the_check_decides_a_derived_record(retriever):
     assert accepted_findings(res) == {}
     assert not [c for c in res.results if c.id.startswith("api:")]
     info = prototype_evidence(None, Candidate(table="label_prototypes", id=payload["prototype_id"], payload=payload), {})  # type: ignore[arg-type]
-    assert not info["accepted"] and info["reasons"] == [DERIVED_REASON]
+    assert not info.accepted and info.reasons == (DERIVED_REASON,) and info.rule == "reference_finding"
 
 
 def test_the_cut_keeps_every_finding(retriever):

@@ -109,7 +109,7 @@ def check_api(facts: GDScriptFacts, res: Resolution, ref: ClassReference,
             out.undecided.append(Undecided(use.api, use.line, use.col, why))
             continue
         out.checked += 1
-        _check_marks(ref, use, out)
+        _check_marks(facts, ref, use, out)
         _check_arguments(facts, call_text, ref, use, out)
     for miss in res.unresolved:
         _check_missing(facts, ref, res, miss, renames, out)
@@ -165,10 +165,19 @@ def _mark_finding(ref: ClassReference, mark: Mark, api: str, place: Place) -> Ap
                       message, reference_entry(ref, cls, member or None), place.code, mark.note, mark.see)
 
 
-def _check_marks(ref: ClassReference, use: ApiUse, out: ApiCheck) -> None:
+def used_as_advised(facts: GDScriptFacts, use: ApiUse, mark: Mark) -> bool:
+    """Whether the use already follows the mark's note: a deprecated base-class member whose note says to use it
+    through a subclass (`XRPositionalTracker.get_input`: "Use through XRControllerTracker"), on a receiver the chunk
+    types as that subclass (`tracker: XRControllerTracker`)."""
+    root = re.match(r"\s*([A-Za-z_]\w*)\s*\.", use.text)
+    return root is not None and facts.local_types.get(root.group(1)) in mark.see
+
+
+def _check_marks(facts: GDScriptFacts, ref: ClassReference, use: ApiUse, out: ApiCheck) -> None:
     info = (ref.classes.get(use.cls) or {}).get("members", {}).get(use.member)
     place = Place(use.line, use.col, use.via, use.text)
-    out.findings += [_mark_finding(ref, mark, use.api, place) for mark in marks_of(info)]
+    out.findings += [_mark_finding(ref, mark, use.api, place) for mark in marks_of(info)
+                     if not used_as_advised(facts, use, mark)]
 
 
 # -- argument counts --------------------------------------------------------------------------------

@@ -69,7 +69,10 @@ def closest_members(ref: ClassReference, cls: str, name: str,
         out.append(Suggestion(f"{members[renamed]}.{renamed}", name, edit_distance(name, renamed, len(name)), True))
     limit = max(MIN_EDITS, int(len(name) * MAX_EDIT_SHARE))
     near = sorted((d, m) for m in members if m != name and (d := edit_distance(name.lower(), m.lower(), limit)) <= limit)
-    out += [Suggestion(f"{members[m]}.{m}", name, d, False) for d, m in near if m != renamed]
+    found = [Suggestion(f"{members[m]}.{m}", name, d, False) for d, m in near if m != renamed]
+    # Only a near miss is offered: a name two edits from a shorter one is another member (`OS.get_date` is not
+    # `get_name`; its replacement is in another class), and a wrong replacement misleads more than none.
+    out += [s for s in found if s.near_miss]
     return out[:SUGGESTIONS]
 
 
