@@ -89,6 +89,8 @@ MUST_MATCH, MUST_NOT_MATCH, NO_ACCEPTED_MAPPING, NOT_AT_MAPPING, MUST_MATCH_FAIL
 FOLLOWS_MAPPING = "follows_mapping"  # a finding decided again after the judge, on the mappings it left accepted
 REFERENCE_FINDING = "reference_finding"  # a finding derived from the class reference: only the API check decides it
 DERIVED_REASON = "a finding derived from the class reference: only the API check decides it (stage check)"
+DERIVED_REJECTED = Decision(accepted=False, rule=REFERENCE_FINDING, confidence=0.0, reasons=(DERIVED_REASON,),
+                            rules=(REFERENCE_FINDING,))
 
 
 def _settled(v: ValidationScope, decisions: list[dict]) -> list[dict]:
@@ -152,8 +154,7 @@ def _mapping_spans(accepted_mappings: dict[str, Decision], ids: set[str]) -> lis
 
 def prototype_evidence(v: ValidationScope, c: Candidate, accepted_mappings: dict[str, Decision]) -> Decision:
     if is_reference_prototype(c.payload):  # its must_match patterns say where a use may be, not that it is one
-        return Decision(accepted=False, rule=REFERENCE_FINDING, confidence=0.0, reasons=(DERIVED_REASON,),
-                        rules=(REFERENCE_FINDING,))
+        return DERIVED_REJECTED
     facts = v.facts
     rules = c.payload.get("validator_rules") or {}
     evidence, reasons, fired = [], [], []
