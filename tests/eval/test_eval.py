@@ -69,9 +69,10 @@ EXPECTED = {
     # F's Godot 3 query (no relevant page) gets no docs record: `func _process(delta):` and `$AnimatedSprite.play()`
     # are two lines that keep only the API as it is, no copy of the 2D page (`copy_anchor`, MIN_BLOCK_LINES).
     # The Godot 3 query gets the 2D player page since the stop 53 refit (P 0.45: `KinematicBody2D` stands for
-    # `CharacterBody2D`, a shared class), beside its three mappings: no query is left without a record.
+    # `CharacterBody2D`, a shared class), beside two of its three gold mappings: `$AnimatedSprite` is a node path, and
+    # a node path is never evidence of engine API (`node_path_is_no_api`), so its gold mapping is no longer accepted.
     ("F", "all"): {"all_relevant@1": 0.75, "all_relevant@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 1.0,
-                   "mapping_recall": 1.0, "zero_result_rate": 0.0},
+                   "mapping_recall": 0.6667, "zero_result_rate": 0.0},
 }
 
 

@@ -24,8 +24,9 @@ OTHER_AUTHORS = "other_authors"
 
 
 def default_judged() -> list[Path]:
-    """What `fit-ranker` reads by default: the shipped pool, then every grade file of data/grades/ by name."""
-    return [SHIPPED_POOL, *sorted(GRADES_DIR.glob("*.jsonl"))]
+    """What `fit-ranker` reads by default: the shipped pool, then every docs grade file of data/grades/ by name (the
+    `findings.*` files grade the API check's findings, not docs records)."""
+    return [SHIPPED_POOL, *sorted(GRADES_DIR.glob("docs.*.jsonl"))]
 
 
 def default_queries() -> list[Path]:
