@@ -3,7 +3,7 @@ resolved uses it documents (`DocsApiStats.member_specificity`): where `min_api_s
 class-reference entries graded 1 and those graded 2. One JSON line per record.
 
     python bench/api_entry_specificity.py OUT.jsonl [--judged FILE ...] [--data-dir DIR]
-        (default judged files: ../shared/eval/judged_docs.realcode_godot4.dev.jsonl and data/grades/*.jsonl)
+        (default judged files: ../shared/eval/judged_docs.realcode_godot4.dev.jsonl and data/grades/docs.*.jsonl)
 """
 import argparse
 import json
@@ -21,7 +21,7 @@ ap.add_argument("--data-dir", default=None)
 ap.add_argument("--set", action="append", default=[], help="a setting, name=JSON value (min_api_specificity=0)")
 args = ap.parse_args()
 judged = args.judged or ["../shared/eval/judged_docs.realcode_godot4.dev.jsonl",
-                         *map(str, sorted(Path("data/grades").glob("*.jsonl")))]
+                         *map(str, sorted(Path("data/grades").glob("docs.*.jsonl")))]
 grades = {}
 for f in judged:
     with open(f) as lines:

@@ -223,7 +223,7 @@ def rules(markdown: bool) -> None:
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write metrics, report, TREC runs, failures, plots.")
 @click.option("--limit", type=int, default=None, help="First N queries of each file.")
 @click.option("--judged", "judged", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Graded (chunk, docs record) pairs (judged_docs format: data/grades/*.jsonl); any judged_docs.*.jsonl "
+              help="Graded (chunk, docs record) pairs (judged_docs format: data/grades/docs.*.jsonl); any judged_docs.*.jsonl "
                    "beside the queries is read too.")
 @with_output
 @with_retrieve

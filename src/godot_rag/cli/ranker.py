@@ -36,7 +36,7 @@ def _summary(m: dict[str, Any]) -> dict[str, Any]:
               help="A scanned project's graded chunks (`PREFIX:file#chunk`), rerun with its project's context (repeat).")
 @click.option("--judged", "judged_files", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Grade files (repeat; a later file's grade of a pair wins). Default: the shipped pool, then every "
-                   "data/grades/*.jsonl by name.")
+                   "data/grades/docs.*.jsonl by name.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where the model goes (default: the one shipped, store/ranker_model.json).")
 @click.option("--rows-cache", type=click.Path(dir_okay=False, path_type=Path), default=None,
