@@ -90,10 +90,13 @@ def checked_line(result: RetrieveResult) -> str | None:
     if log is None or "checked" not in log or any(c.table in ("label_prototypes", "api_mapping") for c in accepted(result)):
         return None
     version, checked, undecided = log.get("version", ""), int(log.get("checked") or 0), int(log.get("undecided") or 0)
-    line = (f"- {checked} engine API use(s) resolved in Godot {version}; none removed, renamed, deprecated or called "
-            "with a wrong number of arguments" if checked else f"- no engine API use resolved in Godot {version}: "
-            "nothing to check")
-    return line + (f"; {undecided} use(s) not decided: their receiver's class is not stated" if undecided else "") + "."
+    # A verdict first: a model reading evidence takes any record as a hint that something must change, so the
+    # prompt says outright that nothing was found, then what was checked.
+    line = (f"- No problem found: no Godot 3 API; {checked} engine API use(s) resolved in Godot {version}; none removed, "
+            "renamed, deprecated or called with a wrong number of arguments" if checked else
+            f"- No problem found: no Godot 3 API; no engine API use resolved in Godot {version} to check further")
+    return (line + (f"; {undecided} use(s) not decided: their receiver's class is not stated" if undecided else "")
+            + ". The records below document what the chunk uses; none of them reports a problem.")
 
 
 def _first_sentence(text: str) -> str:

@@ -64,4 +64,5 @@ def test_prompt_explain_and_why_read_the_findings(retriever):
     (record,) = why(res, "api:wrong_argument_count")
     assert record.outcome == "returned" and any(s.stage == "check" and s.status == "reached" for s in record.steps)
     clean = render_prompt(retriever.retrieve(CLEAN, "F", CFG), 2000)
-    assert "Checked against the class reference:\n- 1 engine API use(s) resolved in Godot 4.7; none removed" in clean
+    assert ("Checked against the class reference:\n- No problem found: no Godot 3 API; 1 engine API use(s) resolved in "
+            "Godot 4.7; none removed") in clean
