@@ -3,9 +3,9 @@
 with the digest of the judged data it was fitted on."""
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
+
+from .model_files import read_model_file, write_model_file
 
 SHIPPED = Path(__file__).with_name("guide_model.json")
 
@@ -15,12 +15,9 @@ class GuideModelError(ValueError):
 
 
 def read(path: Path = SHIPPED) -> dict | None:
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
+    data = read_model_file(path, GuideModelError, "guide model")
+    if data is None:
         return None
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise GuideModelError(f"{path}: not a guide model file ({e})") from None
     for name, kind in (("weights", dict), ("bias", (int, float)), ("threshold", (int, float))):
         if not isinstance(data.get(name), kind):
             raise GuideModelError(f"{path}: field '{name}' is missing or of the wrong type")
@@ -28,6 +25,4 @@ def read(path: Path = SHIPPED) -> dict | None:
 
 
 def write(data: dict, path: Path = SHIPPED) -> None:
-    tmp = Path(path).with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    write_model_file(data, path)

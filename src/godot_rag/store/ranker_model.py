@@ -3,10 +3,10 @@ its named features, the bias and the threshold chosen out of fold, with the dige
 on and the out-of-fold figures."""
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
+
+from .model_files import read_model_file, write_model_file
 
 SHIPPED = Path(__file__).with_name("ranker_model.json")
 
@@ -17,12 +17,9 @@ class RankerModelError(ValueError):
 
 def read(path: Path = SHIPPED) -> dict[str, Any] | None:
     """The model, or None where no file is."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
+    data = read_model_file(path, RankerModelError, "ranker model")
+    if data is None:
         return None
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise RankerModelError(f"{path}: not a ranker model file ({e})") from None
     groups = data.get("groups") if isinstance(data, dict) else None
     if not isinstance(groups, dict) or not all(isinstance(g.get("weights"), dict) for g in groups.values()):
         raise RankerModelError(f"{path}: field 'groups' is missing or of the wrong type")
@@ -30,6 +27,4 @@ def read(path: Path = SHIPPED) -> dict[str, Any] | None:
 
 
 def write(data: dict[str, Any], path: Path = SHIPPED) -> None:
-    tmp = Path(path).with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    write_model_file(data, path)
