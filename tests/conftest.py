@@ -58,6 +58,18 @@ def make_database(pg_root):
 
 
 @pytest.fixture(scope="session")
+def ref():
+    """The real Godot 4.7 class reference, built once from ../shared's class pages (read, never changed, by tests)."""
+    from godot_rag.gdscript.classref import ClassReference
+    from godot_rag.ingest.classref import build_class_reference
+    from godot_rag.ingest.markdown import parse_page
+
+    pages = [parse_page(f.name, f.read_text(encoding="utf-8"))
+             for f in sorted((SHARED / "godot_docs" / "pages").glob("classes__*.md"))]
+    return ClassReference(build_class_reference(pages))
+
+
+@pytest.fixture(scope="session")
 def embedder():
     from godot_rag.models.embedder import Embedder
 

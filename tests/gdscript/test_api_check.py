@@ -20,15 +20,6 @@ RENAMES = SHARED / "godot_docs" / "renames_3_to_4.jsonl"
 
 
 @pytest.fixture(scope="module")
-def ref() -> ClassReference:
-    from godot_rag.ingest.classref import build_class_reference
-    from godot_rag.ingest.markdown import parse_page
-
-    pages = [parse_page(f.name, f.read_text(encoding="utf-8")) for f in sorted(PAGES.glob("classes__*.md"))]
-    return ClassReference(build_class_reference(pages))
-
-
-@pytest.fixture(scope="module")
 def renames() -> dict[str, str]:
     return member_renames(json.loads(line) for line in RENAMES.read_text(encoding="utf-8").splitlines())
 

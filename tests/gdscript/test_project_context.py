@@ -9,8 +9,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, SHARED
-from godot_rag.gdscript.classref import ClassReference
+from conftest import ROOT
 from godot_rag.gdscript.facts import parse_chunk
 from godot_rag.gdscript.project import ContextError, RequestContext
 from godot_rag.gdscript.resolve import extends_hint, resolve_uses
@@ -40,16 +39,6 @@ PROJECT = {
                  "var items: Array[int] = []\n",
 }
 GD_FILES = len([k for k in PROJECT if k.endswith(".gd")])
-
-
-@pytest.fixture(scope="module")
-def ref():
-    from godot_rag.ingest.classref import build_class_reference
-    from godot_rag.ingest.markdown import parse_page
-
-    pages = [parse_page(f.name, f.read_text(encoding="utf-8"))
-             for f in sorted((SHARED / "godot_docs" / "pages").glob("classes__*.md"))]
-    return ClassReference(build_class_reference(pages))
 
 
 @pytest.fixture(scope="module")

@@ -34,16 +34,6 @@ from godot_rag.retrieve.migration.version_stage import decide_occurrences, mappi
 from godot_rag.retrieve.recall.codematch import clone_match, renameable_names
 
 
-@pytest.fixture(scope="module")
-def ref():
-    from godot_rag.ingest.classref import build_class_reference
-    from godot_rag.ingest.markdown import parse_page
-
-    pages = [parse_page(f.name, f.read_text(encoding="utf-8"))
-             for f in sorted((SHARED / "godot_docs" / "pages").glob("classes__*.md"))]
-    return ClassReference(build_class_reference(pages))
-
-
 def test_facts_tell_code_from_comments_and_strings():
     src = ('extends Node2D\n# Spawn RigidBody scenes.\nfunc _ready(speed: float) -> void:\n'
            '\tvar n := "RigidBody".length()\n\tvar t := Timer.new()\n\t$AnimatedSprite2D.play()\n'

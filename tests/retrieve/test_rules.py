@@ -15,7 +15,6 @@ import pytest
 
 from conftest import SHARED
 from godot_rag.examples import REFERENCE_CHUNK
-from godot_rag.gdscript.classref import ClassReference
 from godot_rag.gdscript.facts import parse_chunk
 from godot_rag.gdscript.project import RequestContext
 from godot_rag.gdscript.record_api import add_record_api
@@ -70,15 +69,6 @@ DECISION_RULES_IN_CODE = {
 
 
 # -- fixtures: the real Godot 4 class reference, the real api_mapping records, the real docs records -------------
-@pytest.fixture(scope="module")
-def ref() -> ClassReference:
-    from godot_rag.ingest.classref import build_class_reference
-    from godot_rag.ingest.markdown import parse_page
-
-    pages = [parse_page(f.name, f.read_text(encoding="utf-8")) for f in sorted(PAGES.glob("classes__*.md"))]
-    return ClassReference(build_class_reference(pages))
-
-
 def _chunked(stem: str) -> list[dict]:
     from godot_rag.ingest.chunker import chunk_page
     from godot_rag.ingest.markdown import parse_page

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SHARED
 from godot_rag.gdscript.api_check import check_api
-from godot_rag.gdscript.classref import ClassReference
 from godot_rag.gdscript.facts import parse_chunk
 from godot_rag.gdscript.project import RequestContext
 from godot_rag.gdscript.resolve import extends_hint, resolve_uses
@@ -39,16 +37,6 @@ def _rename(src: str, dst: str) -> dict:
 
 
 MAPPINGS = [_rename("change_scene", "change_scene_to_file"), _rename("change_scene_to", "change_scene_to_packed")]
-
-
-@pytest.fixture(scope="module")
-def ref():
-    from godot_rag.ingest.classref import build_class_reference
-    from godot_rag.ingest.markdown import parse_page
-
-    pages = [parse_page(f.name, f.read_text(encoding="utf-8"))
-             for f in sorted((SHARED / "godot_docs" / "pages").glob("classes__*.md"))]
-    return ClassReference(build_class_reference(pages))
 
 
 @pytest.fixture(scope="module")
