@@ -260,7 +260,7 @@ def _judged_verdicts(q: QueryState[EvidenceResources], validation: ValidationSco
     if "label_prototypes" in q.tables and any(judged[(c.table, c.id)].verdict != c.verdict for c in asked):
         from .validate import follow_mappings
 
-        out.tables["label_prototypes"] = follow_mappings(validation, out)
+        return Verdicts({**out.tables, "label_prototypes": follow_mappings(validation, out)})
     return out
 
 

@@ -156,12 +156,13 @@ def run_fuse(q: QueryState[RecallResources], pool: Pool, lists: RankedLists) -> 
     cfg = q.cfg
     weights = {"bm25": cfg.weight_bm25, "embedding": cfg.weight_embedding}
     rrf_k = cfg.rrf_k if cfg.fusion == "rrf" else None
+    fusion = Fusion(cfg.fusion, weights, cfg.rrf_k)
     out: Pool = {}
     for table, per_text in pool.items():
         out[table] = []
         for ti, cands in enumerate(per_text):
             per_list = lists[table][ti]
-            scored = fused_scores(cands, per_list, Fusion(cfg.fusion, weights, cfg.rrf_k),
+            scored = fused_scores(cands, per_list, fusion,
                                   {n: lists.full_scores(table, ti, n) for n in per_list},
                                   seen=entries_of(lists, table, ti, per_list))
             fused = []
