@@ -66,3 +66,6 @@ def test_prompt_explain_and_why_read_the_findings(retriever):
     clean = render_prompt(retriever.retrieve(CLEAN, "F", CFG), 2000)
     assert ("Checked against the class reference:\n- No problem found: no Godot 3 API; 1 engine API use(s) resolved in "
             "Godot 4.7; none removed") in clean
+    # the verdict is the prompt's last section, nearest the question, and says nothing of undecided uses
+    verdict = clean.split("Checked against the class reference:")[1]
+    assert not any(title in verdict for title in ("Godot 4 class reference:", "Godot 4 guides:")) and "not decided" not in verdict
