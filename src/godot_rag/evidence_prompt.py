@@ -96,8 +96,8 @@ def checked_line(result: RetrieveResult) -> str | None:
     line = (f"- No problem found: no Godot 3 API; {checked} engine API use(s) resolved in Godot {version}; none removed, "
             "renamed, deprecated or called with a wrong number of arguments" if checked else
             f"- No problem found: no Godot 3 API; no engine API use resolved in Godot {version} to check further")
-    documented = " The records above only document what the chunk uses; none of them reports a problem." if accepted(result) else ""
-    return line + "." + documented
+    documented = " The records above only document what the chunk uses; none of them reports a problem."
+    return line + "." + (documented if accepted(result) else "")
 
 
 def _first_sentence(text: str) -> str:
