@@ -31,6 +31,8 @@ def _stage_summary(c: Candidate, stages: list[str]) -> str:
         "check": lambda i: f"check: {', '.join(f'{f.kind}@{f.line}' for f in i.findings)}",
         "judge": lambda i: f"judge({i.question})={i.answer} p={i.p_yes} {i.mode}"
                            + (f" thr={i.threshold}" if i.threshold is not None else ""),
+        "rank": lambda i: f"ranker P={i.p} {'>=' if i.accepted else '<'} {i.threshold}"
+                          + (f" (kept out by {i.kept_out_by})" if i.kept_out_by else ""),
         "score": lambda i: f"final={i.score}",
         "cut": lambda i: f"rank {i.rank}" if i.kept else f"cut at k={i.k} (#{i.position})",
     }

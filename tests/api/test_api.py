@@ -107,8 +107,8 @@ def test_strategies_openapi_and_offline_page(client):
     assert by_name["validate"]["column"] == {"label": "validate", "unit": "verdict", "score": "confidence", "unit_scale": True,
                                              "lossy": True, "source": False}
     assert [n for n, st in by_name.items() if st["column"]] == ["bm25", "embedding", "union", "fuse", "codematch", "merge",
-                                                                 "rerank", "shortlist", "api", "validate", "check", "judge",
-                                                                 "score", "cut"]
+                                                                 "rerank", "shortlist", "api", "validate", "check", "rank",
+                                                                 "judge", "score", "cut"]
     settings = client.get("/openapi.json").json()["components"]["schemas"]["RetrieveRequest"]["properties"]["config"]
     assert {"k1", "fusion", "weight_api", "godot_version"} <= set(settings["properties"])  # every setting documented
     assert "/api/retrieve" in client.get("/openapi.json").json()["paths"]

@@ -45,6 +45,9 @@ def test_regression_on_fixture_corpus(retriever, tmp_path):
     runs = {(r["strategy"], r["variant"]): r for r in report["runs"]}
     metrics = ("all_relevant@1", "all_relevant@5", "mrr", "ndcg@10", "mapping_precision", "mapping_recall", "zero_result_rate")
     got = {key: {m: runs[key][m] for m in metrics} for key in runs if key[1] == "all"}
+    rules = run_eval(retriever, [FIXTURES / "queries.jsonl"], ["F"], RetrieveConfig(reranker="none", learned_ranker=False),
+                     quiet=True)  # F's rules alone, as before the learned ranker
+    got[("F", "rules")] = {m: next(r for r in rules["runs"] if r["variant"] == "all")[m] for m in metrics}
     for key in EXPECTED:
         assert got[key] == EXPECTED[key], (key, json.dumps(got[key]))
     assert (tmp_path / "metrics.json").exists() and (tmp_path / "report.md").read_text().count("| metric |") >= 1
@@ -71,8 +74,12 @@ EXPECTED = {
     # The Godot 3 query gets the 2D player page since the stop 53 refit (P 0.45: `KinematicBody2D` stands for
     # `CharacterBody2D`, a shared class), beside two of its three gold mappings: `$AnimatedSprite` is a node path, and
     # a node path is never evidence of engine API (`node_path_is_no_api`), so its gold mapping is no longer accepted.
-    ("F", "all"): {"all_relevant@1": 0.75, "all_relevant@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 1.0,
-                   "mapping_recall": 0.6667, "zero_result_rate": 0.0},
+    # The learned ranker (fitted on the real corpus, held to its precision thresholds) then keeps that page out, and
+    # one query of five gets no docs record; the mappings are F's rules' alone and do not change.
+    ("F", "all"): {"all_relevant@1": 0.5, "all_relevant@5": 0.75, "mrr": 0.75, "ndcg@10": 0.75, "mapping_precision": 1.0,
+                   "mapping_recall": 0.6667, "zero_result_rate": 0.2},
+    ("F", "rules"): {"all_relevant@1": 0.75, "all_relevant@5": 1.0, "mrr": 1.0, "ndcg@10": 1.0, "mapping_precision": 1.0,
+                     "mapping_recall": 0.6667, "zero_result_rate": 0.0},
 }
 
 
@@ -213,14 +220,14 @@ def test_eval_reads_judged_pairs_beside_the_queries(retriever, tmp_path):
 
     shutil.copy(FIXTURES / "queries.jsonl", tmp_path / "queries.jsonl")
     q = json.loads((FIXTURES / "queries.jsonl").read_text().splitlines()[0])
-    docs = retriever.retrieve(q["chunk_text"], "F", RetrieveConfig()).by_table("docs_chunks")
+    docs = retriever.retrieve(q["chunk_text"], "F", RetrieveConfig(learned_ranker=False)).by_table("docs_chunks")
     assert len(docs) >= 2
     lines = [{"query_id": q["id"], "record_id": docs[0].id, "grade": 2, "why": "x"},
              {"query_id": q["id"], "record_id": docs[1].id, "grade": 0, "why": "y"}]
     (tmp_path / "judged_docs.queries.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
     out = tmp_path / "out"
     report = run_eval(retriever, [tmp_path / "queries.jsonl", tmp_path / "judged_docs.queries.jsonl"], ["F"],
-                      RetrieveConfig(), out_dir=out, quiet=True)
+                      RetrieveConfig(learned_ranker=False), out_dir=out, quiet=True)
     run = next(r for r in report["runs"] if r["variant"] == "all")
     assert run["judged_chunks"] == 1 and run["judged_chunks_with_grade2"] == 1.0
     groups = ("guides", "api_reference")

@@ -133,8 +133,9 @@ def _judged(res):
 def test_judge_follows_the_calibration_and_never_accepts_alone(with_qwen, qwen, tmp_path, monkeypatch):
     ok, bad = check_cited(["Input.is_action_pressed", "made_up_call"], REFERENCE_CHUNK, "Input.is_action_pressed()")
     assert ok == ["Input.is_action_pressed"] and bad == ["made_up_call"]
-    cfg = dict(k=5, validator_llm=True, validate_top=2, reranker="none")
-    plain = with_qwen.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5, reranker="none"))
+    # F's rules alone (no learned ranker): on the tiny fixture corpus they accept the two records the judge is asked about.
+    cfg = dict(k=5, validator_llm=True, validate_top=2, reranker="none", learned_ranker=False)
+    plain = with_qwen.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5, reranker="none", learned_ranker=False))
     before = {c.id: c.verdict for c in plain.results + plain.rejected + plain.cut}
     cal = tmp_path / "cal.json"
     with_qwen.judge_calibration = cal
@@ -196,7 +197,7 @@ def test_openai_compatible_server(llama_server, fixture_db, embedder, tmp_path):
     res = llm.chat("Answer with one word: yes or no.", "Is GDScript the scripting language of Godot?", max_tokens=3)
     assert res["text"].strip()
     out = with_llm(fixture_db, embedder, llm, tmp_path).retrieve(
-        REFERENCE_CHUNK, "F", RetrieveConfig(k=3, validator_llm=True, validate_top=1, reranker="none"))
+        REFERENCE_CHUNK, "F", RetrieveConfig(k=3, validator_llm=True, validate_top=1, reranker="none", learned_ranker=False))
     assert sum(c.info("judge") is not None for c in out.results + out.rejected + out.cut) == 1
 
 
@@ -210,7 +211,7 @@ def test_server_model_goes_through_the_same_calibrated_path(llama_server, fixtur
     short = llm.judge_answer("Answer in JSON.", "Is `Vector2` a Godot type? Answer yes or no.")
     assert json.loads(short["raw"]) == {"answer": short["answer"]} and short["evidence"] == []
     r = with_llm(fixture_db, embedder, None, tmp_path)
-    plain = r.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5, reranker="none"))
+    plain = r.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=5, reranker="none", learned_ranker=False))
     accepted = [c for c in plain.results if c.table == "docs_chunks"][:4]
     assert len(accepted) >= 2
     js = tmp_path / "js.jsonl"
@@ -240,8 +241,9 @@ def test_server_down_is_a_clear_error_or_degrades(fixture_db, embedder, tmp_path
         llm.chat("s", "u")
     down = with_llm(fixture_db, embedder, llm, tmp_path)
     with pytest.raises(LLMError):
-        down.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=3, validator_llm=True, reranker="none"))
-    res = down.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=3, validator_llm=True, llm_optional=True, reranker="none"))
+        down.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=3, validator_llm=True, reranker="none", learned_ranker=False))
+    res = down.retrieve(REFERENCE_CHUNK, "F", RetrieveConfig(k=3, validator_llm=True, llm_optional=True, reranker="none",
+                                                              learned_ranker=False))
     assert "deterministic validator only" in res.trace.llm_fallback and res.results
     res = down.retrieve(REFERENCE_CHUNK, "E", RetrieveConfig(k=3, llm_optional=True))
     assert "fell back" in res.trace.llm_fallback and res.results

@@ -647,7 +647,7 @@ def test_the_validator_rejects_a_guide_that_repeats_one_retrieved_before_it(retr
     first, second = "getting_started/demo/coding_the_player#000", "getting_started/demo/coding_the_player#001"
 
     def guides(chunk, **settings):
-        res = retriever.retrieve(chunk, "F", RetrieveConfig(copy_source_share=0.0, **settings))
+        res = retriever.retrieve(chunk, "F", RetrieveConfig(copy_source_share=0.0, learned_ranker=False, **settings))
         return ([c.id for c in res.by_table("docs_chunks") if c.group == "guides"],
                 {c.id: c.info("validate") for c in res.rejected if c.table == "docs_chunks"})
 

@@ -16,11 +16,12 @@ from ..retrieve.pipeline import Retriever
 from .guide_fit import GRADES_DIR, SHIPPED_POOL, SHIPPED_QUERIES, data_digest, shown_path
 from .judged import grades_of, read_judged
 from .queries import read_queries
-from .ranker_fit import DEMO_PREFIXES, TARGETS, GroupFit, RankerOptions, fit_group, project_of
+from .ranker_fit import DEMO_PREFIXES, OTHER_AUTHORS_TARGETS, TARGETS, ChoiceSets, GroupFit, RankerOptions, fit_group, project_of
 from .ranker_metrics import group_of_record, ndcg, selection_metrics
 from .ranker_rows import GROUPS, RankerQuery, cached_collect
 
 OTHER_AUTHORS = "other_authors"
+CHOSEN_ON = ("pool", OTHER_AUTHORS)  # the sets issue 62 states its precision targets for
 
 
 def default_judged() -> list[Path]:
@@ -57,13 +58,27 @@ def fit_ranker(retriever: Retriever, data: RankerData, opts: RankerOptions) -> d
     grades = {k: g for k, g in grades.items() if k[0] in ran}
     known = groups_of(rows)
     total2 = {g: sum(1 for p, v in grades.items() if v == 2 and group_of_record(p, known) == g) for g in GROUPS}
-    fits = {g: fit_group(rows, grades, g, total2[g], opts) for g in GROUPS}
-    figures = measure(found, grades, fits, chunk_sets(ran, grades))
+    sets = chunk_sets(ran, grades)
+    fits = {g: fit_group(rows, grades, g, total2[g], opts, choice_sets(sets, grades, known, g)) for g in GROUPS}
+    figures = measure(found, grades, fits, sets)
     model = model_of(fits, data, opts, {"chunks_run": len(ran), "graded_pairs_run": len(grades)}) | {"out_of_fold": figures}
     p = {k: v for f in fits.values() for k, v in f.oof.items()}
     graded = [r | {"grade": grades[key], "p_out_of_fold": round(p.get(key, 0.0), 4)} for r in rows
               if (key := (r["query_id"], r["record_id"])) in grades]
     return {"model": model, "rows": graded}
+
+
+def choice_sets(sets: Mapping[str, set[str]], grades: Mapping[tuple[str, str], int], known: Mapping[tuple[str, str], str],
+                group: str) -> ChoiceSets | None:
+    """The sets a threshold must meet the targets on: the shipped pool and the other authors' projects, each that
+    has graded chunks (None where neither has: the threshold is chosen on all the graded chunks)."""
+    chunks = {name: sets[name] for name in CHOSEN_ON if sets.get(name)}
+    if not chunks:
+        return None
+    total2 = {name: sum(1 for p, v in grades.items() if v == 2 and p[0] in c and group_of_record(p, known) == group)
+              for name, c in chunks.items()}
+    targets = {name: OTHER_AUTHORS_TARGETS[group] if name == OTHER_AUTHORS else TARGETS[group] for name in chunks}
+    return ChoiceSets(chunks, total2, targets)
 
 
 def groups_of(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
@@ -113,7 +128,7 @@ def model_of(fits: Mapping[str, GroupFit], data: RankerData, opts: RankerOptions
     """The model as `store/ranker_model.json` holds it: per group its weights, bias, threshold and curve."""
     groups = {g: {"weights": f.weights, "bias": f.bias, "threshold": f.chosen["threshold"], "targets_met": f.chosen["met"],
                   "targets": {"share2": TARGETS[g][0], "share0": TARGETS[g][1]}, "chosen": f.chosen, "n": f.n,
-                  "curve_by_project": f.curve, "curve_by_chunk": f.curve_by_chunk}
+                  "curve_by_project": f.curve, "curve_by_chunk": f.curve_by_chunk, "curves_by_set": f.curves_by_set}
               for g, f in fits.items()}
     return {"groups": groups, "data_digest": data_digest(list(data.judged)),
             "fitted_on": {"judged": [shown_path(Path(p)) for p in data.judged], "chunks_from": list(data.sources), **ran},

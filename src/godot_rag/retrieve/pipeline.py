@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ..models.reranker import Reranker
     from .evidence.docs_stats import DocsApiStats
     from .evidence.guide_model import GuideModel
+    from .evidence.ranker_model import RankerModel
 
 T = TypeVar("T")
 FREEZE_AFTER_ROWS = 2000  # record payloads unpacked since the last gc.freeze that make a query end with one
@@ -187,6 +188,16 @@ class Retriever:
             return model, DocsApiStats(self.class_reference(), n, members, classes, dict(model.chunk_share), constructs,
                                        page_nodes, sections, native)
         return self._once("guide_model", build)
+
+    def ranker_model(self) -> RankerModel | None:
+        """The fitted ranker (store/ranker_model.json), or None without a model file."""
+        def build() -> RankerModel | None:
+            from ..store.ranker_model import read
+            from .evidence.ranker_model import RankerModel
+
+            data = read()
+            return RankerModel.from_dict(data) if data else None
+        return self._once("ranker_model", build)
 
     def renames(self) -> ConverterRenames:
         """The converter's renames (Godot 3 -> Godot 4 names, classes, the names that mark Godot 4 code), from

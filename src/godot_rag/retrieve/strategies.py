@@ -13,6 +13,7 @@ from .evidence.api_source import API, SHORTLIST
 from .evidence.check import CHECK
 from .evidence.final import CUT, CUT_VALIDATED, SCORE
 from .evidence.judge import JUDGE
+from .evidence.ranker import RANK
 from .evidence.validate import VALIDATE
 from .migration.version_stage import VERSION
 from .query.parse import PARSE, RESOLVE
@@ -69,9 +70,10 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in [
              [PROFILE, TOKENIZE, EMBED_QUERY, BM25, EMBEDDING, UNION, FUSE, CUT, PROFILE_DIFF],
              needs="an LLM: godot-rag serve --llm-bundled 0.5b (or --llm-gguf FILE, --llm-url URL)"),
     Strategy("F", "parse + resolve API uses -> BM25 + embedding + api member entries -> reranker -> "
-                  "version-aware direct-evidence validator -> API check against the class reference (recommended)",
+                  "version-aware direct-evidence validator -> API check against the class reference -> learned ranker "
+                  "(optional Qwen judge) (recommended)",
              [PARSE, RESOLVE, SEGMENT, TOKENIZE, EMBED_QUERY, BM25_WIDE, EMBEDDING_WIDE, UNION, FUSE, CODEMATCH, MERGE,
-              RERANK, SHORTLIST, API, VERSION, VALIDATE, CHECK, JUDGE, SCORE, CUT_VALIDATED, EXPLAIN], api_group=True),
+              RERANK, SHORTLIST, API, VERSION, VALIDATE, CHECK, RANK, JUDGE, SCORE, CUT_VALIDATED, EXPLAIN], api_group=True),
 ]}
 
 

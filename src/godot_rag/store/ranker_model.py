@@ -21,8 +21,12 @@ def read(path: Path = SHIPPED) -> dict[str, Any] | None:
     if data is None:
         return None
     groups = data.get("groups") if isinstance(data, dict) else None
-    if not isinstance(groups, dict) or not all(isinstance(g.get("weights"), dict) for g in groups.values()):
+    if not isinstance(groups, dict) or not all(isinstance(g, dict) for g in groups.values()):
         raise RankerModelError(f"{path}: field 'groups' is missing or of the wrong type")
+    for name, group in groups.items():
+        for field, kind in (("weights", dict), ("bias", (int, float)), ("threshold", (int, float))):
+            if not isinstance(group.get(field), kind):
+                raise RankerModelError(f"{path}: field 'groups.{name}.{field}' is missing or of the wrong type")
     return dict(data)
 
 

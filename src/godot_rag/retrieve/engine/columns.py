@@ -31,6 +31,7 @@ STAGE_COLUMNS: dict[str, Column] = {
     "validate": Column(label="validate", unit="verdict", score="confidence", unit_scale=True, lossy=True),
     "check": Column(label="check", unit="findings", source=True),
     "judge": Column(label="judge", score="confidence", unit_scale=True, lossy=True),
+    "rank": Column(label="ranker", unit="P(direct)", score="p", unit_scale=True, lossy=True),
     "score": Column(label="score", unit="×conf", score="score"),  # noqa: RUF001 - the multiplication sign, as the table shows it
     "cut": Column(label="final", unit="rank", lossy=True),
 }

@@ -65,6 +65,13 @@ class RetrieveConfig(BaseModel):
     judge_citations: StrictBool = Field(False, description="a deciding judge also cites the literals it relies on (about 2 s "
                                         "per yes with the 1.5B on 2 cores; checked, and mostly hallucinated by the "
                                         "bundled models)")
+    learned_ranker: StrictBool = Field(True, description="F: the fitted ranker (store/ranker_model.json) decides each docs "
+                                       "record no contradiction rejected (P(direct) against its group's threshold) and "
+                                       "orders the accepted ones by P")
+    ranker_thresholds: dict[Literal["guides", "api_reference"],
+                            Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]] | None = Field(
+        None, description="override the fitted ranker's P(direct) threshold per docs group (lower: more recall, less "
+                          "precision; the curve is in store/ranker_model.json)")
     guide_model: StrictBool = Field(True, description="F: the fitted model (store/guide_model.json) decides guides; "
                                     "false: the evidence rules decide them as for class-reference records")
     min_direct_evidence: int = Field(1, ge=0, le=50, strict=True)

@@ -322,6 +322,20 @@ class JudgeInfo(StageInfo):
     confidence: float
 
 
+class RankInfo(StageInfo):
+    """The learned ranker's decision of a docs record (evidence/ranker.py): P(direct) from its features."""
+    group: str
+    p: float
+    threshold: float
+    accepted: bool
+    verdict_before: Literal["accept", "reject"]
+    bias: float
+    logit: float
+    features: dict[str, float]
+    contributions: dict[str, float]  # weight x value, per feature
+    kept_out_by: str | None = None  # a reject's most negative contribution
+
+
 class ScoreInfo(StageInfo):
     score_before: float
     confidence: float
@@ -351,7 +365,7 @@ class ExplainInfo(StageInfo):
 STAGE_INFO: dict[str, type[StageInfo]] = {
     "tsquery": TsqueryInfo, "bm25": Bm25Info, "embedding": EmbeddingInfo, "union": UnionInfo, "fuse": FuseInfo,
     "codematch": CodematchInfo, "merge": MergeInfo, "rerank": RerankInfo, "api": ApiInfo, "validate": ValidateInfo,
-    "check": CheckInfo, "judge": JudgeInfo, "score": ScoreInfo, "cut": CutInfo, "explain": ExplainInfo,
+    "check": CheckInfo, "judge": JudgeInfo, "rank": RankInfo, "score": ScoreInfo, "cut": CutInfo, "explain": ExplainInfo,
 }
 
 

@@ -10,6 +10,8 @@ from ..engine.types import Candidate
 
 LITERALS_SHOWN = 8  # evidence literals an accept's reason names
 JUDGE_RULE = "judge"  # the Qwen judge's overrule (judge.py)
+RANKER_RULE = "ranker"  # the learned ranker's overrule (ranker.py)
+CONTRADICTED_RULE = "contradicted"  # ranker.py: an accept that a contradiction marks, rejected before the model
 
 
 class DocsFigures(NamedTuple):
@@ -40,6 +42,9 @@ def model_shared(m: dict) -> list[tuple[str, str]]:
 def reason_of(d: Decision) -> str:
     """The candidate's one-line reason: the evidence an accept rests on, or the reasons of a reject. An accept the
     judge kept adds its P(yes) to the reason of the decision it kept."""
+    if d.rule == RANKER_RULE and d.accepted:  # an accept F's rules made too, or the ranker's own
+        kept = d.overrules is not None and d.overrules.accepted
+        return f"{reason_of(d.overrules)}; ranker: {d.detail}" if kept and d.overrules else f"ranker: {d.detail}"
     if d.rule == JUDGE_RULE:  # the judge keeps an accept (its reason and P(yes)), or rejects it on P(yes)
         return f"{reason_of(d.overrules)}; judge: {d.detail}" if d.accepted and d.overrules else f"judge: {d.detail}"
     if d.accepted and d.evidence and all(e.kind == "api_check" for e in d.evidence):

@@ -60,6 +60,13 @@ def _keep_findings(acc: list[Candidate], k: int) -> tuple[list[Candidate], list[
     return kept_found + _keep(others, k, None, len(kept_found)), found + others
 
 
+def usefulness(c: Candidate) -> float:
+    """The ranker's P(direct) (its trace `rank`), which orders accepted docs records before their score; 0 when the
+    ranker did not decide the record (learned_ranker off), so the score alone orders."""
+    rank = c.info("rank")
+    return float(rank.p) if rank is not None else 0.0
+
+
 class CutResults(NamedTuple):
     results: Pool  # what the query returns: each table's kept records
     cut: list[Candidate]  # accepted, then cut at k
@@ -88,10 +95,13 @@ def run_cut_validated(q: QueryState[EvidenceResources], verdicts: Verdicts) -> C
         acc = sorted([c for c in mine if c.verdict == "accept"], key=lambda c: (-c.score, c.id))
         rej = sorted([c for c in mine if c.verdict != "accept"], key=lambda c: (-c.score, c.id))
         if table == "docs_chunks":
+            # Most useful first: the ranker's P(direct), then the score.
+            acc.sort(key=lambda c: (-usefulness(c), -c.score, c.id))
             guides = [c for c in acc if c.group != "api_reference"]
             api_acc = [c for c in acc if c.group == "api_reference"]
-            # Highest score first (found by BM25/embedding too), then in the order the chunk uses them.
-            api_acc.sort(key=lambda c: (-round(c.score, SCORE_DIGITS), min(u.line for u in c.info("api").uses), c.id))
+            # P, then the highest score (found by BM25/embedding too), then in the order the chunk uses them.
+            api_acc.sort(key=lambda c: (-usefulness(c), -round(c.score, SCORE_DIGITS), min(u.line for u in c.info("api").uses),
+                                        c.id))
             for c in guides:
                 c.group = "guides"
             kept_guides = _keep(guides, cfg.k, "guides")
@@ -115,4 +125,5 @@ def run_cut_validated(q: QueryState[EvidenceResources], verdicts: Verdicts) -> C
 SCORE = Stage("score", run_score, "final score = fused score x (0.5 + 0.5 x validator or judge confidence)")
 CUT = Stage("cut", run_cut, "the first k of each table")
 CUT_VALIDATED = Stage("cut", run_cut_validated,
-                      "accepted records by final score: k per table, docs as k guides + k_api API entries")
+                      "accepted records by final score (docs: by the ranker's P, then score): k per table, docs as k guides "
+                      "+ k_api API entries")

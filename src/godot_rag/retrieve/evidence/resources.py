@@ -1,4 +1,4 @@
-"""What the evidence stages reach: the recall and migration resources, the API index and the guide model."""
+"""What the evidence stages reach: the recall and migration resources, the API index the guide model and the ranker."""
 from __future__ import annotations
 
 from typing import Protocol, TypedDict
@@ -7,6 +7,7 @@ from ..migration.resources import MigrationResources
 from ..recall.resources import RecallResources
 from .docs_stats import DocsApiStats
 from .guide_model import GuideModel
+from .ranker_model import RankerModel
 
 
 class ApiIndex(TypedDict):
@@ -20,3 +21,5 @@ class EvidenceResources(RecallResources, MigrationResources, Protocol):
     def api_index(self) -> ApiIndex: ...
 
     def guide_model(self) -> tuple[GuideModel, DocsApiStats] | None: ...
+
+    def ranker_model(self) -> RankerModel | None: ...

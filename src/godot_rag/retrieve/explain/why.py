@@ -23,8 +23,8 @@ from ..recall.prefilter import absent_reason, source_absent
 
 # Stages that say something about each record (a column of the page's matrix); the others are query-level.
 RECORD_STAGES = ("tsquery", "bm25", "embedding", "union", "fuse", "codematch", "merge", "rerank", "shortlist", "api",
-                 "validate", "check", "judge", "score", "cut")
-LOSSY = {"shortlist", "validate", "judge", "cut"}  # a record can be gone after these
+                 "validate", "check", "judge", "rank", "score", "cut")
+LOSSY = {"shortlist", "validate", "judge", "rank", "cut"}  # a record can be gone after these
 # A record absent here was simply not found by it (the API check's findings accept a derived record the validator
 # rejected: the record is back through it).
 SOURCES = {"tsquery", "bm25", "embedding", "api", "check"}
@@ -87,6 +87,9 @@ CELL_OF: dict[str, Callable[[Any, int | None], dict[str, Any]]] = {
         f"{f.kind} at line {f.line}: {f.api} ({f.rule})" for f in info.findings)},
     "judge": lambda info, _: {"score": info.confidence, "verdict": "accept" if info.accepted else "reject",
                               "detail": f"judge {info.answer} P(yes) {info.p_yes}"},
+    "rank": lambda info, _: {"score": info.p, "verdict": "accept" if info.accepted else "reject",
+                             "detail": f"ranker P(direct) {info.p} {'>=' if info.accepted else '<'} {info.threshold}"
+                                       + (f", kept out most by {info.kept_out_by}" if info.kept_out_by else "")},
     "score": lambda info, _: {"score": info.score, "detail": f"final score {info.score}"},
     "cut": lambda info, _: _cut_cell(info),
 }
@@ -124,7 +127,7 @@ def _facts(chunk: str) -> GDScriptFacts:
 def _passed(stage: str, cell: dict, info: Any, list_rank: int | None, rank_in: dict[str, dict[str, int]]) -> bool:
     """Whether the record went on past this stage."""
     passed = cell["present"]
-    if stage in ("validate", "judge"):
+    if stage in ("validate", "judge", "rank"):
         if cell.get("verdict"):
             passed = cell["verdict"] == "accept"
         elif stage == "validate" and "validate" in rank_in:
@@ -159,11 +162,13 @@ def _journey(read: Reading, table: str, rid: str, placed: tuple[Candidate, str] 
         info = trace.get(stage)
         cell = _cell(stage, info, list_rank)
         if _passed(stage, cell, info, list_rank, rank_in):
-            if lost and stage in SOURCES:
-                lost = None  # back through another source (the api list)
+            if lost and (stage in SOURCES or stage == "rank"):
+                lost = None  # back through another source (the api list), or accepted by the ranker after a rule rejected it
             seen = True
         elif seen and not lost and stage in LOSSY and (cell["present"] or stage in rank_in or info is not None):
             lost = stage
+        elif stage == "rank" and cell["present"]:
+            lost = stage  # the ranker decides again what a rule rejected: its reject is the one that stands
         cells[stage] = cell
     rec: dict[str, Any] = {"cells": cells, "cand": cand}
     rec.update(_outcome(Journey(table, rid, cand, where, lost, seen, cells, read.columns), read.result,
@@ -195,7 +200,7 @@ def _outcome(j: Journey, result: RetrieveResult, records: Mapping[str, dict] | N
         reason = (f"accepted, but position {ci.position}{' in ' + ci.group if ci.group else ''} > k {ci.k}" if ci else
                   f"not among the first k ({result.k.get(table, result.config.get('k'))}) at the cut")
         return {"outcome": "cut", "lost": "cut", "reason": reason}
-    if lost in ("validate", "judge") or where == "rejected":
+    if lost in ("validate", "judge", "rank") or where == "rejected":
         dropped = absent_source(result, table, rid, records)
         return {"outcome": "rejected", "lost": lost or "validate",
                 "reason": cand.reason if cand is not None and cand.reason else

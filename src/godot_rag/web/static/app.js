@@ -470,7 +470,7 @@ function cell(rec, col, d) {
   if (!c.present) {
     if (lostHere) {
       td.classList.add("is-lost");
-      td.append(el("span", { class: "lost", text: col.name === "validate" || col.name === "judge" ? "✘ rej" : "✕ lost" }));
+      td.append(el("span", { class: "lost", text: ["validate", "judge", "rank"].includes(col.name) ? "✘ rej" : "✕ lost" }));
       td.title = rec.reason || "";
     }
     else if (rec.lostIndex >= 0 && rec.outcome !== "returned" && rec.lost && colIndexAfter(rec, col)) td.classList.add("after");
@@ -483,7 +483,7 @@ function cell(rec, col, d) {
     return td;
   }
   if (col.name === "shortlist") { td.append(el("span", { class: "ok", text: "✓" })); td.title = `kept: #${c.rank}`; return td; }
-  if (col.name === "validate" || col.name === "judge") {
+  if (["validate", "judge", "rank"].includes(col.name)) {
     const acc = c.verdict ? c.verdict === "accept" : !lostHere;
     const line = el("div", { class: "cl" }, el("span", { class: acc ? "v-accept" : "v-reject", text: (acc ? "✔" : "✘") + (c.score != null ? " " + Number(c.score).toFixed(2) : "") }));
     if (!acc) { td.classList.add("is-lost"); line.append(el("span", { class: "lost", text: " rej" })); }

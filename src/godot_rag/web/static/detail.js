@@ -255,6 +255,19 @@ function guideModelSection(m) {
     m.worlds ? el("p", { text: `the record is ${m.worlds.record} (${m.worlds.record_classes.join(", ")}), the chunk ${m.worlds.chunk} (${m.worlds.chunk_classes.join(", ")}): a contradiction` }) : null);
 }
 
+// The learned ranker's verdict as arithmetic (trace `rank`): each feature's value x weight = contribution, the logit,
+// P(direct) against the group's threshold; a reject names the feature that kept it out.
+function rankerSection(r) {
+  const rows = Object.keys(r.features).map((f) => {
+    const c = r.contributions[f], x = r.features[f];
+    return [f, num(x, 4), x ? num(c / x, 4) : "", num(c, 4)];
+  });
+  return section("Learned ranker",
+    el("p", { text: `${r.group}: P(direct) ${num(r.p, 3)} ${r.accepted ? "≥" : "<"} threshold ${num(r.threshold, 3)} (was ${r.verdict_before}): logit ${num(r.logit, 4)} = bias ${num(r.bias, 4)} + the contributions`
+      + (r.kept_out_by ? ` · kept out most by ${r.kept_out_by} (${num(r.contributions[r.kept_out_by], 4)})` : "") }),
+    table(["feature", "value", "weight", "contribution"], rows));
+}
+
 export function renderRecord(container, rec, journey, chunk, gold) {
   const res = journey.result;
   const p = rec.payload || {};
@@ -291,6 +304,7 @@ export function renderRecord(container, rec, journey, chunk, gold) {
       v.contradictions.length ? table(["contradiction", "near miss of", "weight", "in code"], v.contradictions.map((c) => typeof c === "string" ? [c, "", "", ""] : [c.literal, c.near_miss_of || "", c.weight != null ? num(c.weight) : "", c.in_code == null ? "" : c.in_code ? "yes" : "no"])) : null));
   }
   if (v && v.model) right.append(guideModelSection(v.model));
+  if (t.rank) right.append(rankerSection(t.rank));
   if (t.judge) {
     const j = t.judge, occ = j.occurrence ? ` about line ${j.occurrence.line}:${j.occurrence.col}` : "";
     right.append(section("Qwen judge", el("p", { text: `${j.model}, ${j.question} question${occ}: answer ${j.answer}, P(yes) ${num(j.p_yes)}, confidence ${num(j.confidence)}${j.cached ? " (cached)" : ""}` }),

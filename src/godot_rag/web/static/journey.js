@@ -108,6 +108,8 @@ function cellOf(col, info, listRank, cand) {
       cell.title = "API check: " + info.findings.map((f) => `${f.kind} at line ${f.line}: ${f.api} (${f.rule})`).join("; "); break;
     case "judge": cell.score = info.confidence; cell.verdict = info.accepted ? "accept" : "reject";
       cell.title = `judge ${info.answer} P(yes) ${info.p_yes}`; break;
+    case "rank": cell.score = info.p; cell.verdict = info.accepted ? "accept" : "reject";
+      cell.title = `ranker P(direct) ${info.p} ${info.accepted ? "≥" : "<"} ${info.threshold}` + (info.kept_out_by ? `, kept out most by ${info.kept_out_by}` : ""); break;
     case "score": cell.score = info.score; cell.title = `${info.score_before} × (0.5 + 0.5 × ${info.confidence}) = ${info.score}`; break;
     case "cut": cell.rank = info.kept ? info.rank : null; cell.title = info.kept ? `kept: rank ${info.rank}${info.group ? " (" + info.group + ")" : ""}` : `cut: position ${info.position} > k ${info.k}`; break;
     default:  // a stage the page has no words for: its score field, and its info as the title
@@ -129,7 +131,7 @@ function journeyOf(table, id, placed, lists, rankIn, columns, result) {
     const cell = cellOf(col, info, listRank, cand);
     // "present" = the record passed this stage; a verdict of reject, or a cut, is a loss at this stage
     let passed = cell.present;
-    if (stage === "validate" || stage === "judge") {
+    if (stage === "validate" || stage === "judge" || stage === "rank") {
       if (cell.verdict) passed = cell.verdict === "accept";
       else if (rankIn.validate && stage === "validate") passed = listRank != null;
     }
@@ -138,10 +140,13 @@ function journeyOf(table, id, placed, lists, rankIn, columns, result) {
     if (cell.present && (stage === "codematch" || stage === "merge") && prevRank != null && cell.rank != null) cell.move = prevRank - cell.rank;
     if (cell.rank != null && ["fuse", "codematch", "merge", "rerank"].includes(stage)) prevRank = cell.rank;
     if (passed) {
-      if (lost && col.column.source) { reentered = stage; lost = null; lostIndex = -1; }  // e.g. back through the api source
+      // back through another source (the api list), or accepted by the ranker after a rule rejected it
+      if (lost && (col.column.source || stage === "rank")) { reentered = stage; lost = null; lostIndex = -1; }
       seen = true;
     } else if (seen && !lost && col.column.lossy && (cell.present || rankIn[stage] || info)) {
       lost = stage; lostIndex = ci;
+    } else if (stage === "rank" && cell.present) {
+      lost = stage; lostIndex = ci;  // the ranker decides again what a rule rejected: its reject is the one that stands
     }
     cells[stage] = cell;
   });
@@ -156,7 +161,7 @@ function journeyOf(table, id, placed, lists, rankIn, columns, result) {
     rec.reason = ci ? `accepted, but position ${ci.position}${ci.group ? " in " + ci.group : ""} > k ${ci.k}` :
       `not among the first k (${kOf(result, table)}) at the cut`;
     rec.sortRank = ci ? ci.position : lastRank(cells, columns);
-  } else if (lost === "validate" || lost === "judge" || (placed && placed.where === "rejected")) {
+  } else if (lost === "validate" || lost === "judge" || lost === "rank" || (placed && placed.where === "rejected")) {
     rec.outcome = "rejected"; rec.lost = lost || "validate";
     // the validator's reason, and the named rule that decided (as retrieve/explain/why.py gives it)
     rec.reason = cand && cand.reason ? cand.reason + (cand.decision ? ` (rule ${cand.decision.rule})` : "") :
