@@ -244,6 +244,12 @@ def test_detail_panel_pins_on_click_and_hover_never_replaces_it(page):
     _png_ok(OUT / "detail.png")
     page.click("#detail-close")
     assert not detail.is_visible()
+    # A record the learned ranker decided: its arithmetic, each feature's value, weight and contribution.
+    _row(page, "getting_started/demo/coding_the_player#000").click()
+    text = page.text_content("#detail")
+    assert "Learned ranker" in text and "guides: P(direct)" in text and "f_accepts" in text and "contribution" in text
+    assert "decided by rule ranker" in text
+    page.click("#detail-close")
 
 
 def test_output_is_the_exact_jsonl_next_to_the_json(page):

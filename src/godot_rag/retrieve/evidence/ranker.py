@@ -68,10 +68,10 @@ def run_rank(q: QueryState[EvidenceResources], verdicts: Verdicts) -> Ranked:
     groups = model.with_thresholds({str(g): t for g, t in (q.cfg.ranker_thresholds or {}).items()})
     out, changed, vetoes = [], 0, 0
     for c in verdicts.of(DOCS):
-        group = group_of(c)
-        if c.decision is None or group not in groups or vetoed(c):
-            vetoes += c.decision is not None and vetoed(c)
-            out.append(contradicted(c) if c.decision is not None and vetoed(c) and c.verdict == "accept" else c)
+        group, veto = group_of(c), c.decision is not None and vetoed(c)
+        if c.decision is None or group not in groups or veto:
+            vetoes += veto
+            out.append(contradicted(c) if veto and c.verdict == "accept" else c)
             continue
         new = ranked(c, group, score(groups[group], group, candidate_features(c)))
         changed += new.verdict != c.verdict

@@ -4,6 +4,7 @@ trace infos and decision), never recomputed: the same values for the `rank` stag
 from __future__ import annotations
 
 import math
+from functools import cache
 from typing import Any
 
 from ..engine.decision import Decision
@@ -23,6 +24,7 @@ RANKER_FEATURES = ("f_accepts", "bm25_rank", "embedding_rank", "fused_rank", "co
 GUIDE_PREFIX = "guide."
 
 
+@cache
 def features_of(group: str) -> tuple[str, ...]:
     """The named features of a group's model: a guide's add the guide model's (`guide.api_code`, ...)."""
     return RANKER_FEATURES + (tuple(GUIDE_PREFIX + f for f in GUIDE_FEATURES) if group == GUIDES else ())

@@ -41,14 +41,17 @@ class RankerModel:
 def score(model: GroupModel, group: str, values: dict[str, float]) -> dict[str, Any]:
     """P(direct) of one candidate, with each feature's contribution (weight x value) and the feature that kept a
     reject out (its most negative contribution; None when none is negative: nothing raised it enough)."""
-    contrib = {f: round(model.weights.get(f, 0.0) * values.get(f, 0.0), RATIO_DIGITS) for f in features_of(group)}
+    contrib = {}
+    for f in features_of(group):
+        w, x = model.weights.get(f, 0.0), values.get(f, 0.0)
+        contrib[f] = round(w * x, RATIO_DIGITS) if w and x else 0.0  # most are 0: round only the rest
     logit = model.bias + sum(contrib.values())
     p = 1.0 / (1.0 + math.exp(-max(-LOGIT_LIMIT, min(LOGIT_LIMIT, logit))))
     accepted = p >= model.threshold
-    lowest = min(contrib.items(), key=lambda kv: (kv[1], kv[0]))
+    lowest = None if accepted else min((v, f) for f, v in contrib.items())
     return {"p": round(p, RATIO_DIGITS), "threshold": model.threshold, "accepted": accepted,
             "bias": round(model.bias, RATIO_DIGITS), "logit": round(logit, RATIO_DIGITS), "features": values,
-            "contributions": contrib, "kept_out_by": lowest[0] if not accepted and lowest[1] < 0 else None}
+            "contributions": contrib, "kept_out_by": lowest[1] if lowest is not None and lowest[0] < 0 else None}
 
 
 def strongest(contributions: dict[str, float], n: int = 3) -> str:
