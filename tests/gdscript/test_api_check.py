@@ -224,6 +224,19 @@ def test_what_the_chunk_does_not_pin_down_stays_undecided(ref):
     assert "binds 'is_suite' more than once" in reasons["bind"]
 
 
+def test_a_name_declared_again_with_another_type_stays_undecided(ref):
+    """Seen on an other author's project (graded wrong): `var line: Array` in one block and `var line: Dictionary`
+    in another; the resolver's local types are not scoped by block, so `line.get(key, default)` is no wrong count."""
+    code = ("func f(file: FileAccess, d: Dictionary) -> void:\n\tif file:\n\t\tvar line: Array\n"
+            "\t\tline = file.get_csv_line()\n\tfor key in d:\n\t\tvar line: Dictionary = d.get(key)\n"
+            "\t\tprint(line.get(\"text\", \"\"))\n")
+    result = check(ref, code)
+    assert [f for f in result.findings if f.kind == "wrong_argument_count"] == []
+    assert any("declares 'line' more than once with other types" in u.reason for u in result.undecided)
+    once = check(ref, "func f(file: FileAccess) -> void:\n\tvar line: Array = file.get_csv_line()\n\tline.get(1, 2)\n")
+    assert kinds(once) == [("wrong_argument_count", "Array.get", 3)]
+
+
 
 def test_a_method_of_an_inner_class_does_not_read_the_files_class_as_its_own(ref):
     """An indented chunk (a method of an inner class, as the scan cuts one) given the file's `extends Control`: its

@@ -108,6 +108,10 @@ def check_api(facts: GDScriptFacts, res: Resolution, ref: ClassReference,
             why = INNER_METHOD if inner else f"receiver guessed ({use.via}), not stated"
             out.undecided.append(Undecided(use.api, use.line, use.col, why))
             continue
+        if use.via == "local_type" and (root := _retyped_root(facts, use)) is not None:
+            why = f"the chunk declares '{root}' more than once with other types: the type this use sees is not sure"
+            out.undecided.append(Undecided(use.api, use.line, use.col, why))
+            continue
         out.checked += 1
         _check_marks(facts, ref, use, out)
         _check_arguments(facts, call_text, ref, use, out)
@@ -115,6 +119,17 @@ def check_api(facts: GDScriptFacts, res: Resolution, ref: ClassReference,
         _check_missing(facts, ref, res, miss, renames, out)
     out.findings.sort(key=lambda f: (f.line, f.col, f.kind))
     return out
+
+
+def _retyped_root(facts: GDScriptFacts, use: ApiUse) -> str | None:
+    """The local name a use's chain starts with when the chunk declares it more than once with different types
+    (`var line: Array` in one block, `var line: Dictionary` in another): the resolver's types are not scoped by
+    block, so the type this use sees is not sure. None otherwise."""
+    for chain in facts.chains:
+        if chain.root_kind == "identifier" and any((p.line, p.col) == (use.line, use.col) for p in chain.parts):
+            types = {d.type for d in facts.declarations if d.name == chain.root and d.local}
+            return chain.root if len(types) > 1 else None
+    return None
 
 
 def inner_method(facts: GDScriptFacts, res: Resolution) -> bool:
