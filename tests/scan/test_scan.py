@@ -623,6 +623,14 @@ def test_the_cache_key_changes_with_any_rule_of_the_verdicts(tmp_path, monkeypat
     model.write_text(json.dumps(json.loads(shipped) | {"threshold": json.loads(shipped)["threshold"] + 0.01}))
     assert fingerprint.code_digest(copy) != fingerprint.code_digest()
     model.write_text(shipped)
+    # So does a refit ranker (`godot-rag fit-ranker`).
+    ranker = copy / "store" / "ranker_model.json"
+    fitted = ranker.read_text()
+    refit = json.loads(fitted)
+    refit["groups"]["guides"]["threshold"] += 0.05
+    ranker.write_text(json.dumps(refit))
+    assert fingerprint.code_digest(copy) != fingerprint.code_digest()
+    ranker.write_text(fitted)
     rules = copy / "retrieve" / "evidence" / "docs_evidence.py"  # the docs-evidence weights
     rules.write_text(rules.read_text().replace("RESOLVED_API = 6.0", "RESOLVED_API = 7.0", 1))
     changed = fingerprint.code_digest(copy)

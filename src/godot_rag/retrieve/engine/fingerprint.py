@@ -1,6 +1,7 @@
 """What a stored result was computed by: the package version and a digest of the code and the fitted data
 that decide verdicts (the stages in retrieve/, the class-reference reader, the GDScript facts, the record
-fields, the guide model and the judge's calibration: a refit with `godot-rag fit-guides` changes verdicts too).
+fields, the guide model, the ranker and the judge's calibration: a refit with `godot-rag fit-guides` or
+`fit-ranker` changes verdicts too).
 The scan's cache key holds it beside the database digest, so a change to any rule is a new key; no
 number has to be bumped by hand."""
 from __future__ import annotations
@@ -13,7 +14,7 @@ from ... import __version__
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2]  # godot_rag/
 VERDICT_SOURCES = ("retrieve", "gdscript", "errors.py", "records.py",  # relative to the package
-                   "store/guide_model.json", "store/judge_calibration.json")
+                   "store/guide_model.json", "store/ranker_model.json", "store/judge_calibration.json")
 
 
 def code_digest(package_dir: Path = PACKAGE_DIR) -> str:
