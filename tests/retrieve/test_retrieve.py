@@ -200,6 +200,28 @@ def test_f_prefilter_changes_no_decision(retriever, monkeypatch):
                 assert c.reason.startswith(prefilter.absent_reason(records[c.id]["source_api"]))
 
 
+def test_f_lists_leave_the_derived_prototypes_to_the_check(retriever):
+    """The label_prototypes derived from the class reference (`api:...`, many) take no place in F's BM25 and
+    embedding lists, so the hand-written prototypes are never crowded out (a Godot 3 enum constant's finding was);
+    D's lists still hold them, and F's check stage still accepts the derived one a finding names."""
+    cfg = RetrieveConfig(k=10, reranker="none")
+    derived = [rid for rid in retriever.records("label_prototypes") if rid.startswith("api:")]
+    assert derived, "the fixture database holds derived prototypes for this test to mean anything"
+    godot3 = ("extends Node2D\n\nfunc _input(event):\n"
+              "\tif event is InputEventMouseButton and event.button_index == BUTTON_LEFT:\n\t\tpass\n")
+    f = retriever.retrieve(godot3, "F", cfg)
+    lists = f.trace.candidate_ids["label_prototypes"]
+    assert lists["bm25"] and lists["embedding"]
+    assert not [rid for stage in ("bm25", "embedding") for rid in lists[stage] if rid.startswith("api:")]
+    hand = [rid for rid in retriever.records("label_prototypes") if not rid.startswith("api:")]
+    assert set(lists["embedding"]) <= set(hand)
+    d = retriever.retrieve(godot3, "D", cfg)
+    assert any(rid.startswith("api:") for rid in d.trace.candidate_ids["label_prototypes"]["embedding"])
+    typo = 'extends Node\n\nfunc _process(delta):\n\tif Input.is_action_presed("jump"):\n\t\tpass\n'
+    wrong = retriever.retrieve(typo, "F", cfg)
+    assert any(c.id.startswith("api:missing_engine_member") for c in wrong.by_table("label_prototypes"))
+
+
 def test_the_prefilter_reads_each_mappings_source_name_once(retriever, monkeypatch):
     """The prefilter keeps each mapping's source name with the records (`records.derived`): a second query reads
     no payload for it, and drops what `source_absent` drops."""

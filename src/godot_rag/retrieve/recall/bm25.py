@@ -55,10 +55,21 @@ class BM25Index:
     def __post_init__(self) -> None:
         self._weights = None
         self._position: dict[str, int] | None = None
+        self._prefixed: dict[str, np.ndarray] = {}
         self.avgdl = float(self.doc_len.mean()) if len(self.doc_len) else 0.0
 
     def idf(self, df: np.ndarray) -> np.ndarray:
         return idf(self.n_docs, df)
+
+    def rows_with_prefix(self, prefix: str) -> np.ndarray:
+        """A mask of the rows whose id starts with `prefix`, built once per index and prefix."""
+        if prefix not in self._prefixed:
+            self._prefixed[prefix] = np.fromiter((rid.startswith(prefix) for rid in self.ids), bool, len(self.ids))
+        return self._prefixed[prefix]
+
+    def ids_without_prefix(self, prefix: str) -> list[str]:
+        """The ids of the rows whose id does not start with `prefix`."""
+        return [self.ids[i] for i in np.flatnonzero(~self.rows_with_prefix(prefix))]
 
     def with_params(self, params: BM25Params) -> BM25Index:
         """The same counts under other k1/b: only the weights are computed again, the counts are shared."""

@@ -7,13 +7,14 @@ from typing import NamedTuple
 import numpy as np
 
 from ...gdscript.facts import GDScriptFacts
+from ...gdscript.tokenize import tokenizer_of
 from ...store import queries
 from ..engine.stage import Stage
 from ..engine.state import QueryState
 from ..engine.trace import SCORE_DIGITS, EmbeddingInfo, later
 from ..engine.types import Candidate
-from .lexical import Found
-from .prefilter import drop_absent
+from .lexical import Found, load_index
+from .prefilter import DERIVED_PREFIX, DERIVED_TABLE, drop_absent
 from .ranked_lists import RankedLists
 from .resources import RecallResources
 
@@ -39,8 +40,13 @@ def run_embedding(q: QueryState[RecallResources], vectors: np.ndarray, lists: Ra
     conn = q.resources.conn()
     found_lists = lists if lists is not None else RankedLists()
     limits = {table: max(q.cfg.candidates, (min_candidates or {}).get(table, 0)) for table in q.tables}
+    # The hand-written prototypes are few: with the prefilter their list is their exact cosines (the derived ones,
+    # thousands, would fill the index's nearest rows and leave them none; prefilter.DERIVED_TABLE).
+    exact = limits.pop(DERIVED_TABLE, None) if prefilter else None
     # The whole chunk's vector only: `dense_texts` is one text (the chunk, or E's intent); every table in one go.
     found = [queries.vector_searches(conn, limits, vector, q.cfg.ef_search) for vector in vectors[:1]]
+    if exact is not None:
+        found[0][DERIVED_TABLE] = hand_written_nearest(q, vectors[0], exact)
     for table in q.tables:
         recs = q.resources.records(table)
         hits = 0
@@ -60,6 +66,13 @@ def run_embedding(q: QueryState[RecallResources], vectors: np.ndarray, lists: Ra
             hits = len(ranked)
         q.note(**{table: hits})
     return Found(found_lists)
+
+
+def hand_written_nearest(q: QueryState[RecallResources], vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+    """The hand-written label_prototypes nearest the vector, by exact cosine, at most `limit`."""
+    ids = load_index(q, DERIVED_TABLE, tokenizer_of(q.cfg)).ids_without_prefix(DERIVED_PREFIX)
+    cos = queries.cosines(q.resources.conn(), DERIVED_TABLE, vector, ids)
+    return sorted(cos.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
 
 EMBED_QUERY = Stage("embed_query", run_embed_query, "encode the chunk with all-MiniLM-L6-v2 (mean of 256-piece windows)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
+import numpy as np
+
 from ...gdscript.facts import GDScriptFacts
 from ...gdscript.tokenize import TokenizerConfig, tokenizer_of
 from ..engine.stage import Stage
@@ -13,7 +15,7 @@ from ..engine.trace import RATIO_DIGITS, Bm25Info, ExplainInfo, later
 from ..engine.types import Candidate
 from ..query.segment import QueryTerms
 from . import bm25 as bm25_mod
-from .prefilter import drop_absent
+from .prefilter import DERIVED_PREFIX, DERIVED_TABLE, drop_absent
 from .ranked_lists import RankedLists
 from .resources import RecallResources
 
@@ -45,6 +47,8 @@ def run_bm25(q: QueryState[RecallResources], terms: QueryTerms, lists: RankedLis
         hits, dropped = [], 0
         for ti in text_ids:
             scores = all_scores[:, ti]
+            if prefilter and table == DERIVED_TABLE:  # derived prototypes take no place in F's list
+                scores = np.where(index.rows_with_prefix(DERIVED_PREFIX), 0.0, scores)
             top = bm25_mod.top_k(scores, n)
             ranked = [(index.ids[i], float(scores[i])) for i in top]
             kept = drop_absent(facts if prefilter else None, table, ranked, recs)
