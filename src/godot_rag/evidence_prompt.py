@@ -20,6 +20,7 @@ CHARS_PER_TOKEN = 4
 DEFAULT_BUDGET_TOKENS = 600
 MAX_GUIDE_LINES = 3  # record code lines shown per guide
 MAX_SENTENCE_CHARS = 240
+MAX_MATCHED = 3  # code literals a finding's line names
 
 SECTION_TITLES = {
     "api_mapping": "Godot 3 -> 4 API changes this chunk uses",
@@ -76,11 +77,17 @@ def check_lines(c: Candidate) -> list[str]:
             f"Reference: {(_field(f, 'entry') or {}).get('url')}" for f in _field(c.info("check"), "findings") or []]
 
 
-def finding_line(c: Candidate) -> str:
+def finding_line(c: Candidate, renames: dict[str, str] | None = None) -> str:
+    """A finding at its lines, with the code it matched and, where an accepted mapping renames that code, the
+    replacement (`BUTTON_LEFT -> MOUSE_BUTTON_LEFT`): a model reads a concrete change better than a kind of one."""
     p = c.payload
-    info = _validate_info(c)
-    at = _at(_lines(_field(info, "evidence") or [], "chunk_line"))
-    return f"- [{p.get('severity', 'info')}{at}] {p['expected_finding']} Action: {p['recommended_action']}"
+    evidence = _field(_validate_info(c), "evidence") or []
+    at = _at(_lines(evidence, "chunk_line"))
+    matched = list(dict.fromkeys(str(_field(e, "literal")) for e in evidence if _field(e, "literal")))[:MAX_MATCHED]
+    shown = ", ".join(f"`{m}` -> `{(renames or {})[m]}`" if m in (renames or {}) else f"`{m}`" for m in matched)
+    said = str(p["expected_finding"])
+    said = f"{said.rstrip('.')}: {shown}." if shown else said
+    return f"- [{p.get('severity', 'info')}{at}] {said} Action: {p['recommended_action']}"
 
 
 def checked_line(result: RetrieveResult) -> str | None:
@@ -173,8 +180,13 @@ def _within_budget(pieces: list[str], budget_tokens: int, used: int, skip_long: 
 def render_prompt(result: RetrieveResult, budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> str:
     """The evidence as plain text for a prompt, at most `budget_tokens` (estimated); empty when there is none."""
     by_section: dict[str, list[str]] = {s: [] for s in SECTION_ORDER}
+    renames = {c.payload["source_api"]: c.payload["target_api"] for c in accepted(result) if c.table == "api_mapping"}
     for c in accepted(result):
-        by_section[_section(c)] += check_lines(c) if c.info("check") is not None else [RENDER[_section(c)](c)]
+        section = _section(c)
+        if c.info("check") is not None:
+            by_section[section] += check_lines(c)
+        else:
+            by_section[section].append(finding_line(c, renames) if section == "label_prototypes" else RENDER[section](c))
     if (checked := checked_line(result)) is not None:
         by_section["checked"].append(checked)
     out: list[str] = []

@@ -14,6 +14,8 @@ def test_prompt_rendering_keeps_why_each_record_was_accepted_within_its_budget(r
     assert "- KinematicBody2D -> CharacterBody2D (class rename, line 1)" in text
     assert "- get_len -> get_length (method rename, line 5)" in text
     assert "Reviewer findings:" in text and "Action:" in text
+    # A finding names the code it matched and the replacement an accepted mapping gives it.
+    assert "called by its Godot 3 name: `get_len` -> `get_length`. Action:" in text
     full = "\n".join(str(c.payload) for c in res.results)
     assert estimate_tokens(text) * 2 <= estimate_tokens(full)
     # Whole entries only, mappings first: a small budget keeps the renames and drops the rest.
