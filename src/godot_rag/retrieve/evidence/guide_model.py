@@ -11,6 +11,11 @@ from .docs_features import FEATURES
 LOGIT_LIMIT = 50.0  # keeps exp() in range; P is 0 or 1 to double precision beyond it
 
 
+def probability(logit: float) -> float:
+    """A logistic model's P from its logit (the guide model's and the ranker's)."""
+    return 1.0 / (1.0 + math.exp(-max(-LOGIT_LIMIT, min(LOGIT_LIMIT, logit))))
+
+
 @dataclass(frozen=True)
 class GuideModel:
     """Logistic regression over FEATURES: P(grade 2) = sigmoid(bias + sum weight x value); accept at threshold."""
@@ -30,7 +35,7 @@ class GuideModel:
     def decide(self, values: dict[str, float]) -> dict:
         contrib = {f: round(self.weights.get(f, 0.0) * values[f], RATIO_DIGITS) for f in FEATURES}
         logit = self.bias + sum(contrib.values())
-        p = 1.0 / (1.0 + math.exp(-max(-LOGIT_LIMIT, min(LOGIT_LIMIT, logit))))
+        p = probability(logit)
         return {"features": values, "contributions": contrib, "bias": round(self.bias, RATIO_DIGITS),
                 "logit": round(logit, RATIO_DIGITS), "p": round(p, RATIO_DIGITS), "threshold": self.threshold,
                 "accepted": p >= self.threshold}

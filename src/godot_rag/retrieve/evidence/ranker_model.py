@@ -2,15 +2,13 @@
 regression per docs group over the named features of ranker_features.py, and how it scores one candidate."""
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..engine.trace import RATIO_DIGITS
+from .guide_model import probability
 from .ranker_features import GROUPS, features_of
-
-LOGIT_LIMIT = 50.0  # keeps exp() in range; P is 0 or 1 to double precision beyond it
 
 
 @dataclass(frozen=True)
@@ -46,7 +44,7 @@ def score(model: GroupModel, group: str, values: dict[str, float]) -> dict[str, 
         w, x = model.weights.get(f, 0.0), values.get(f, 0.0)
         contrib[f] = round(w * x, RATIO_DIGITS) if w and x else 0.0  # most are 0: round only the rest
     logit = model.bias + sum(contrib.values())
-    p = 1.0 / (1.0 + math.exp(-max(-LOGIT_LIMIT, min(LOGIT_LIMIT, logit))))
+    p = probability(logit)
     accepted = p >= model.threshold
     lowest = None if accepted else min((v, f) for f, v in contrib.items())
     return {"p": round(p, RATIO_DIGITS), "threshold": model.threshold, "accepted": accepted,
