@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...gdscript.api_check import REFERENCE_PROTOTYPE_PREFIX as DERIVED_PREFIX
 from ...gdscript.facts import GDScriptFacts
 from ...gdscript.tokenize import tokenizer_of
 from ...store import queries
@@ -14,7 +15,7 @@ from ..engine.state import QueryState
 from ..engine.trace import SCORE_DIGITS, EmbeddingInfo, later
 from ..engine.types import Candidate
 from .lexical import Found, load_index
-from .prefilter import DERIVED_PREFIX, DERIVED_TABLE, drop_absent
+from .prefilter import DERIVED_TABLE, drop_absent
 from .ranked_lists import RankedLists
 from .resources import RecallResources
 

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...gdscript.api_check import REFERENCE_PROTOTYPE_PREFIX as DERIVED_PREFIX
 from ...gdscript.facts import GDScriptFacts
 from ...gdscript.tokenize import TokenizerConfig, tokenizer_of
 from ..engine.stage import Stage
@@ -15,7 +16,7 @@ from ..engine.trace import RATIO_DIGITS, Bm25Info, ExplainInfo, later
 from ..engine.types import Candidate
 from ..query.segment import QueryTerms
 from . import bm25 as bm25_mod
-from .prefilter import DERIVED_PREFIX, DERIVED_TABLE, drop_absent
+from .prefilter import DERIVED_TABLE, drop_absent
 from .ranked_lists import RankedLists
 from .resources import RecallResources
 

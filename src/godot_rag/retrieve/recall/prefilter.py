@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...gdscript.api_check import REFERENCE_PROTOTYPE_PREFIX as DERIVED_PREFIX
 from ...gdscript.facts import GDScriptFacts
 from ...gdscript.lexicon import IDENT_RE
 
@@ -62,10 +61,9 @@ def absent_reason(source_api: str) -> str:
 def drop_absent(facts: GDScriptFacts | None, table: str, ranked: list[tuple[str, float]],
                 records: Records) -> list[tuple[int, str, float]]:
     """(rank in the full list, id, score) of the rows that go on: all of them, unless the chunk's `facts` are given
-    (the prefilter is on) and the table is api_mapping, where a mapping the chunk cannot hold is left out, or
-    label_prototypes, where a derived prototype is (DERIVED_TABLE)."""
-    if facts is not None and table == DERIVED_TABLE:
-        return [(rank, rid, score) for rank, (rid, score) in enumerate(ranked, 1) if not rid.startswith(DERIVED_PREFIX)]
+    (the prefilter is on) and the table is api_mapping, where a mapping the chunk cannot hold is left out. (The
+    derived label_prototypes never reach a list here: BM25 gives them no score and the embedding list is the
+    hand-written prototypes' own, DERIVED_TABLE.)"""
     if facts is None or table != TABLE:
         return [(rank, rid, score) for rank, (rid, score) in enumerate(ranked, 1)]
     return [(rank, rid, score) for rank, (rid, score) in enumerate(ranked, 1) if not cannot_occur(facts, records, rid)]
