@@ -90,11 +90,11 @@ def finding_line(c: Candidate, renames: dict[str, str] | None = None) -> str:
     return f"- [{p.get('severity', 'info')}{at}] {said} Action: {p['recommended_action']}"
 
 
-def checked_line(result: RetrieveResult) -> str | None:
+def checked_line(result: RetrieveResult, shown: list[Candidate]) -> str | None:
     """What F's API check checked, said when F found nothing wrong (no finding, no Godot 3 change); None when the
-    check did not run or something was found."""
+    check did not run or something was found. `shown`: the result's `accepted` records."""
     log = next((s.info for s in result.trace.stages if s.stage == "check"), None)
-    if log is None or "checked" not in log or any(c.table in ("label_prototypes", "api_mapping") for c in accepted(result)):
+    if log is None or "checked" not in log or any(c.table in ("label_prototypes", "api_mapping") for c in shown):
         return None
     version, checked = log.get("version", ""), int(log.get("checked") or 0)
     # A verdict, last: a model reading evidence takes any record as a hint that something must change, so the
@@ -104,7 +104,7 @@ def checked_line(result: RetrieveResult) -> str | None:
             "renamed, deprecated or called with a wrong number of arguments" if checked else
             f"- No problem found: no Godot 3 API; no engine API use resolved in Godot {version} to check further")
     documented = " The records above only document what the chunk uses; none of them reports a problem."
-    return line + "." + (documented if accepted(result) else "")
+    return line + "." + (documented if shown else "")
 
 
 def _first_sentence(text: str) -> str:
@@ -154,7 +154,7 @@ def _section(c: Candidate) -> str:
     return c.table
 
 
-RENDER = {"api_mapping": mapping_line, "label_prototypes": finding_line, "api_reference": reference_line, "guides": guide_line}
+RENDER = {"api_mapping": mapping_line, "api_reference": reference_line, "guides": guide_line}  # findings: finding_line
 
 
 def accepted(result: RetrieveResult) -> list[Candidate]:
@@ -180,14 +180,15 @@ def _within_budget(pieces: list[str], budget_tokens: int, used: int, skip_long: 
 def render_prompt(result: RetrieveResult, budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> str:
     """The evidence as plain text for a prompt, at most `budget_tokens` (estimated); empty when there is none."""
     by_section: dict[str, list[str]] = {s: [] for s in SECTION_ORDER}
-    renames = {c.payload["source_api"]: c.payload["target_api"] for c in accepted(result) if c.table == "api_mapping"}
-    for c in accepted(result):
+    shown = accepted(result)
+    renames = {c.payload["source_api"]: c.payload["target_api"] for c in shown if c.table == "api_mapping"}
+    for c in shown:
         section = _section(c)
         if c.info("check") is not None:
             by_section[section] += check_lines(c)
         else:
             by_section[section].append(finding_line(c, renames) if section == "label_prototypes" else RENDER[section](c))
-    if (checked := checked_line(result)) is not None:
+    if (checked := checked_line(result, shown)) is not None:
         by_section["checked"].append(checked)
     out: list[str] = []
     used = 0

@@ -9,9 +9,8 @@ from conftest import FIXTURES
 from godot_rag.eval.guide_fit import ROOT, data_digest
 from godot_rag.eval.ranker_fit import RankerOptions, choose, folds_of, project_of
 from godot_rag.eval.ranker_metrics import ndcg, selection_metrics
-from godot_rag.eval.ranker_rows import features_of
 from godot_rag.eval.ranker_run import RankerData, default_judged, fit_ranker, queries_of
-from godot_rag.retrieve.evidence.ranker_features import RANKER_FEATURES
+from godot_rag.retrieve.evidence.ranker_features import RANKER_FEATURES, features_of
 from godot_rag.store import ranker_model
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ..retrieve.evidence.ranker_features import features_of
 from .guide_fit import fit_logistic
-from .ranker_rows import features_of
 
 DEMO_PREFIXES = ("rc4", "rc3", "demos")  # the Godot demo projects, in both versions and the demos' scan
 DEMO_PROJECT_PARTS = 2  # a demo's project folder: `2d/bullet_shower` of `2d/bullet_shower/player.gd`

@@ -19,10 +19,8 @@ from tqdm import tqdm
 from ..gdscript.project import RequestContext
 from ..retrieve.engine.config import RetrieveConfig
 from ..retrieve.engine.types import Candidate
-from ..retrieve.evidence.ranker_features import GROUPS, GUIDES, candidate_features, features_of, group_of, rules_decision, vetoed
+from ..retrieve.evidence.ranker_features import candidate_features, group_of, rules_decision, vetoed
 from ..retrieve.pipeline import Retriever
-
-__all__ = ["GROUPS", "GUIDES", "RankerQuery", "cached_collect", "candidate_row", "collect", "features_of"]
 
 DOCS = "docs_chunks"
 D_TOP = 10  # D's docs records the baseline reads per chunk

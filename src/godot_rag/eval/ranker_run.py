@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..retrieve.evidence.ranker_features import GROUPS
 from ..retrieve.pipeline import Retriever
 from .guide_fit import GRADES_DIR, SHIPPED_POOL, SHIPPED_QUERIES, data_digest, shown_path
 from .judged import grades_of, read_judged
 from .queries import read_queries
 from .ranker_fit import DEMO_PREFIXES, OTHER_AUTHORS_TARGETS, TARGETS, ChoiceSets, GroupFit, RankerOptions, fit_group, project_of
 from .ranker_metrics import group_of_record, ndcg, selection_metrics
-from .ranker_rows import GROUPS, RankerQuery, cached_collect
+from .ranker_rows import RankerQuery, cached_collect
 
 OTHER_AUTHORS = "other_authors"
 CHOSEN_ON = ("pool", OTHER_AUTHORS)  # the sets issue 62 states its precision targets for

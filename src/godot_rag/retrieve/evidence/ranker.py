@@ -15,7 +15,7 @@ from ..engine.state import QueryState, Verdicts
 from ..engine.trace import RankInfo
 from ..engine.types import Candidate
 from .decision import CONTRADICTED_RULE, RANKER_RULE, decided
-from .ranker_features import candidate_features, group_of, rules_decision, vetoed
+from .ranker_features import candidate_features, group_of, vetoed
 from .ranker_model import score, strongest
 from .resources import EvidenceResources
 
@@ -45,7 +45,7 @@ def ranked(c: Candidate, group: str, out: dict[str, Any]) -> Candidate:
 def contradicted(c: Candidate) -> Candidate:
     """A record a contradiction marks, which F's rules accepted on weightier evidence: rejected under rule
     `contradicted`, as the fit counted it (a contradiction rejects before any model)."""
-    before = rules_decision(c)
+    before = c.decision  # the ranker has not decided it: the rules' decision
     assert before is not None and before.contradictions
     shown = ", ".join(x.literal + (f" where the chunk has {x.near_miss_of}" if x.near_miss_of else "")
                       for x in before.contradictions)
