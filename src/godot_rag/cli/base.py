@@ -5,15 +5,19 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 if TYPE_CHECKING:
     from ..cli_options import LlmArgs
+    from ..retrieve.pipeline import Retriever
     from ..store.db import Database
+
+T = TypeVar("T")
 
 DEFAULT_JSONL = Path("work/godot_rag/jsonl")
 
@@ -31,6 +35,30 @@ def fail(message: str, code: int = 1) -> NoReturn:
     text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
     click.echo("error: " + mask_secrets(text), err=True)
     sys.exit(code)
+
+
+def fitted(dsn: str | None, data_dir: Path | None, fit: Callable[[Retriever], T]) -> T:
+    """`fit` on a retriever over the database (the fit commands: fit-guides, fit-ranker), the database stopped after;
+    a bad queries file or an unreachable database is the one-line error."""
+    from ..eval.queries import QueryFileError
+    from ..retrieve.pipeline import Retriever
+    from ..store.db import StoreError
+
+    retriever = Retriever(make_db(dsn, data_dir))
+    try:
+        return fit(retriever)
+    except (QueryFileError, StoreError) as e:
+        fail(str(e))
+    finally:
+        retriever.db.stop()
+
+
+def written(write: Callable[[], None]) -> None:
+    """`write` a fit's files; a file that cannot be written is the one-line error naming it."""
+    try:
+        write()
+    except OSError as e:
+        fail(f"{e.filename}: cannot write ({e.strerror or e})")
 
 
 class Commands(click.Group):

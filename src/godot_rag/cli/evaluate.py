@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..cli_options import with_db, with_llm, with_output, with_retrieve
-from .base import fail, main, make_db, open_llm
+from .base import fail, fitted, main, make_db, open_llm, written
 
 if TYPE_CHECKING:
     from ..cli_options import LlmArgs, OutputArgs, RetrieveArgs
@@ -153,30 +153,21 @@ def fit_guides(queries_file: Path | None, judged_file: tuple[Path, ...], out: Pa
     chunk; the threshold is the lowest that meets the precision target out of fold, unless --threshold gives one.
     The summary goes to stdout."""
     from ..eval.guide_fit import SHIPPED_QUERIES, FitOptions, fit, shipped_judged
-    from ..eval.queries import QueryFileError
-    from ..retrieve.pipeline import Retriever
     from ..store import guide_model
-    from ..store.db import StoreError
 
     judged = list(judged_file) or shipped_judged()
     queries = queries_file or SHIPPED_QUERIES
     missing = [str(p) for p in [queries, *judged] if not Path(p).is_file()]
     if missing:
         fail(f"{', '.join(missing)}: not found (give --queries and --judged)")
-    retriever = Retriever(make_db(dsn, data_dir))
-    try:
-        result = fit(retriever, queries, judged, FitOptions(folds=folds, l2=l2, quiet=quiet, rows_cache=rows_cache,
-                                                            hub_every=hub_every, threshold=threshold))
-    except (QueryFileError, StoreError) as e:
-        fail(str(e))
-    finally:
-        retriever.db.stop()
-    try:
+    opts = FitOptions(folds=folds, l2=l2, quiet=quiet, rows_cache=rows_cache, hub_every=hub_every, threshold=threshold)
+    result = fitted(dsn, data_dir, lambda retriever: fit(retriever, queries, judged, opts))
+
+    def write() -> None:
         guide_model.write(result["model"], out or guide_model.SHIPPED)
         if curve_out:
             curve_out.write_text(json.dumps({"curve": result["curve"], "pairs": result["rows"]}, indent=1) + "\n")
-    except OSError as e:
-        fail(f"{e.filename}: cannot write ({e.strerror or e})")
+    written(write)
     m = result["model"]
     click.echo(json.dumps({k: m[k] for k in ("weights", "bias", "threshold", "n", "cv", "data_digest")}, indent=2))
 

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..cli_options import with_db
-from .base import fail, main, make_db
+from .base import fail, fitted, main, written
 
 
 def _scans(values: tuple[str, ...]) -> list[tuple[str, Path]]:
@@ -58,10 +58,8 @@ def fit_ranker(queries_files: tuple[Path, ...], scans: tuple[str, ...], judged_f
     from ..eval.ranker_rows import RankerQuery
     from ..eval.ranker_run import RankerData, default_judged, default_queries, queries_of
     from ..eval.ranker_run import fit_ranker as fit
-    from ..retrieve.pipeline import Retriever
     from ..scan.graded_chunks import ScanChunksError, scan_queries
     from ..store import ranker_model
-    from ..store.db import StoreError
 
     judged = list(judged_files) or default_judged()
     sources = list(queries_files) or default_queries()
@@ -72,18 +70,12 @@ def fit_ranker(queries_files: tuple[Path, ...], scans: tuple[str, ...], judged_f
             queries += [RankerQuery(*q) for q in scan_queries(prefix, scan_dir, wanted)]
     except (QueryFileError, ScanChunksError, OSError) as e:
         fail(str(e))
-    retriever = Retriever(make_db(dsn, data_dir))
     data = RankerData(queries, judged, rows_cache, [*(p.name for p in sources), *scans])
-    try:
-        result = fit(retriever, data, RankerOptions(folds=folds, l2=l2, quiet=quiet))
-    except (QueryFileError, StoreError) as e:
-        fail(str(e))
-    finally:
-        retriever.db.stop()
-    try:
+    result = fitted(dsn, data_dir, lambda retriever: fit(retriever, data, RankerOptions(folds=folds, l2=l2, quiet=quiet)))
+
+    def write() -> None:
         ranker_model.write(result["model"], out or ranker_model.SHIPPED)
         if rows_out:
             rows_out.write_text(json.dumps(result["rows"]) + "\n")
-    except OSError as e:
-        fail(f"{e.filename}: cannot write ({e.strerror or e})")
+    written(write)
     click.echo(json.dumps(_summary(result["model"]), indent=1))
