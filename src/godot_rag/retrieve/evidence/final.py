@@ -96,12 +96,10 @@ def run_cut_validated(q: QueryState[EvidenceResources], verdicts: Verdicts) -> C
         rej = sorted([c for c in mine if c.verdict != "accept"], key=lambda c: (-c.score, c.id))
         if table == "docs_chunks":
             # Most useful first: the ranker's P(direct), then the score.
-            acc.sort(key=lambda c: (-usefulness(c), -c.score, c.id))
-            guides = [c for c in acc if c.group != "api_reference"]
-            api_acc = [c for c in acc if c.group == "api_reference"]
+            guides = sorted((c for c in acc if c.group != "api_reference"), key=lambda c: (-usefulness(c), -c.score, c.id))
             # P, then the highest score (found by BM25/embedding too), then in the order the chunk uses them.
-            api_acc.sort(key=lambda c: (-usefulness(c), -round(c.score, SCORE_DIGITS), min(u.line for u in c.info("api").uses),
-                                        c.id))
+            api_acc = sorted((c for c in acc if c.group == "api_reference"), key=lambda c: (
+                -usefulness(c), -round(c.score, SCORE_DIGITS), min(u.line for u in c.info("api").uses), c.id))
             for c in guides:
                 c.group = "guides"
             kept_guides = _keep(guides, cfg.k, "guides")
