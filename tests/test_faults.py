@@ -209,6 +209,36 @@ def test_sigterm_to_the_parent_alone_while_stdin_blocks(fixture_db):
     assert not set(_handles(fixture_db.data_dir)) & (seen | {proc.pid})
 
 
+def _half_a_result(pool) -> None:
+    """What a worker killed while it wrote a result leaves in the pool's results pipe: a length prefix
+    and the first part of a message whose rest never comes."""
+    import struct
+
+    os.write(pool._outqueue._writer.fileno(), struct.pack("!i", 4096) + b"\x80" * 100)
+
+
+@pytest.mark.parametrize("tasks_in_flight", [False, True])
+def test_stopping_workers_when_one_died_mid_result_does_not_hang(tasks_in_flight):
+    """The pool's result thread is left waiting for the rest of a half-written result (seen with `retrieve
+    --batch ... | head` under load): stopping the pool still ends, with every worker and thread gone."""
+    import multiprocessing
+    import threading
+
+    from godot_rag.store.db import stop_pool
+
+    pool = multiprocessing.get_context("spawn").Pool(2)
+    if tasks_in_flight:
+        pool.imap(time.sleep, [30] * 8)
+    _half_a_result(pool)
+    time.sleep(0.5)  # the result thread reads the prefix and waits for the rest
+    stopper = threading.Thread(target=stop_pool, args=(pool,), daemon=True)
+    stopper.start()
+    stopper.join(60)
+    assert not stopper.is_alive(), "stop_pool hung on the half-written result"
+    assert all(proc.exitcode is not None for proc in pool._pool)
+    assert not pool._result_handler.is_alive() and not pool._task_handler.is_alive()
+
+
 # -- a scan that never dies of one file ------------------------------------------------------------------
 def _hostile_project(root: Path) -> Path:
     root.mkdir()

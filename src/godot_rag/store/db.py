@@ -222,17 +222,18 @@ def database_workers(db: Database, n: int, initializer, initargs: tuple):
 
 
 def stop_pool(pool) -> None:
-    """`Pool.terminate` that cannot hang. A worker killed while it waits for a task (SIGTERM to the process
-    group, as `timeout` and a terminal send) dies holding the task queue's lock, and `terminate` would wait
-    for that lock forever: kill and reap the workers first (no zombie keeps a handle alive), then give
-    this process fresh locks for the queues no worker uses any more."""
+    """`Pool.terminate` that cannot hang. Workers are killed, not asked, and a worker killed mid-way leaves
+    the pool's queues broken for its threads: it may die holding the task queue's lock (SIGTERM to the
+    process group, as `timeout` and a terminal send), with half a task read, or with half a result written
+    (a reader that closed the batch's output pipe, under load), and `terminate` would wait forever for the
+    lock or for the rest of the message. So this process first takes its own ends of both queues out of
+    the pool's hands (`_unplug_queues`), then kills and reaps the workers (no zombie keeps a handle alive):
+    the pool's threads then read the end of a pipe, or fail to write to one, and stop."""
     import multiprocessing.pool as mp_pool
-    import threading
 
     pool._worker_handler._state = mp_pool.TERMINATE  # no new workers in place of the ones killed here
     # First, so that the pool's own finalizer (at exit) cannot hang either, however far this gets.
-    pool._inqueue._rlock = threading.Lock()
-    pool._outqueue._wlock = None  # this process is the queue's only writer once the workers are gone
+    _unplug_queues(pool)
     workers = list(pool._pool)
     for proc in workers:
         if proc.exitcode is None:
@@ -241,6 +242,28 @@ def stop_pool(pool) -> None:
         proc.join(WORKER_JOIN_S)
     pool.terminate()
     pool.join()
+
+
+def _unplug_queues(pool) -> None:
+    """This process's ends of the pool's queues, replaced by fresh ones. Results: the old write end is
+    closed, so once the workers are gone the result thread reads the end of the pipe (not the rest of a
+    half-written result) and stops; the pool's own stop sentinels go to a fresh pipe nobody reads. Tasks:
+    the old read end is closed, so once the workers are gone the task thread's writes fail and it stops
+    (not blocked on a full pipe); `terminate`'s drain finds a fresh, empty pipe and a fresh lock."""
+    import multiprocessing
+    import threading
+
+    if getattr(pool, "_unplugged", None) is not None:
+        return
+    results_sink, results_writer = multiprocessing.Pipe(duplex=False)
+    tasks_reader, tasks_sink = multiprocessing.Pipe(duplex=False)
+    pool._unplugged = (results_sink, tasks_sink)  # kept open: a write to them must not fail
+    pool._cache.clear()  # nobody waits for these results now, and the result thread may end before terminate looks
+    outqueue, inqueue = pool._outqueue, pool._inqueue
+    old_writer, outqueue._writer, outqueue._wlock = outqueue._writer, results_writer, None
+    old_reader, inqueue._reader, inqueue._rlock = inqueue._reader, tasks_reader, threading.Lock()
+    old_writer.close()
+    old_reader.close()
 
 
 def _ensure_runtime_dir() -> None:

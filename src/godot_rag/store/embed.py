@@ -9,7 +9,7 @@ import psycopg
 from tqdm import tqdm
 
 from ..records import SCHEMA
-from .db import Database
+from .db import Database, stop_pool
 from .schema import ensure_embedding_dim, ensure_hnsw, ensure_inline_embedding, ensure_schema, set_meta
 
 if TYPE_CHECKING:
@@ -55,8 +55,7 @@ def embed_rows(db: Database, embedder, *, batch_rows: int = 128, quiet: bool = F
                 stats.embedded[table] = _embed_table(fill, table) if count else 0
         finally:
             if pool is not None:
-                pool.terminate()  # also on Ctrl-C: no worker outlives the command
-                pool.join()
+                stop_pool(pool)  # also on Ctrl-C, and with a worker killed mid-batch: no worker outlives the command
         bar.close()
         for table in SCHEMA:
             if ensure_hnsw(conn, table):
