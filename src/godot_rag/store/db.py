@@ -231,8 +231,9 @@ def stop_pool(pool) -> None:
     the pool's threads then read the end of a pipe, or fail to write to one, and stop."""
     import multiprocessing.pool as mp_pool
 
-    pool._worker_handler._state = mp_pool.TERMINATE  # no new workers in place of the ones killed here
     # First, so that the pool's own finalizer (at exit) cannot hang either, however far this gets.
+    pool._worker_handler._state = mp_pool.TERMINATE  # no new workers in place of the ones killed here
+    pool._task_handler._state = mp_pool.TERMINATE  # no more tasks sent
     _unplug_queues(pool)
     workers = list(pool._pool)
     for proc in workers:
@@ -240,6 +241,12 @@ def stop_pool(pool) -> None:
             proc.kill()
     for proc in workers:
         proc.join(WORKER_JOIN_S)
+    pool._change_notifier.put(None)  # the worker thread wakes, ends, and sends the task thread its sentinel
+    for thread in (pool._worker_handler, pool._task_handler, pool._result_handler):
+        thread.join(WORKER_JOIN_S)
+    # Nobody waits for the results left now. Only once the task thread is done with them (it drops a finished
+    # job itself), and before `terminate`, which refuses results left with the result thread gone.
+    pool._cache.clear()
     pool.terminate()
     pool.join()
 
@@ -258,7 +265,6 @@ def _unplug_queues(pool) -> None:
     results_sink, results_writer = multiprocessing.Pipe(duplex=False)
     tasks_reader, tasks_sink = multiprocessing.Pipe(duplex=False)
     pool._unplugged = (results_sink, tasks_sink)  # kept open: a write to them must not fail
-    pool._cache.clear()  # nobody waits for these results now, and the result thread may end before terminate looks
     outqueue, inqueue = pool._outqueue, pool._inqueue
     old_writer, outqueue._writer, outqueue._wlock = outqueue._writer, results_writer, None
     old_reader, inqueue._reader, inqueue._rlock = inqueue._reader, tasks_reader, threading.Lock()
