@@ -260,8 +260,6 @@ def _unplug_queues(pool) -> None:
     import multiprocessing
     import threading
 
-    if getattr(pool, "_unplugged", None) is not None:
-        return
     results_sink, results_writer = multiprocessing.Pipe(duplex=False)
     tasks_reader, tasks_sink = multiprocessing.Pipe(duplex=False)
     pool._unplugged = (results_sink, tasks_sink)  # kept open: a write to them must not fail
