@@ -15,6 +15,23 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHARED = ROOT.parent / "shared"
 
 
+def pytest_configure(config):
+    """SIGTERM (`timeout`, a CI runner stopping the job) ends the session as Ctrl-C does, as the CLI's commands do:
+    pytest then tears the session's fixtures down, and the embedded servers they started are stopped. Killed
+    outright, the session left its fixture server running, with no live process in its handle list."""
+    import signal
+
+    ending = []
+
+    def terminated(signum, frame):
+        if ending:  # a second SIGTERM must not break the teardown under way
+            return
+        ending.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminated)
+
+
 @pytest.fixture(scope="session")
 def pg_root(tmp_path_factory):
     return tmp_path_factory.mktemp("pg")
